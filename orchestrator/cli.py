@@ -1,0 +1,224 @@
+"""The `orchestrator` command line; imports stay lazy so `--help` is fast."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orchestrator.config import Config
+    from orchestrator.policy import ApprovalDecision, ApprovalRequest
+
+__all__ = ["main"]
+
+_PATH_CHOICES = (
+    "channel", "cli_run", "gateway_chat", "listing", "library", "delegate", "sop_step", "acp", "schedule",
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    from orchestrator.errors import OrchestratorError
+
+    _configure_logging(args.verbose)
+    try:
+        code: int = args.handler(args)
+        return code
+    except OrchestratorError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}" if not _is_config_line(exc) else line, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orchestrator", description="Chat-channel agent daemon with one policy seam."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument(
+            "--config",
+            default=os.environ.get("ORCHESTRATOR_CONFIG", "config.toml"),
+            help="config file (default: $ORCHESTRATOR_CONFIG, else ./config.toml)",
+        )
+        p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+        return p
+
+    check = command("check", "validate the config; one line per problem, exit 1 if any")
+    check.set_defaults(handler=_cmd_check)
+
+    agent = command("agent", "run one turn of an agent (the cli-run path) and print the reply")
+    agent.add_argument("name", help="agent name")
+    agent.add_argument("-m", "--message", required=True, help="the user message")
+    agent.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL[,TOOL]",
+        help="narrow this run to these tools (names or globs); never adds a tool",
+    )
+    agent.set_defaults(handler=_cmd_agent)
+
+    tools = command("tools", "list the tools an agent's registry holds on a construction path")
+    tools.add_argument("name", help="agent name")
+    tools.add_argument("--path", choices=_PATH_CHOICES, default="listing", help="construction path")
+    tools.add_argument("--json", action="store_true", help="print JSON")
+    tools.set_defaults(handler=_cmd_tools)
+
+    policy = command("policy", "show an agent's resolved execution (tools, approvals, budgets, ...)")
+    policy.add_argument("name", help="agent name")
+    policy.add_argument("--path", choices=_PATH_CHOICES, default="cli_run", help="construction path")
+    policy.add_argument("--json", action="store_true", help="print JSON")
+    policy.set_defaults(handler=_cmd_policy)
+    return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format="{level}: {message}")
+
+
+def _is_config_line(exc: Exception) -> bool:
+    from orchestrator.errors import ConfigError
+
+    return isinstance(exc, ConfigError)
+
+
+def _load(args: argparse.Namespace) -> Config:
+    from orchestrator.config import load_config
+
+    return load_config(args.config)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    config = _load(args)
+    print(f"{args.config}: ok ({len(config.agents)} agents, {len(config.providers)} providers)")
+    return 0
+
+
+def _cmd_agent(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
+    from orchestrator.policy import Interactivity
+    from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, resolve
+    from orchestrator.store import AuditLog
+
+    config = _load(args)
+    allowed = frozenset(t.strip() for item in args.allow for t in item.split(",") if t.strip())
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+
+    async def run() -> int:
+        with AuditLog(config.state_path() / "audit.sqlite3") as audit:
+            services = Services(audit=audit)
+            try:
+                execution = resolve(
+                    config,
+                    args.name,
+                    path=ConstructionPath.CLI_RUN,
+                    services=services,
+                    assembly=ScopedAssembly(caller_allowed=allowed) if args.allow else None,
+                    interactivity=(
+                        Interactivity.INTERACTIVE if interactive else Interactivity.NON_INTERACTIVE
+                    ),
+                )
+                result = await run_tool_call_loop(
+                    execution,
+                    Transcript(session="cli"),
+                    args.message,
+                    approver=_tty_approver if interactive else None,
+                )
+            finally:
+                await services.providers.aclose()
+        if result.stop is StopReason.PROVIDER_ERROR:
+            print(f"error: {result.error}", file=sys.stderr)
+            return 1
+        print(result.text)
+        return 0 if result.stop is StopReason.COMPLETED else 1
+
+    return asyncio.run(run())
+
+
+async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
+    import asyncio
+    import getpass
+    import json
+
+    from orchestrator.policy import ApprovalDecision, Verdict
+
+    shown = json.dumps(dict(request.arguments), ensure_ascii=False)[:500]
+    print(f"approve {request.tool} {shown}? [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+    user = f"cli:{getpass.getuser()}"
+    if answer in ("y", "yes"):
+        return ApprovalDecision(verdict=Verdict.APPROVED, decided_by=user, reason="approved at the terminal")
+    return ApprovalDecision(verdict=Verdict.DENIED, decided_by=user, reason="refused at the terminal")
+
+
+def _execution(args: argparse.Namespace) -> Any:
+    from orchestrator.seam import ConstructionPath, Services, resolve
+
+    config = _load(args)
+    return resolve(config, args.name, path=ConstructionPath(args.path), services=Services())
+
+
+def _cmd_tools(args: argparse.Namespace) -> int:
+    import json
+
+    execution = _execution(args)
+    rows = []
+    for name in execution.tools.names:
+        spec = execution.tools.get(name).spec
+        rows.append(
+            {
+                "name": name,
+                "source": spec.source.value,
+                "read_only": spec.read_only,
+                "approval": execution.approvals.rule_for(spec).value,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print(f"{args.name} has no tools on path {args.path}")
+    else:
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            ro = "read-only" if r["read_only"] else "writes"
+            print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}")
+    return 0
+
+
+def _cmd_policy(args: argparse.Namespace) -> int:
+    import json
+
+    described = _execution(args).describe()
+    if args.json:
+        print(json.dumps(described, indent=2))
+        return 0
+    for key, value in described.items():
+        if isinstance(value, dict):
+            print(f"{key}:")
+            for k, v in value.items():
+                print(f"  {k}: {json.dumps(v)}")
+        else:
+            print(f"{key}: {json.dumps(value)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,161 @@
+"""Load the main TOML file plus `agents.d/*.toml` into one validated `Config`."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.config.models import Config
+from orchestrator.config.references import check_references
+from orchestrator.errors import ConfigError, ConfigProblem
+
+__all__ = ["AGENTS_DIR_NAME", "dotted", "load_config", "parse_config", "suggest"]
+
+AGENTS_DIR_NAME: typing.Final = "agents.d"
+
+
+def load_config(path: str | Path) -> Config:
+    """Read, validate and cross-check a config file and its `agents.d/` directory.
+
+    Raises `ConfigError` with one `ConfigProblem` per problem; never anything else for bad input.
+    """
+    main = Path(path)
+    shown = str(path)
+    raw = _read_toml(main, shown)
+    origins: dict[str, str] = {}
+    problems: list[ConfigProblem] = []
+    agents_dir = main.parent / AGENTS_DIR_NAME
+    if agents_dir.is_dir():
+        agents = raw.setdefault("agents", {})
+        if not isinstance(agents, dict):
+            raise ConfigError([ConfigProblem(shown, "agents", "must be a table")])
+        for file in sorted(agents_dir.glob("*.toml")):
+            label = str(Path(shown).parent / AGENTS_DIR_NAME / file.name)
+            name = file.stem
+            if name in agents:
+                problems.append(
+                    ConfigProblem(label, f"agents.{name}", f"agent {name!r} is also defined in {shown}")
+                )
+                continue
+            agents[name] = _read_toml(file, label)
+            origins[name] = label
+    return parse_config(raw, source=main, shown=shown, origins=origins, problems=problems)
+
+
+def parse_config(
+    raw: Mapping[str, Any],
+    *,
+    source: Path | None = None,
+    shown: str = "<config>",
+    origins: Mapping[str, str] | None = None,
+    problems: Iterable[ConfigProblem] = (),
+) -> Config:
+    """Validate an already-parsed TOML document (used by tests and the library API)."""
+    origins = dict(origins or {})
+    found = list(problems)
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        found.extend(_translate(exc, shown, origins))
+        raise ConfigError(found) from None
+    config.with_origins(source, origins)
+    found.extend(check_references(config, shown=shown))
+    if found:
+        raise ConfigError(found)
+    return config
+
+
+def _read_toml(path: Path, shown: str) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError([ConfigProblem(shown, "", "file not found")]) from None
+    except OSError as exc:
+        raise ConfigError([ConfigProblem(shown, "", f"cannot read: {exc.strerror}")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([ConfigProblem(shown, "", f"invalid TOML: {exc}")]) from None
+
+
+def dotted(loc: Iterable[int | str]) -> str:
+    """Render a location tuple as `agents.ops.tools[2]`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            key = part if part.replace("_", "").replace("-", "").isalnum() else f'"{part}"'
+            out += f".{key}" if out else key
+    return out
+
+
+def suggest(word: str, candidates: Iterable[str]) -> str:
+    """Return ` (did you mean 'x'?)` for a close candidate, else an empty string."""
+    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _translate(
+    exc: ValidationError, shown: str, origins: Mapping[str, str]
+) -> list[ConfigProblem]:
+    problems: list[ConfigProblem] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        file = shown
+        if len(loc) >= 2 and loc[0] == "agents" and isinstance(loc[1], str):
+            file = origins.get(loc[1], shown)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            key = str(loc[-1])
+            message = f"unknown key {key!r}" + suggest(key, _fields_at(loc[:-1]))
+        elif kind == "missing":
+            message = "missing required key"
+        else:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            message = msg[:1].lower() + msg[1:]
+            if kind not in ("value_error",) and not isinstance(err.get("input"), (dict, list)):
+                message += f" (got {err.get('input')!r})"
+        problems.append(ConfigProblem(file, dotted(loc), message))
+    return problems
+
+
+def _fields_at(loc: tuple[int | str, ...]) -> tuple[str, ...]:
+    """Return the allowed keys of the model found at `loc` (for did-you-mean)."""
+    annotation: Any = Config
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return ()
+    model = _model_of(annotation)
+    return tuple(model.model_fields) if model else ()
+
+
+def _step(annotation: Any, part: int | str) -> Any:
+    model = _model_of(annotation)
+    if model is not None:
+        field = model.model_fields.get(str(part))
+        return field.annotation if field else None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is dict and len(args) == 2:
+        return args[1]
+    if origin is tuple and args:
+        return args[0]
+    return None
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return arg
+    return None

@@ -1,0 +1,235 @@
+"""Frozen pydantic models for the TOML config; unknown keys are errors everywhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, PrivateAttr
+from pydantic_core import core_schema
+
+__all__ = [
+    "AgentConfig",
+    "ApprovalConfig",
+    "Autonomy",
+    "BudgetConfig",
+    "Config",
+    "DaemonConfig",
+    "HttpFetchConfig",
+    "McpBundleConfig",
+    "McpConfig",
+    "McpServerConfig",
+    "MemoryConfig",
+    "PeripheralConfig",
+    "ProviderConfig",
+    "SecretRef",
+    "ShellConfig",
+    "SkillsConfig",
+]
+
+Autonomy = Literal["read_only", "supervised", "full"]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+Names = tuple[NonEmptyStr, ...]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class SecretRef(str):
+    """A secret given as `env:NAME` or `file:PATH`, never as a literal value."""
+
+    __slots__ = ()
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(_secret_ref, core_schema.str_schema())
+
+    @property
+    def scheme(self) -> str:
+        return self.split(":", 1)[0]
+
+    @property
+    def target(self) -> str:
+        return self.split(":", 1)[1]
+
+
+def _secret_ref(value: str) -> SecretRef:
+    scheme, _, target = value.partition(":")
+    if scheme not in ("env", "file") or not target:
+        raise ValueError(
+            "secrets must be references ('env:NAME' or 'file:PATH'), not literal values"
+        )
+    return SecretRef(value)
+
+
+class DaemonConfig(_Model):
+    """`[daemon]`: process-wide settings."""
+
+    state_dir: str = "./state"
+    log_level: Literal["TRACE", "DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+
+
+class ProviderConfig(_Model):
+    """`[providers.<name>]`: an OpenAI-compatible endpoint."""
+
+    kind: Literal["openai"] = "openai"
+    base_url: NonEmptyStr
+    api_key: SecretRef | None = None
+    base_url_env: NonEmptyStr | None = None
+    api_key_env: NonEmptyStr | None = None
+    model_env: NonEmptyStr | None = None
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+
+
+class ApprovalConfig(_Model):
+    """`[agents.X.approval]`: which calls need a human."""
+
+    auto_approve: Names = ()
+    always_ask: Names = ()
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
+class BudgetConfig(_Model):
+    """`[agents.X.budget]`: runtime limits; defaults are limits, never grants."""
+
+    max_tool_iterations: int = Field(default=10, ge=1, le=1000)
+    turn_timeout_s: float = Field(default=300.0, gt=0)
+    tool_timeout_s: float = Field(default=60.0, gt=0)
+    max_tool_result_chars: int = Field(default=16_000, ge=100)
+    max_history_messages: int = Field(default=40, ge=1)
+    max_actions_per_hour: int = Field(default=120, ge=0)
+
+
+class MemoryConfig(_Model):
+    """`[agents.X.memory]`: whose memories an agent may write and read."""
+
+    scope: Literal["agent", "none"] = "none"
+    read_from: Names = ()
+
+
+class ShellConfig(_Model):
+    """`[agents.X.shell]`: the commands the `shell` tool may run (absent = none)."""
+
+    allowed_commands: Names = ()
+
+
+class HttpFetchConfig(_Model):
+    """`[agents.X.http_fetch]`: where `http_fetch` may go."""
+
+    allowed_hosts: Names = ()
+    allow_private_addresses: bool = False
+    max_bytes: int = Field(default=1_000_000, ge=1)
+
+
+class AgentConfig(_Model):
+    """`[agents.<name>]` or `agents.d/<name>.toml`: one agent's whole policy."""
+
+    provider: NonEmptyStr
+    model: NonEmptyStr
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    system_prompt: str = ""
+    autonomy: Autonomy = "supervised"
+    workspace: NonEmptyStr | None = None
+    tools: Names = ()
+    excluded_tools: Names = ()
+    approval: ApprovalConfig = ApprovalConfig()
+    budget: BudgetConfig = BudgetConfig()
+    memory: MemoryConfig = MemoryConfig()
+    shell: ShellConfig = ShellConfig()
+    http_fetch: HttpFetchConfig = HttpFetchConfig()
+    skills: Names = ()
+    mcp_bundles: Names = ()
+    peripherals: Names = ()
+    delegates: Names = ()
+    acp_enable_mcp: bool = False
+
+
+class McpServerConfig(_Model):
+    """`[mcp.servers.<name>]`: one MCP server (stdio process or streamable HTTP)."""
+
+    transport: Literal["stdio", "http"]
+    command: NonEmptyStr | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: NonEmptyStr | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    tool_timeout_s: float = Field(default=60.0, gt=0)
+    isolation: Literal["shared", "per_agent"] = "shared"
+
+
+class McpBundleConfig(_Model):
+    """`[mcp.bundles.<name>]`: servers and, per server, the tools granted."""
+
+    servers: Names = ()
+    tools: dict[str, Names] = Field(default_factory=dict)
+    mode: Literal["eager", "deferred"] = "eager"
+    pinned_resources: dict[str, Names] = Field(default_factory=dict)
+
+
+class McpConfig(_Model):
+    """`[mcp]`: server definitions and the bundles agents reference."""
+
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    bundles: dict[str, McpBundleConfig] = Field(default_factory=dict)
+
+
+class SkillsConfig(_Model):
+    """`[skills]`: where skill directories live."""
+
+    dirs: tuple[str, ...] = ()
+    allow_scripts: bool = False
+
+
+class PeripheralConfig(_Model):
+    """`[peripherals.<name>]`: a serial device speaking one JSON line per request."""
+
+    port: NonEmptyStr
+    baud: int = Field(default=115_200, gt=0)
+    protocol: Literal["jsonl"] = "jsonl"
+    commands: Names = ()
+
+
+class Config(_Model):
+    """The whole validated configuration of one generation."""
+
+    daemon: DaemonConfig = DaemonConfig()
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    mcp: McpConfig = McpConfig()
+    skills: SkillsConfig = SkillsConfig()
+    peripherals: dict[str, PeripheralConfig] = Field(default_factory=dict)
+
+    _source: Path | None = PrivateAttr(default=None)
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def source(self) -> Path | None:
+        """The main config file this generation was loaded from."""
+        return self._source
+
+    def origin_of(self, agent: str) -> str:
+        """Return the file an agent was defined in (for error messages)."""
+        return self._origins.get(agent, str(self._source or "<config>"))
+
+    def state_path(self) -> Path:
+        """Return the state directory, relative paths taken from the config file's folder."""
+        base = self._source.parent if self._source else Path.cwd()
+        return (base / self.daemon.state_dir).expanduser().resolve()
+
+    def with_origins(self, source: Path | None, origins: dict[str, str]) -> Config:
+        """Attach where each part came from (set once by the loader)."""
+        self._source = source
+        self._origins = dict(origins)
+        return self
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other

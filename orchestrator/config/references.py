@@ -1,0 +1,146 @@
+"""Cross-reference checks: dangling names and tool names that match nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from orchestrator.config.models import AgentConfig, Config
+from orchestrator.errors import ConfigProblem
+
+__all__ = ["check_references", "find_skill_dirs"]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
+    """Return one problem per dangling reference or unmatched tool name."""
+    from orchestrator.tools.catalog import BUILTIN_NAMES
+
+    problems: list[ConfigProblem] = []
+    problems.extend(_check_mcp(config, shown))
+    skill_dirs = find_skill_dirs(config)
+    namespaces = set(config.mcp.servers) | set(config.peripherals) | set(skill_dirs)
+    for name, agent in config.agents.items():
+        file = config.origin_of(name)
+        base = f"agents.{name}"
+        for path, message in _check_agent(config, agent, BUILTIN_NAMES, namespaces, skill_dirs):
+            problems.append(ConfigProblem(file, f"{base}.{path}", message))
+    return problems
+
+
+def find_skill_dirs(config: Config) -> dict[str, Path]:
+    """Return skill name -> directory for every `<dir>/<name>/SKILL.md` under `[skills] dirs`."""
+    base = config.source.parent if config.source else Path.cwd()
+    found: dict[str, Path] = {}
+    for entry in config.skills.dirs:
+        root = (base / entry).expanduser()
+        if root.is_dir():
+            for skill_md in sorted(root.glob("*/SKILL.md")):
+                found.setdefault(skill_md.parent.name, skill_md.parent)
+    return found
+
+
+def _check_agent(
+    config: Config,
+    agent: AgentConfig,
+    builtins: frozenset[str],
+    namespaces: set[str],
+    skills: dict[str, Path],
+) -> Iterator[tuple[str, str]]:
+    from orchestrator.config.loader import suggest
+
+    if agent.provider not in config.providers:
+        yield "provider", f"unknown provider {agent.provider!r}" + suggest(
+            agent.provider, config.providers
+        )
+    refs: tuple[tuple[str, tuple[str, ...], Iterable[str], str], ...] = (
+        ("mcp_bundles", agent.mcp_bundles, config.mcp.bundles, "MCP bundle"),
+        ("skills", agent.skills, skills, "skill"),
+        ("peripherals", agent.peripherals, config.peripherals, "peripheral"),
+        ("delegates", agent.delegates, config.agents, "agent"),
+        ("memory.read_from", agent.memory.read_from, config.agents, "agent"),
+    )
+    for key, names, known, label in refs:
+        known_names = list(known)
+        for i, ref in enumerate(names):
+            if ref not in known_names:
+                yield f"{key}[{i}]", f"unknown {label} {ref!r}" + suggest(ref, known_names)
+    for i, entry in enumerate(agent.tools):
+        problem = _check_grant(entry, builtins)
+        if problem:
+            yield f"tools[{i}]", problem
+    for key, entries in (
+        ("excluded_tools", agent.excluded_tools),
+        ("approval.auto_approve", agent.approval.auto_approve),
+        ("approval.always_ask", agent.approval.always_ask),
+    ):
+        for i, entry in enumerate(entries):
+            problem = _check_reference(entry, builtins, namespaces)
+            if problem:
+                yield f"{key}[{i}]", problem
+
+
+def _check_grant(entry: str, builtins: frozenset[str]) -> str | None:
+    from orchestrator.config.loader import suggest
+
+    if "__" in entry:
+        return (
+            f"{entry!r} looks like an MCP/skill/peripheral tool; those are granted through "
+            "mcp_bundles, skills and peripherals, not tools"
+        )
+    if _GLOB_CHARS & set(entry):
+        if not any(fnmatchcase(b, entry) for b in builtins):
+            return f"pattern {entry!r} matches no built-in tool"
+        return None
+    if entry not in builtins:
+        return f"unknown tool {entry!r}" + suggest(entry, builtins)
+    return None
+
+
+def _check_reference(entry: str, builtins: frozenset[str], namespaces: set[str]) -> str | None:
+    from orchestrator.config.loader import suggest
+
+    if "__" in entry:
+        prefix = entry.split("__", 1)[0]
+        if prefix in namespaces or (_GLOB_CHARS & set(prefix)):
+            return None
+        return f"{entry!r} names no configured MCP server, skill or peripheral {prefix!r}" + suggest(
+            prefix, namespaces
+        )
+    if _GLOB_CHARS & set(entry):
+        return None if any(fnmatchcase(b, entry) for b in builtins) else (
+            f"pattern {entry!r} matches no tool"
+        )
+    if entry not in builtins:
+        return f"unknown tool {entry!r}" + suggest(entry, builtins)
+    return None
+
+
+def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
+    from orchestrator.config.loader import suggest
+
+    for name, server in config.mcp.servers.items():
+        base = f"mcp.servers.{name}"
+        if "__" in name:
+            yield ConfigProblem(shown, base, "server names may not contain '__'")
+        if server.transport == "stdio" and not server.command:
+            yield ConfigProblem(shown, f"{base}.command", "required for transport 'stdio'")
+        if server.transport == "http" and not server.url:
+            yield ConfigProblem(shown, f"{base}.url", "required for transport 'http'")
+    for name, bundle in config.mcp.bundles.items():
+        base = f"mcp.bundles.{name}"
+        for i, server in enumerate(bundle.servers):
+            if server not in config.mcp.servers:
+                yield ConfigProblem(
+                    shown,
+                    f"{base}.servers[{i}]",
+                    f"unknown MCP server {server!r}" + suggest(server, config.mcp.servers),
+                )
+        for key, table in (("tools", bundle.tools), ("pinned_resources", bundle.pinned_resources)):
+            for server in table:
+                if server not in bundle.servers:
+                    yield ConfigProblem(
+                        shown, f"{base}.{key}.{server}", f"server {server!r} is not in this bundle's servers"
+                    )

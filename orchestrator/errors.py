@@ -1,0 +1,104 @@
+"""One root error for the project; each leaf keeps its structured fields as attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "ConfigError",
+    "ConfigProblem",
+    "OrchestratorError",
+    "ProviderError",
+    "ProviderUnavailable",
+    "SealViolation",
+    "SecretError",
+    "ToolFailure",
+    "UnknownAgent",
+    "WorkspaceEscape",
+]
+
+
+class OrchestratorError(Exception):
+    """Root of every error this project raises on purpose."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
+    """One problem in one config file at one dotted key path."""
+
+    file: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.path}" if self.path else self.file
+        return f"{where}: {self.message}"
+
+
+class ConfigError(OrchestratorError):
+    """The configuration is invalid; `problems` holds one entry per problem."""
+
+    def __init__(self, problems: Sequence[ConfigProblem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class SecretError(OrchestratorError):
+    """A secret reference could not be resolved."""
+
+    def __init__(self, ref: str, reason: str) -> None:
+        self.ref, self.reason = ref, reason
+        super().__init__(f"secret {ref!r}: {reason}")
+
+
+class UnknownAgent(OrchestratorError):
+    """The named agent is not configured."""
+
+    def __init__(self, agent: str, known: Sequence[str]) -> None:
+        self.agent, self.known = agent, tuple(known)
+        super().__init__(f"unknown agent {agent!r} (configured: {', '.join(self.known) or 'none'})")
+
+
+class SealViolation(OrchestratorError):
+    """A sealed object was constructed outside the resolve seam."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        super().__init__(f"{kind} can only be created by orchestrator.seam")
+
+
+class WorkspaceEscape(OrchestratorError):
+    """A path would leave the agent's workspace."""
+
+    def __init__(self, path: str, workspace: str) -> None:
+        self.path, self.workspace = path, workspace
+        super().__init__(f"path {path!r} is outside the workspace {workspace}")
+
+
+class ToolFailure(OrchestratorError):
+    """A tool could not do what was asked; the message goes back to the model."""
+
+    def __init__(self, tool: str, reason: str) -> None:
+        self.tool, self.reason = tool, reason
+        super().__init__(f"{tool}: {reason}")
+
+
+class ProviderError(OrchestratorError):
+    """The model provider answered with an error that retrying did not fix."""
+
+    def __init__(self, provider: str, url: str, reason: str) -> None:
+        self.provider, self.url, self.reason = provider, url, reason
+        super().__init__(f"provider {provider!r} at {url}: {reason}")
+
+
+class ProviderUnavailable(ProviderError):
+    """The model provider could not be reached at all."""
+
+    def __init__(self, provider: str, url: str, reason: str) -> None:
+        super().__init__(provider, url, reason)
+        self.args = (
+            f"cannot reach provider {provider!r} at {url} ({reason}); start it, or point "
+            f"[providers.{provider}] base_url (or its base_url_env variable) at a running "
+            "OpenAI-compatible endpoint",
+        )

@@ -1,0 +1,28 @@
+"""Policy primitives: security limits, the tool filter and approval semantics."""
+
+from orchestrator.policy.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalRule,
+    Approver,
+    AuditSink,
+    Interactivity,
+    Verdict,
+    approval_rule,
+)
+from orchestrator.policy.security import SecurityPolicy
+from orchestrator.policy.tool_filter import is_granted, matches_any
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "ApprovalRule",
+    "Approver",
+    "AuditSink",
+    "Interactivity",
+    "SecurityPolicy",
+    "Verdict",
+    "approval_rule",
+    "is_granted",
+    "matches_any",
+]

@@ -1,0 +1,14 @@
+"""Model providers: the Provider protocol, the pool, and the OpenAI-compatible client."""
+
+from orchestrator.providers.base import Completion, ModelBinding, Provider, ToolCall
+from orchestrator.providers.pool import ProviderFactory, ProviderPool, openai_factory
+
+__all__ = [
+    "Completion",
+    "ModelBinding",
+    "Provider",
+    "ProviderFactory",
+    "ProviderPool",
+    "ToolCall",
+    "openai_factory",
+]

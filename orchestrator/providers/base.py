@@ -1,0 +1,61 @@
+"""The Provider protocol the engine talks to, and the values it exchanges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from orchestrator.config.models import SecretRef
+
+__all__ = ["Completion", "ModelBinding", "Provider", "ToolCall"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One tool call the model asked for; `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completion:
+    """One model answer: text, tool calls, or both."""
+
+    text: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class Provider(Protocol):
+    """A chat-completions backend.
+
+    Raises `ProviderUnavailable` when the endpoint cannot be reached and `ProviderError`
+    for any other failure that retrying did not fix; never a foreign SDK exception.
+    """
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        temperature: float | None,
+    ) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelBinding:
+    """The provider endpoint, model and sampling settings an agent runs with."""
+
+    provider: str
+    base_url: str
+    model: str
+    temperature: float | None
+    api_key: SecretRef | None
+    api_key_env: str | None
+    timeout_s: float
+    max_retries: int

@@ -1,0 +1,173 @@
+"""A `Provider` for any OpenAI-compatible chat-completions endpoint, built on the openai SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+
+from orchestrator.providers.base import Completion, ToolCall
+from orchestrator.errors import ProviderError, ProviderUnavailable
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAICompatProvider"]
+
+# Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK refuses to start without one.
+_PLACEHOLDER_KEY: Final = "not-needed"
+_MAX_REASON_CHARS: Final = 200
+_TOOLS_CACHE_SIZE: Final = 64
+
+
+class OpenAICompatProvider:
+    """Complete chats through `openai.AsyncOpenAI` against one base URL.
+
+    Retries are the SDK's own: 408/409/429/5xx answers and connection failures are retried
+    `max_retries` times with capped exponential backoff, honouring `Retry-After`.  What is
+    left raises `ProviderUnavailable` (endpoint unreachable or timed out) or `ProviderError`
+    (any other failure); no openai exception escapes.  Cancellation propagates unchanged.
+    Call `aclose()` (or use `async with`) to release the connection pool.
+    """
+
+    __slots__ = (
+        "_client",
+        "_create",
+        "_name",
+        "_sdk_error",
+        "_status_error",
+        "_timed_out",
+        "_timeout_s",
+        "_tools_cache",
+        "_unreachable",
+        "_url",
+    )
+
+    def __init__(
+        self, *, name: str, base_url: str, api_key: str | None, timeout_s: float, max_retries: int
+    ) -> None:
+        # Imported here, not at module level: the SDK is slow to import and `--help` must not pay for it.
+        import openai
+
+        self._name = name
+        self._url = base_url
+        self._timeout_s = timeout_s
+        self._tools_cache: dict[int, tuple[Sequence[Mapping[str, Any]], list[Any]]] = {}
+        self._timed_out: type[Exception] = openai.APITimeoutError
+        self._unreachable: type[Exception] = openai.APIConnectionError  # includes APITimeoutError
+        self._status_error: type[Exception] = openai.APIStatusError
+        self._sdk_error: type[Exception] = openai.OpenAIError
+        try:
+            self._client: AsyncOpenAI = openai.AsyncOpenAI(
+                base_url=base_url,
+                api_key=api_key or _PLACEHOLDER_KEY,
+                timeout=timeout_s,
+                max_retries=max_retries,
+            )
+        except openai.OpenAIError as exc:
+            raise ProviderError(name, base_url, f"cannot configure the client: {exc}") from exc
+        # Resolve the resource chain once; each turn then costs one SDK call and nothing more.
+        self._create: Any = self._client.chat.completions.create
+
+    async def __aenter__(self) -> OpenAICompatProvider:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        temperature: float | None,
+    ) -> Completion:
+        """Ask for one completion; raise `ProviderUnavailable` or `ProviderError` on failure."""
+        options: dict[str, Any] = {}
+        if tools:
+            options["tools"] = self._wire_tools(tools)
+        if temperature is not None:
+            options["temperature"] = temperature
+        try:
+            response = await self._create(model=model, messages=messages, **options)
+        except self._timed_out as exc:
+            reason = f"no answer within {self._timeout_s:g} s"
+            raise ProviderUnavailable(self._name, self._url, reason) from exc
+        except self._unreachable as exc:
+            raise ProviderUnavailable(self._name, self._url, _unreachable_reason(exc)) from exc
+        except self._status_error as exc:
+            raise ProviderError(self._name, self._url, _status_reason(exc)) from exc
+        except self._sdk_error as exc:
+            raise ProviderError(self._name, self._url, _shorten(str(exc))) from exc
+        try:
+            return _to_completion(response)
+        except (AttributeError, IndexError, TypeError) as exc:
+            # The SDK builds models without validation, so a malformed body surfaces here.
+            reason = f"malformed completion: {_shorten(str(exc))}"
+            raise ProviderError(self._name, self._url, reason) from exc
+
+    def _wire_tools(self, tools: Sequence[Mapping[str, Any]]) -> list[Any]:
+        # The SDK serialises tool schemas with plain `json.dumps`, which rejects the frozen
+        # MappingProxyType values resolved config holds.  A tuple is frozen by house rule, so
+        # its converted form is reused for as long as the caller keeps passing that tuple.
+        if type(tools) is not tuple:
+            return [_plain_json(tool) for tool in tools]
+        cached = self._tools_cache.get(id(tools))
+        if cached is not None and cached[0] is tools:
+            return cached[1]
+        wire = [_plain_json(tool) for tool in tools]
+        if len(self._tools_cache) >= _TOOLS_CACHE_SIZE:
+            self._tools_cache.clear()
+        self._tools_cache[id(tools)] = (tools, wire)
+        return wire
+
+    async def aclose(self) -> None:
+        """Close the client's connection pool; calling it again does nothing."""
+        await self._client.close()
+
+
+def _plain_json(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_json(item) for item in value]
+    return value
+
+
+def _to_completion(response: Any) -> Completion:
+    if not response.choices:
+        raise IndexError("the response has no choices")
+    message = response.choices[0].message
+    calls = message.tool_calls
+    if not calls:
+        return Completion(text=message.content)
+    return Completion(text=message.content, tool_calls=tuple(_to_tool_call(call) for call in calls))
+
+
+def _to_tool_call(call: Any) -> ToolCall:
+    function = getattr(call, "function", None)
+    if function is None:
+        raise TypeError(f"unsupported tool call type {getattr(call, 'type', None)!r}")
+    return ToolCall(id=call.id, name=function.name, arguments=function.arguments)
+
+
+def _unreachable_reason(exc: Exception) -> str:
+    cause = exc.__cause__
+    detail = f"{type(cause).__name__}: {cause}" if cause is not None and str(cause) else str(exc)
+    return _shorten(detail)
+
+
+def _status_reason(exc: Any) -> str:
+    body = exc.body
+    message = body.get("message") if isinstance(body, Mapping) else body
+    if not isinstance(message, str) or not message:
+        message = "no error message"
+    return f"HTTP {exc.status_code}: {_shorten(message)}"
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"

@@ -1,0 +1,89 @@
+"""ProviderPool: one client per provider endpoint for the life of the process."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config.secrets import resolve_secret
+from orchestrator.providers.base import Completion, ModelBinding, Provider
+
+__all__ = ["ProviderFactory", "ProviderPool", "openai_factory"]
+
+ProviderFactory = Callable[[ModelBinding], Provider]
+
+
+def openai_factory(secrets_base: Path | None = None) -> ProviderFactory:
+    """Return a factory that builds OpenAI-compatible clients, resolving the key at first use."""
+
+    def build(binding: ModelBinding) -> Provider:
+        from orchestrator.providers.openai_compat import OpenAICompatProvider
+
+        key: str | None = None
+        if binding.api_key_env and os.environ.get(binding.api_key_env):
+            key = os.environ[binding.api_key_env]
+        elif binding.api_key is not None:
+            key = resolve_secret(binding.api_key, base=secrets_base)
+        return OpenAICompatProvider(
+            name=binding.provider,
+            base_url=binding.base_url,
+            api_key=key,
+            timeout_s=binding.timeout_s,
+            max_retries=binding.max_retries,
+        )
+
+    return build
+
+
+class _LazyProvider:
+    """Defers building the real client (and importing its SDK) to the first completion."""
+
+    __slots__ = ("_binding", "_factory", "_real")
+
+    def __init__(self, binding: ModelBinding, factory: ProviderFactory) -> None:
+        self._binding = binding
+        self._factory = factory
+        self._real: Provider | None = None
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        temperature: float | None,
+    ) -> Completion:
+        real = self._real
+        if real is None:
+            real = self._real = self._factory(self._binding)
+        return await real.complete(model=model, messages=messages, tools=tools, temperature=temperature)
+
+    async def aclose(self) -> None:
+        if self._real is not None:
+            await self._real.aclose()
+            self._real = None
+
+
+class ProviderPool:
+    """Hands out one shared provider per endpoint; `aclose()` closes them all."""
+
+    def __init__(self, *, factory: ProviderFactory | None = None) -> None:
+        self._factory = factory or openai_factory()
+        self._providers: dict[tuple[object, ...], _LazyProvider] = {}
+
+    def get(self, binding: ModelBinding) -> Provider:
+        """Return the pooled provider for `binding`'s endpoint (the model is per request)."""
+        key = (binding.provider, binding.base_url, binding.api_key, binding.api_key_env,
+               binding.timeout_s, binding.max_retries)
+        provider = self._providers.get(key)
+        if provider is None:
+            provider = self._providers[key] = _LazyProvider(binding, self._factory)
+        return provider
+
+    async def aclose(self) -> None:
+        """Close every client this pool created."""
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            await provider.aclose()

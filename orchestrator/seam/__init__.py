@@ -1,0 +1,33 @@
+"""The one resolve seam: every construction path turns agent policy into an execution here."""
+
+from orchestrator.seam.approval import ApprovalManager
+from orchestrator.seam.execution import (
+    AgentIdentity,
+    MemoryScope,
+    ResolvedAgentExecution,
+    RuntimeKnobs,
+)
+from orchestrator.seam.ledger import ActionLedger
+from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
+from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, assemble
+from orchestrator.seam.resolve import InteractivityNotAllowed, resolve
+from orchestrator.seam.services import Services
+
+__all__ = [
+    "PATH_PROFILES",
+    "ActionLedger",
+    "AgentIdentity",
+    "ApprovalManager",
+    "ConstructionPath",
+    "InteractivityNotAllowed",
+    "MemoryScope",
+    "PathProfile",
+    "PromptSection",
+    "ResolvedAgentExecution",
+    "RuntimeKnobs",
+    "ScopedAssembly",
+    "ScopedToolRegistry",
+    "Services",
+    "assemble",
+    "resolve",
+]

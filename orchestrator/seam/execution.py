@@ -1,0 +1,122 @@
+"""ResolvedAgentExecution: everything the engine needs for one agent's turn, sealed."""
+
+from __future__ import annotations
+
+from dataclasses import InitVar, dataclass
+
+from orchestrator.providers.base import ModelBinding, Provider
+from orchestrator.errors import SealViolation
+from orchestrator.policy import SecurityPolicy
+from orchestrator.seam._seal import SEAL
+from orchestrator.seam.approval import ApprovalManager
+from orchestrator.seam.ledger import ActionLedger
+from orchestrator.seam.paths import ConstructionPath, ScopedAssembly
+from orchestrator.seam.registry import PromptSection, ScopedToolRegistry
+
+__all__ = [
+    "AgentIdentity",
+    "MemoryScope",
+    "ModelBinding",
+    "ResolvedAgentExecution",
+    "RuntimeKnobs",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentIdentity:
+    """Who acts, on which path, and on whose behalf (parent correlation)."""
+
+    agent: str
+    path: ConstructionPath
+    parent: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeKnobs:
+    """Resolved budgets; a ceiling (delegation) can only lower them."""
+
+    max_tool_iterations: int
+    turn_timeout_s: float
+    tool_timeout_s: float
+    max_tool_result_chars: int
+    max_history_messages: int
+    max_actions_per_hour: int
+
+    def capped_by(self, ceiling: RuntimeKnobs | None) -> RuntimeKnobs:
+        """Return these knobs, each lowered to `ceiling`'s value where that is smaller."""
+        if ceiling is None:
+            return self
+        return RuntimeKnobs(
+            max_tool_iterations=min(self.max_tool_iterations, ceiling.max_tool_iterations),
+            turn_timeout_s=min(self.turn_timeout_s, ceiling.turn_timeout_s),
+            tool_timeout_s=min(self.tool_timeout_s, ceiling.tool_timeout_s),
+            max_tool_result_chars=min(self.max_tool_result_chars, ceiling.max_tool_result_chars),
+            max_history_messages=min(self.max_history_messages, ceiling.max_history_messages),
+            max_actions_per_hour=min(self.max_actions_per_hour, ceiling.max_actions_per_hour),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryScope:
+    """Whose memories an agent writes (itself, or nobody) and whose it may read."""
+
+    mode: str
+    read_from: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedAgentExecution:
+    """One agent's complete execution contract on one path; only `resolve()` mints it."""
+
+    identity: AgentIdentity
+    model: ModelBinding
+    provider: Provider
+    security: SecurityPolicy
+    tools: ScopedToolRegistry
+    approvals: ApprovalManager
+    knobs: RuntimeKnobs
+    assembly: ScopedAssembly
+    memory: MemoryScope
+    skills: tuple[str, ...]
+    mcp_bundles: tuple[str, ...]
+    prompt_sections: tuple[PromptSection, ...]
+    system_prompt: str
+    ledger: ActionLedger
+    seal: InitVar[object]
+
+    def __post_init__(self, seal: object) -> None:
+        if seal is not SEAL:
+            raise SealViolation("ResolvedAgentExecution")
+        if not isinstance(self.tools, ScopedToolRegistry) or not isinstance(
+            self.approvals, ApprovalManager
+        ):
+            raise SealViolation("ResolvedAgentExecution (unsealed parts)")
+
+    def describe(self) -> dict[str, object]:
+        """Return the resolved values as plain data (parity tests, `orchestrator policy`)."""
+        return {
+            "agent": self.identity.agent,
+            "path": self.identity.path.value,
+            "parent": self.identity.parent,
+            "provider": self.model.provider,
+            "base_url": self.model.base_url,
+            "model": self.model.model,
+            "temperature": self.model.temperature,
+            "autonomy": self.security.autonomy,
+            "workspace": str(self.security.workspace),
+            "tools": list(self.tools.names),
+            "approval": self.approvals.describe(),
+            "knobs": {
+                "max_tool_iterations": self.knobs.max_tool_iterations,
+                "turn_timeout_s": self.knobs.turn_timeout_s,
+                "tool_timeout_s": self.knobs.tool_timeout_s,
+                "max_tool_result_chars": self.knobs.max_tool_result_chars,
+                "max_history_messages": self.knobs.max_history_messages,
+                "max_actions_per_hour": self.knobs.max_actions_per_hour,
+            },
+            "assembly": self.assembly.describe(),
+            "memory": {"mode": self.memory.mode, "read_from": list(self.memory.read_from)},
+            "skills": list(self.skills),
+            "mcp_bundles": list(self.mcp_bundles),
+            "prompt_sections": [s.name for s in self.prompt_sections],
+        }

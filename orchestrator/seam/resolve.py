@@ -1,0 +1,178 @@
+"""`resolve()`: the one place an agent's policy becomes an executable contract."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from orchestrator.config.models import AgentConfig, Config
+from orchestrator.providers.base import ModelBinding
+from orchestrator.errors import OrchestratorError, UnknownAgent
+from orchestrator.policy import Interactivity, SecurityPolicy
+from orchestrator.seam._seal import SEAL
+from orchestrator.seam.approval import ApprovalManager
+from orchestrator.seam.execution import (
+    AgentIdentity,
+    MemoryScope,
+    ResolvedAgentExecution,
+    RuntimeKnobs,
+)
+from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssembly
+from orchestrator.seam.registry import assemble
+from orchestrator.seam.services import Services
+
+__all__ = ["InteractivityNotAllowed", "resolve"]
+
+
+class InteractivityNotAllowed(OrchestratorError):
+    """A caller asked for an interactivity mode its path does not offer."""
+
+    def __init__(self, path: ConstructionPath, mode: Interactivity) -> None:
+        self.path, self.mode = path, mode
+        super().__init__(f"path {path.value!r} cannot run with interactivity {mode.value!r}")
+
+
+def resolve(
+    config: Config,
+    agent: str,
+    *,
+    path: ConstructionPath,
+    services: Services,
+    assembly: ScopedAssembly | None = None,
+    interactivity: Interactivity | None = None,
+    parent: str | None = None,
+    ceiling: RuntimeKnobs | None = None,
+) -> ResolvedAgentExecution:
+    """Return the sealed execution for `agent` on `path`; cached per config generation.
+
+    `assembly` and `ceiling` can only narrow what the agent's policy grants. Raises
+    `UnknownAgent` for a name the config lacks and `InteractivityNotAllowed` when a
+    caller asks a path for a mode it does not have.
+    """
+    key = (agent, path, assembly, interactivity, parent, ceiling)
+    per_generation = services.cache.get(config)
+    if per_generation is None:
+        per_generation = services.cache[config] = {}
+    cached = per_generation.get(key)
+    if cached is not None:
+        return cached
+    execution = _resolve(
+        config, agent, path=path, services=services, assembly=assembly,
+        interactivity=interactivity, parent=parent, ceiling=ceiling,
+    )
+    per_generation[key] = execution
+    return execution
+
+
+def _resolve(
+    config: Config,
+    name: str,
+    *,
+    path: ConstructionPath,
+    services: Services,
+    assembly: ScopedAssembly | None,
+    interactivity: Interactivity | None,
+    parent: str | None,
+    ceiling: RuntimeKnobs | None,
+) -> ResolvedAgentExecution:
+    agent = config.agents.get(name)
+    if agent is None:
+        raise UnknownAgent(name, sorted(config.agents))
+    profile = PATH_PROFILES[path]
+    forced = profile.knobs
+    if path is ConstructionPath.ACP and agent.acp_enable_mcp:
+        forced = dataclasses.replace(forced, connect_mcp=True)
+    knobs = forced.narrowed_by(assembly) if assembly is not None else forced
+    mode = interactivity or profile.interactivity
+    if mode not in profile.allowed_interactivity:
+        raise InteractivityNotAllowed(path, mode)
+    security = _security(config, name, agent)
+    registry = assemble(config, name, agent, assembly=knobs, security=security)
+    sections = registry.prompt_sections
+    binding = _binding(config, agent)
+    return ResolvedAgentExecution(
+        identity=AgentIdentity(agent=name, path=path, parent=parent),
+        model=binding,
+        provider=services.providers.get(binding),
+        security=security,
+        tools=registry,
+        approvals=ApprovalManager(
+            agent=name,
+            autonomy=agent.autonomy,
+            auto_approve=agent.approval.auto_approve,
+            always_ask=agent.approval.always_ask,
+            timeout_s=agent.approval.timeout_s,
+            interactivity=mode,
+            audit=services.audit,
+            seal=SEAL,
+        ),
+        knobs=_knobs(agent).capped_by(ceiling),
+        assembly=knobs,
+        memory=_memory(agent, knobs),
+        skills=agent.skills,
+        mcp_bundles=agent.mcp_bundles if knobs.connect_mcp else (),
+        prompt_sections=sections,
+        system_prompt="\n\n".join([agent.system_prompt, *(s.text for s in sections)]).strip(),
+        ledger=services.ledger,
+        seal=SEAL,
+    )
+
+
+def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
+    base = config.source.parent if config.source else Path.cwd()
+    if agent.workspace:
+        workspace = (base / agent.workspace).expanduser().resolve()
+    else:
+        workspace = config.state_path() / "workspaces" / name
+    try:
+        workspace.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # the tools report a missing workspace when they are used
+    return SecurityPolicy(
+        agent=name,
+        autonomy=agent.autonomy,
+        workspace=workspace,
+        shell_allowed_commands=frozenset(agent.shell.allowed_commands),
+        http_allowed_hosts=agent.http_fetch.allowed_hosts,
+        http_allow_private_addresses=agent.http_fetch.allow_private_addresses,
+        http_max_bytes=agent.http_fetch.max_bytes,
+    )
+
+
+def _binding(config: Config, agent: AgentConfig) -> ModelBinding:
+    provider = config.providers[agent.provider]
+    base_url = provider.base_url
+    if provider.base_url_env and os.environ.get(provider.base_url_env):
+        base_url = os.environ[provider.base_url_env]
+    model = agent.model
+    if provider.model_env and os.environ.get(provider.model_env):
+        model = os.environ[provider.model_env]
+    return ModelBinding(
+        provider=agent.provider,
+        base_url=base_url,
+        model=model,
+        temperature=agent.temperature,
+        api_key=provider.api_key,
+        api_key_env=provider.api_key_env,
+        timeout_s=provider.timeout_s,
+        max_retries=provider.max_retries,
+    )
+
+
+def _knobs(agent: AgentConfig) -> RuntimeKnobs:
+    b = agent.budget
+    return RuntimeKnobs(
+        max_tool_iterations=b.max_tool_iterations,
+        turn_timeout_s=b.turn_timeout_s,
+        tool_timeout_s=b.tool_timeout_s,
+        max_tool_result_chars=b.max_tool_result_chars,
+        max_history_messages=b.max_history_messages,
+        max_actions_per_hour=b.max_actions_per_hour,
+    )
+
+
+def _memory(agent: AgentConfig, knobs: ScopedAssembly) -> MemoryScope:
+    if knobs.exclude_memory or agent.memory.scope == "none":
+        return MemoryScope(mode="none", read_from=())
+    return MemoryScope(mode=agent.memory.scope, read_from=agent.memory.read_from)

@@ -1,0 +1,30 @@
+"""Services: the long-lived, runtime-owned objects `resolve()` binds executions to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from orchestrator.providers.pool import ProviderPool
+from orchestrator.policy import AuditSink
+from orchestrator.seam.ledger import ActionLedger
+
+if TYPE_CHECKING:
+    from orchestrator.config.models import Config
+    from orchestrator.seam.execution import ResolvedAgentExecution
+
+__all__ = ["Services"]
+
+
+@dataclass(kw_only=True, eq=False)
+class Services:
+    """Provider clients, the audit sink and the action ledger shared by every turn."""
+
+    providers: ProviderPool = field(default_factory=ProviderPool)
+    audit: AuditSink | None = None
+    ledger: ActionLedger = field(default_factory=ActionLedger)
+    # resolve() results per config generation; a new generation starts empty.
+    cache: WeakKeyDictionary[Config, dict[tuple[object, ...], ResolvedAgentExecution]] = field(
+        default_factory=WeakKeyDictionary
+    )

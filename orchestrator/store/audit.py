@@ -1,0 +1,92 @@
+"""SQLite (WAL) audit log of approval decisions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from types import TracebackType
+
+from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule
+
+__all__ = ["AuditLog"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS approval_audit (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    session TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    decided_by TEXT,
+    reason TEXT NOT NULL
+)
+"""
+
+
+class AuditLog:
+    """Append-only approval audit table in `<state_dir>/audit.sqlite3`; a context manager."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+        except sqlite3.Error:
+            self._db.close()
+            raise
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
+
+    def record_approval(
+        self, request: ApprovalRequest, decision: ApprovalDecision, *, rule: ApprovalRule
+    ) -> None:
+        """Append one decision."""
+        self._db.execute(
+            "INSERT INTO approval_audit (ts, request_id, agent, session, tool, arguments, rule,"
+            " verdict, decided_by, reason) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                time.time(),
+                request.request_id,
+                request.agent,
+                request.session,
+                request.tool,
+                json.dumps(dict(request.arguments), sort_keys=True, default=str),
+                rule.value,
+                decision.verdict.value,
+                decision.decided_by,
+                decision.reason,
+            ),
+        )
+
+    def decisions(self, *, agent: str | None = None) -> list[dict[str, object]]:
+        """Return recorded decisions, oldest first (optionally for one agent)."""
+        query = "SELECT agent, session, tool, rule, verdict, decided_by, reason FROM approval_audit"
+        params: tuple[str, ...] = ()
+        if agent is not None:
+            query += " WHERE agent = ?"
+            params = (agent,)
+        cursor = self._db.execute(query + " ORDER BY id", params)
+        cols = [c[0] for c in cursor.description]
+        return [dict(zip(cols, row, strict=True)) for row in cursor.fetchall()]

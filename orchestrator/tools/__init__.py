@@ -1,0 +1,6 @@
+"""Tools: the Tool protocol and the built-in tools every agent may be granted."""
+
+from orchestrator.tools.base import BuiltinTool, Tool, ToolSource, ToolSpec
+from orchestrator.tools.catalog import BUILTIN_NAMES, BUILTIN_TOOLS
+
+__all__ = ["BUILTIN_NAMES", "BUILTIN_TOOLS", "BuiltinTool", "Tool", "ToolSource", "ToolSpec"]

@@ -1,0 +1,74 @@
+"""The Tool protocol every tool source (built-in, MCP, skill, peripheral) implements."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from orchestrator.policy import SecurityPolicy
+
+__all__ = ["BuiltinTool", "Tool", "ToolSource", "ToolSpec"]
+
+
+class ToolSource(enum.Enum):
+    """Where a tool comes from; every source passes the same filter."""
+
+    BUILTIN = "builtin"
+    MCP = "mcp"
+    SKILL = "skill"
+    PERIPHERAL = "peripheral"
+    SEAM = "seam"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """What the model is told about a tool, plus how policy must treat it."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({"type": "object", "properties": {}})
+    )
+    read_only: bool = False
+    untrusted_output: bool = False
+    source: ToolSource = ToolSource.BUILTIN
+
+    def openai_spec(self) -> dict[str, Any]:
+        """Return the OpenAI `tools` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": _thaw(self.parameters),
+            },
+        }
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_thaw(v) for v in value]
+    return value
+
+
+class Tool(Protocol):
+    """A callable tool; raises `ToolFailure` for anything the model should hear about."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    async def invoke(self, arguments: Mapping[str, Any]) -> str: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuiltinTool:
+    """A built-in tool's spec and the factory binding it to one agent's SecurityPolicy."""
+
+    spec: ToolSpec
+    bind: Callable[[SecurityPolicy], Tool]

@@ -1,0 +1,208 @@
+"""Built-in `shell`: run one allow-listed command (no shell parsing) inside the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from orchestrator.errors import ToolFailure
+from orchestrator.tools.base import BuiltinTool, ToolSpec
+
+if TYPE_CHECKING:
+    from orchestrator.policy import SecurityPolicy
+
+__all__ = ["MAX_OUTPUT_BYTES", "SHELL", "SHELL_SPEC", "Shell"]
+
+MAX_OUTPUT_BYTES: Final = 64 * 1024
+_CHUNK: Final = 16 * 1024
+# After SIGKILL the pipes close at once; this only bounds a child that left the
+# process group (setsid) while still holding them.
+_DRAIN_AFTER_KILL_SECONDS: Final = 1.0
+
+SHELL_SPEC: Final = ToolSpec(
+    name="shell",
+    description=(
+        "Run one allow-listed command in the agent workspace without a shell; "
+        "returns the exit code, stdout and stderr."
+    ),
+    parameters=MappingProxyType(
+        {
+            "type": "object",
+            "properties": MappingProxyType(
+                {
+                    "argv": MappingProxyType(
+                        {
+                            "type": "array",
+                            "items": MappingProxyType({"type": "string"}),
+                            "minItems": 1,
+                            "description": "Command name followed by its arguments.",
+                        }
+                    )
+                }
+            ),
+            "required": ("argv",),
+            "additionalProperties": False,
+        }
+    ),
+    read_only=False,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shell:
+    """`shell` bound to one agent's workspace and command allowlist."""
+
+    policy: SecurityPolicy
+
+    @property
+    def spec(self) -> ToolSpec:
+        """Return the `shell` spec."""
+        return SHELL_SPEC
+
+    async def invoke(self, arguments: Mapping[str, Any]) -> str:
+        """Run the command and report its exit code and output.
+
+        Raises `ToolFailure` for a refused or missing command. On cancellation (a tool
+        timeout) the command's whole process group is killed and reaped before the
+        `CancelledError` propagates.
+        """
+        argv = _argv(arguments)
+        self._check_allowed(argv[0])
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.policy.workspace,
+                env=_child_environment(self.policy),
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise ToolFailure(SHELL_SPEC.name, f"command not found: {argv[0]!r}") from None
+        except OSError as exc:
+            raise ToolFailure(
+                SHELL_SPEC.name, f"cannot run {argv[0]!r}: {exc.strerror or exc}"
+            ) from exc
+        return await _supervise(process)
+
+    def _check_allowed(self, command: str) -> None:
+        # Exact match only: "rm" never grants "/bin/rm" or "./rm", and vice versa.
+        allowed = self.policy.shell_allowed_commands
+        if command in allowed:
+            return
+        if not allowed:
+            reason = f"command {command!r} refused: no commands are allowed for this agent"
+        else:
+            reason = (
+                f"command {command!r} refused; allowed commands: {', '.join(sorted(allowed))}"
+            )
+        raise ToolFailure(SHELL_SPEC.name, reason)
+
+
+def _argv(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    tool = SHELL_SPEC.name
+    unknown = sorted(set(arguments) - {"argv"})
+    if unknown:
+        raise ToolFailure(tool, f"unexpected argument(s): {', '.join(unknown)}")
+    value = arguments.get("argv")
+    if value is None:
+        raise ToolFailure(tool, "missing required argument 'argv'")
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ToolFailure(tool, "argument 'argv' must be an array of strings, e.g. [\"ls\", \"-l\"]")
+    if not value:
+        raise ToolFailure(tool, "argument 'argv' must name a command")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ToolFailure(tool, f"argv[{index}] must be a string, not {type(item).__name__}")
+        if "\x00" in item:
+            raise ToolFailure(tool, f"argv[{index}] contains a NUL character")
+    if not value[0]:
+        raise ToolFailure(tool, "argv[0] must not be empty")
+    return tuple(value)
+
+
+def _child_environment(policy: SecurityPolicy) -> dict[str, str]:
+    # Nothing from the daemon's environment but PATH, and only its absolute entries:
+    # an empty or relative entry would run a binary the agent planted in its workspace.
+    search = [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
+    return {
+        "PATH": os.pathsep.join(search) or os.defpath,
+        "HOME": str(policy.workspace),
+        "LANG": "C.UTF-8",
+    }
+
+
+async def _supervise(process: asyncio.subprocess.Process) -> str:
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        async with asyncio.TaskGroup() as group:
+            stdout = group.create_task(_read_capped(process.stdout))
+            stderr = group.create_task(_read_capped(process.stderr))
+            returncode = await process.wait()
+            # Background children would otherwise hold the pipes open forever.
+            _kill_group(process.pid)
+    finally:
+        if process.returncode is None:
+            _kill_group(process.pid)
+            await process.wait()
+            await _discard_output(process)
+    return _report(returncode, stdout.result(), stderr.result())
+
+
+async def _read_capped(stream: asyncio.StreamReader) -> tuple[bytes, int]:
+    kept = bytearray()
+    dropped = 0
+    while chunk := await stream.read(_CHUNK):
+        room = MAX_OUTPUT_BYTES - len(kept)
+        kept += chunk[:room]
+        dropped += max(0, len(chunk) - room)
+    return bytes(kept), dropped
+
+
+async def _discard_output(process: asyncio.subprocess.Process) -> None:
+    # Reading to EOF lets asyncio close the pipe transports (no ResourceWarning).
+    streams = [s for s in (process.stdout, process.stderr) if s is not None]
+    try:
+        async with asyncio.timeout(_DRAIN_AFTER_KILL_SECONDS):
+            for stream in streams:
+                while await stream.read(_CHUNK):
+                    pass
+    except TimeoutError:
+        pass
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _report(returncode: int, stdout: tuple[bytes, int], stderr: tuple[bytes, int]) -> str:
+    if returncode < 0:
+        try:
+            status = f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            status = f"killed by signal {-returncode}"
+    else:
+        status = f"exit code: {returncode}"
+    return "\n".join(
+        [status, "--- stdout ---", _text(*stdout), "--- stderr ---", _text(*stderr)]
+    )
+
+
+def _text(data: bytes, dropped: int) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if dropped:
+        text += f"\n[... {dropped} more bytes not shown]"
+    return text
+
+
+SHELL: Final = BuiltinTool(spec=SHELL_SPEC, bind=Shell)

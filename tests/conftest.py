@@ -1,0 +1,61 @@
+"""Shared fixtures: config files written to tmp dirs, a fresh Services per test."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import Config, load_config
+from orchestrator.seam import Services
+from tests.fakes.openai_server import FakeOpenAI
+
+WriteConfig = Callable[..., Path]
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> WriteConfig:
+    """Return a function writing `config.toml` (and optional agents.d files) into tmp_path."""
+
+    def write(text: str, *, agents: dict[str, str] | None = None) -> Path:
+        path = tmp_path / "config.toml"
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        for name, body in (agents or {}).items():
+            folder = tmp_path / "agents.d"
+            folder.mkdir(exist_ok=True)
+            (folder / f"{name}.toml").write_text(textwrap.dedent(body), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def load(write_config: WriteConfig) -> Callable[..., Config]:
+    """Return a function writing a config and loading it."""
+
+    def _load(text: str, **kwargs: dict[str, str]) -> Config:
+        return load_config(write_config(text, **kwargs))
+
+    return _load
+
+
+@pytest.fixture
+async def services() -> AsyncIterator[Services]:
+    """A fresh Services whose provider clients are closed after the test."""
+    svc = Services()
+    yield svc
+    await svc.providers.aclose()
+
+
+@pytest.fixture
+async def fake_llm() -> AsyncIterator[FakeOpenAI]:
+    """A strict loopback fake OpenAI server: an unscripted request is an error."""
+    async with FakeOpenAI(default=None) as fake:
+        yield fake
+
+
+def provider_toml(base_url: str) -> str:
+    """Return a `[providers.fake]` table pointing at a fake server."""
+    return f'[providers.fake]\nbase_url = "{base_url}"\nmax_retries = 0\n'

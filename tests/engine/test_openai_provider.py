@@ -1,0 +1,196 @@
+"""OpenAICompatProvider against a loopback fake OpenAI server."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from orchestrator.providers.base import Completion, ToolCall
+from orchestrator.providers.openai_compat import OpenAICompatProvider
+from orchestrator.errors import ProviderError, ProviderUnavailable
+from tests.fakes.openai_server import FakeOpenAI, Reply, status, text, tool_call, tool_calls
+
+USER = ({"role": "user", "content": "hi"},)
+# The SDK ignores a Retry-After of 0 and backs off 0.5 s or more; 1 ms keeps retries fast.
+FAST = 0.001
+
+
+def _provider(base_url: str, *, max_retries: int = 0, timeout_s: float = 5.0) -> OpenAICompatProvider:
+    return OpenAICompatProvider(
+        name="local", base_url=base_url, api_key=None, timeout_s=timeout_s, max_retries=max_retries
+    )
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    # Strict: a request nobody scripted fails loudly instead of getting a default answer.
+    async with FakeOpenAI(default=None) as server:
+        yield server
+
+
+async def test_text_reply(fake: FakeOpenAI) -> None:
+    fake.script(text("hello"))
+    async with _provider(fake.base_url) as provider:
+        completion = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    assert completion == Completion(text="hello")
+
+
+async def test_tool_call_reply_is_parsed(fake: FakeOpenAI) -> None:
+    fake.script(
+        tool_call("search", {"q": "cats"}, id="call_a"),
+        tool_calls(("read", {"path": "a.txt"}), ("write", '{"path": "b.txt"}'), content="two things"),
+    )
+    async with _provider(fake.base_url) as provider:
+        one = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+        two = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    expected = ToolCall(id="call_a", name="search", arguments='{"q": "cats"}')
+    assert one == Completion(text=None, tool_calls=(expected,))
+    assert two.text == "two things"
+    assert [(call.name, call.arguments) for call in two.tool_calls] == [
+        ("read", '{"path": "a.txt"}'),
+        ("write", '{"path": "b.txt"}'),
+    ]
+    assert two.tool_calls[0].id != two.tool_calls[1].id
+
+
+async def test_model_messages_tools_and_temperature_are_sent_as_given(fake: FakeOpenAI) -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "search",
+                "description": "Search the web.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"q": {"type": "string"}},
+                    "required": ["q"],
+                },
+            },
+        }
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "find cats"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "no cats"},
+    ]
+    fake.script(text("ok"))
+    async with _provider(fake.base_url) as provider:
+        await provider.complete(model="qwen-7b", messages=messages, tools=tools, temperature=0.25)
+    [sent] = fake.requests
+    assert sent["model"] == "qwen-7b"
+    assert sent["messages"] == messages
+    assert sent["tools"] == tools
+    assert sent["temperature"] == 0.25
+
+
+async def test_frozen_tools_and_messages_are_sent_as_plain_json(fake: FakeOpenAI) -> None:
+    parameters = MappingProxyType({"type": "object", "properties": MappingProxyType({}), "required": ()})
+    function = MappingProxyType({"name": "t", "parameters": parameters})
+    tools = (MappingProxyType({"type": "function", "function": function}),)
+    messages = (MappingProxyType({"role": "user", "content": "hi"}),)
+    fake.script(text("a"), text("b"))
+    async with _provider(fake.base_url) as provider:
+        for _ in range(2):
+            await provider.complete(model="m", messages=messages, tools=tools, temperature=None)
+    plain_parameters = {"type": "object", "properties": {}, "required": []}
+    expected = [{"type": "function", "function": {"name": "t", "parameters": plain_parameters}}]
+    assert [sent["tools"] for sent in fake.requests] == [expected, expected]
+    assert fake.requests[1]["messages"] == [{"role": "user", "content": "hi"}]
+
+
+async def test_empty_tools_and_unset_temperature_are_left_out(fake: FakeOpenAI) -> None:
+    fake.script(text("ok"))
+    async with _provider(fake.base_url) as provider:
+        await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    [sent] = fake.requests
+    assert set(sent) == {"model", "messages"}
+
+
+async def test_stream_is_never_requested(fake: FakeOpenAI) -> None:
+    tools = ({"type": "function", "function": {"name": "t"}},)
+    fake.script(text("ok"), tool_call("t", {}))
+    async with _provider(fake.base_url) as provider:
+        await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+        await provider.complete(model="m", messages=USER, tools=tools, temperature=0.0)
+    assert [("stream" in sent) for sent in fake.requests] == [False, False]
+
+
+async def test_rate_limit_then_success_is_retried(fake: FakeOpenAI) -> None:
+    fake.script(status(429, retry_after=FAST), text("after the wait"))
+    async with _provider(fake.base_url, max_retries=2) as provider:
+        completion = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    assert completion.text == "after the wait"
+    assert len(fake.requests) == 2
+    assert fake.pending == 0
+
+
+async def test_server_error_after_exhausted_retries_raises_provider_error(fake: FakeOpenAI) -> None:
+    fake.script(*[status(500, retry_after=FAST, message="model crashed")] * 3)
+    async with _provider(fake.base_url, max_retries=2) as provider:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    assert not isinstance(caught.value, ProviderUnavailable)
+    assert caught.value.provider == "local"
+    assert caught.value.url == fake.base_url
+    assert caught.value.reason == "HTTP 500: model crashed"
+    assert len(fake.requests) == 3
+
+
+async def test_client_error_is_not_retried(fake: FakeOpenAI) -> None:
+    fake.script(status(400, message="unknown model 'nope'"))
+    async with _provider(fake.base_url, max_retries=2) as provider:
+        with pytest.raises(ProviderError, match="HTTP 400: unknown model 'nope'"):
+            await provider.complete(model="nope", messages=USER, tools=(), temperature=None)
+    assert len(fake.requests) == 1
+
+
+async def test_completion_without_choices_raises_provider_error(fake: FakeOpenAI) -> None:
+    fake.script(Reply(body=b'"choices":[]}'))
+    async with _provider(fake.base_url) as provider:
+        with pytest.raises(ProviderError, match="malformed completion: the response has no choices"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+
+
+async def test_dynamic_reply_sees_the_request(fake: FakeOpenAI) -> None:
+    def echo(request: dict[str, Any]) -> Reply:
+        return text(f"{request['model']}: {request['messages'][-1]['content']}")
+
+    fake.script(echo)
+    async with _provider(fake.base_url) as provider:
+        completion = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    assert completion.text == "m: hi"
+
+
+async def test_unreachable_port_raises_provider_unavailable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    async with _provider(url) as provider:
+        with pytest.raises(ProviderUnavailable) as caught:
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    assert caught.value.url == url
+    assert url in str(caught.value)
+
+
+async def test_slow_answer_raises_provider_unavailable() -> None:
+    async with FakeOpenAI(latency_s=1.0) as slow, _provider(slow.base_url, timeout_s=0.05) as provider:
+        with pytest.raises(ProviderUnavailable, match="no answer within 0.05 s"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+
+
+async def test_aclose_twice_is_harmless(fake: FakeOpenAI) -> None:
+    provider = _provider(fake.base_url)
+    await provider.aclose()
+    await provider.aclose()

@@ -1,0 +1,252 @@
+"""A loopback fake of an OpenAI-compatible chat-completions server, scripted per test.
+
+Usage::
+
+    async with FakeOpenAI() as fake:
+        fake.script(text("hello"), tool_call("search", {"q": "x"}), status(429, retry_after=0.001))
+        ...  # point a client at fake.base_url
+        assert fake.requests[0]["model"] == "m"
+
+Each POST /v1/chat/completions takes the next scripted reply.  When the script is empty
+the server answers `default` (`text("ok")` unless told otherwise), so benchmarks can send
+thousands of requests without scripting each one.  Tests that must notice an unexpected
+extra request pass `default=None`: an unscripted request then gets HTTP 500 with
+`x-should-retry: false` (so the SDK does not retry it) and a message saying the script ran
+out; `fake.pending` tells how many scripted replies are still queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType, TracebackType
+from typing import Any, Final, TypeAlias
+
+from aiohttp import web
+
+__all__ = [
+    "FakeOpenAI",
+    "Reply",
+    "Responder",
+    "status",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
+
+_JSON: Final = "application/json"
+_USAGE: Final = b'"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}'
+_ERROR_TYPES: Final = MappingProxyType(
+    {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_exceeded",
+    }
+)
+_call_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """One canned answer; build it with `text`, `tool_call`, `tool_calls` or `status`.
+
+    For status 200, `body` holds the JSON members that follow `"model": ...` (the server
+    splices in a fresh id and the requested model); otherwise it is the whole body.
+    """
+
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes
+
+
+Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
+"""Build a reply from the decoded request body, for answers that depend on the request."""
+
+_Scripted: TypeAlias = Reply | Responder
+
+
+def _completion(message: Mapping[str, Any], finish_reason: str) -> Reply:
+    choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+    choices = json.dumps([choice], separators=(",", ":")).encode()
+    return Reply(body=b'"choices":' + choices + b"," + _USAGE)
+
+
+def text(content: str) -> Reply:
+    """Answer with assistant text and `finish_reason: "stop"`."""
+    return _completion({"role": "assistant", "content": content, "refusal": None}, "stop")
+
+
+def tool_call(
+    name: str, arguments: Mapping[str, Any] | str, *, id: str | None = None, content: str | None = None
+) -> Reply:
+    """Answer with one function tool call; `arguments` is JSON-encoded unless already a string."""
+    return _tool_call_reply(((name, arguments, id),), content)
+
+
+def tool_calls(*calls: tuple[str, Mapping[str, Any] | str], content: str | None = None) -> Reply:
+    """Answer with several function tool calls, each `(name, arguments)`, ids generated."""
+    return _tool_call_reply(tuple((name, arguments, None) for name, arguments in calls), content)
+
+
+def _tool_call_reply(
+    calls: tuple[tuple[str, Mapping[str, Any] | str, str | None], ...], content: str | None
+) -> Reply:
+    encoded = [
+        {
+            "id": call_id if call_id is not None else f"call_{next(_call_ids)}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        for name, arguments, call_id in calls
+    ]
+    message = {"role": "assistant", "content": content, "refusal": None, "tool_calls": encoded}
+    return _completion(message, "tool_calls")
+
+
+def status(
+    code: int,
+    *,
+    retry_after: float | None = None,
+    message: str | None = None,
+    should_retry: bool | None = None,
+) -> Reply:
+    """Answer with an HTTP error in OpenAI's error JSON shape.
+
+    `retry_after` (seconds) is sent as `retry-after-ms` and `retry-after`.  The SDK only
+    honours a positive delay: 0 counts as unspecified and it falls back to its own backoff
+    (0.5 s and up), so fast tests pass a tiny positive value such as 0.001.
+    `should_retry` sets the `x-should-retry` header the SDK obeys when present.
+    """
+    error_type = _ERROR_TYPES.get(code, "server_error" if code >= 500 else "invalid_request_error")
+    error = {
+        "message": message if message is not None else f"fake error {code}",
+        "type": error_type,
+        "param": None,
+        "code": error_type if code == 429 else None,
+    }
+    headers: list[tuple[str, str]] = []
+    if retry_after is not None:
+        headers.append(("retry-after-ms", f"{retry_after * 1000:g}"))
+        headers.append(("retry-after", str(math.ceil(retry_after))))
+    if should_retry is not None:
+        headers.append(("x-should-retry", "true" if should_retry else "false"))
+    body = json.dumps({"error": error}, separators=(",", ":")).encode()
+    return Reply(status=code, headers=tuple(headers), body=body)
+
+
+class FakeOpenAI:
+    """Serve POST /v1/chat/completions and GET /v1/models on 127.0.0.1 from a script.
+
+    Use as `async with FakeOpenAI() as fake:`; the server listens only inside the block.
+    `requests` collects every decoded chat-completions body, in arrival order.
+    """
+
+    def __init__(
+        self,
+        *,
+        default: Reply | Responder | None = text("ok"),
+        latency_s: float = 0.0,
+        models: tuple[str, ...] = ("fake-model",),
+    ) -> None:
+        self.default = default
+        self.latency_s = latency_s
+        self.requests: list[dict[str, Any]] = []
+        self._queue: deque[_Scripted] = deque()
+        self._ids = itertools.count(1)
+        self._created = b'","object":"chat.completion","created":%d,"model":' % int(time.time())
+        self._models = json.dumps(
+            {
+                "object": "list",
+                "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models],
+            }
+        ).encode()
+        self._runner: web.AppRunner | None = None
+        self._base_url: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        """Return the `http://127.0.0.1:PORT/v1` URL clients should use."""
+        if self._base_url is None:
+            raise RuntimeError("FakeOpenAI is not running; use `async with FakeOpenAI() as fake:`")
+        return self._base_url
+
+    @property
+    def pending(self) -> int:
+        """Return how many scripted replies have not been served yet."""
+        return len(self._queue)
+
+    def script(self, *replies: Reply | Responder) -> None:
+        """Queue replies, served one per chat-completions request, in order."""
+        self._queue.extend(replies)
+
+    async def __aenter__(self) -> FakeOpenAI:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_get("/v1/models", self._list_models)
+        # Cancel a handler whose client hung up (a timed-out request), so exit never waits on it.
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._base_url = f"http://{host}:{port}/v1"
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        runner, self._runner, self._base_url = self._runner, None, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def _chat_completions(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            return _error_response(status(400, message="request body is not valid JSON"))
+        if not isinstance(body, dict):
+            return _error_response(status(400, message="request body must be a JSON object"))
+        self.requests.append(body)
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        if body.get("stream"):
+            return _error_response(_STREAM_REJECTED)
+        reply = self._next_reply(body)
+        if reply.status != 200:
+            return _error_response(reply)
+        head = b'{"id":"chatcmpl-fake-%d' % next(self._ids) + self._created
+        model = json.dumps(body.get("model")).encode()
+        return web.Response(body=head + model + b"," + reply.body, content_type=_JSON)
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        scripted = self._queue.popleft() if self._queue else self.default
+        if scripted is None:
+            message = f"FakeOpenAI: script exhausted at request #{len(self.requests)}"
+            return status(500, message=message, should_retry=False)
+        return scripted if isinstance(scripted, Reply) else scripted(body)
+
+    async def _list_models(self, request: web.Request) -> web.Response:
+        return web.Response(body=self._models, content_type=_JSON)
+
+
+_STREAM_REJECTED: Final = status(400, message="FakeOpenAI does not stream; send stream: false")
+
+
+def _error_response(reply: Reply) -> web.Response:
+    return web.Response(status=reply.status, headers=reply.headers, body=reply.body, content_type=_JSON)
