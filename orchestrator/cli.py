@@ -89,7 +89,7 @@ def _configure_logging(verbose: bool) -> None:
     from loguru import logger
 
     logger.remove()
-    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format="{level}: {message}")
+    logger.add(sys.stderr, level="DEBUG" if verbose else "ERROR", format="{level}: {message}")
 
 
 def _is_config_line(exc: Exception) -> bool:

@@ -131,16 +131,16 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
             yield ConfigProblem(shown, f"{base}.url", "required for transport 'http'")
     for name, bundle in config.mcp.bundles.items():
         base = f"mcp.bundles.{name}"
-        for i, server in enumerate(bundle.servers):
-            if server not in config.mcp.servers:
+        for i, ref in enumerate(bundle.servers):
+            if ref not in config.mcp.servers:
                 yield ConfigProblem(
                     shown,
                     f"{base}.servers[{i}]",
-                    f"unknown MCP server {server!r}" + suggest(server, config.mcp.servers),
+                    f"unknown MCP server {ref!r}" + suggest(ref, config.mcp.servers),
                 )
         for key, table in (("tools", bundle.tools), ("pinned_resources", bundle.pinned_resources)):
-            for server in table:
-                if server not in bundle.servers:
+            for ref in table:
+                if ref not in bundle.servers:
                     yield ConfigProblem(
-                        shown, f"{base}.{key}.{server}", f"server {server!r} is not in this bundle's servers"
+                        shown, f"{base}.{key}.{ref}", f"server {ref!r} is not in this bundle's servers"
                     )

@@ -179,9 +179,8 @@ def _read_text(path: str, target: Path) -> str:
         if not stat.S_ISREG(info.st_mode):
             raise ToolFailure(tool, f"{path!r} is not a regular file")
         if info.st_size > MAX_READ_BYTES:
-            raise ToolFailure(
-                tool, f"{path!r} is {info.st_size} bytes; file_read returns at most {MAX_READ_BYTES}"
-            )
+            limit = f"file_read returns at most {MAX_READ_BYTES}"
+            raise ToolFailure(tool, f"{path!r} is {info.st_size} bytes; {limit}")
         data = handle.read(MAX_READ_BYTES + 1)
     if len(data) > MAX_READ_BYTES:
         raise ToolFailure(tool, f"{path!r} grew past {MAX_READ_BYTES} bytes while being read")
@@ -251,7 +250,7 @@ class ListDir:
         return LIST_DIR_SPEC
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
-        """Return sorted entries, one per line; raises `ToolFailure` for escapes and non-directories."""
+        """Return sorted entries, one per line; raises `ToolFailure` for escapes and non-dirs."""
         tool = LIST_DIR_SPEC.name
         _check_names(tool, arguments, frozenset({"path"}))
         path = _string(tool, arguments, "path", default=".")

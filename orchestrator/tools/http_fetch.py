@@ -78,7 +78,7 @@ class HttpFetch:
         return HTTP_FETCH_SPEC
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
-        """Return "HTTP <status>\\n<content-type>\\n\\n<text>"; raises `ToolFailure` when refused."""
+        """Return "HTTP <status>\\n<content-type>\\n\\n<text>"; raises `ToolFailure` if refused."""
         url = _url_argument(arguments)
         target = await self._check(url)
         return await _fetch(target, self.policy.http_max_bytes)
@@ -93,8 +93,9 @@ class HttpFetch:
         port = _port(url, parts)
         allowed = self.policy.http_allowed_hosts
         if allowed and not any(fnmatch.fnmatchcase(host, p.lower()) for p in allowed):
+            hosts = ", ".join(allowed)
             raise ToolFailure(
-                _TOOL, f"refused {url!r}: host {host!r} is not in the allowed hosts ({', '.join(allowed)})"
+                _TOOL, f"refused {url!r}: host {host!r} is not in the allowed hosts ({hosts})"
             )
         addresses = await _resolve(host, port)
         if not self.policy.http_allow_private_addresses:
@@ -182,8 +183,8 @@ def _pinned_resolver(target: _Target) -> AbstractResolver:
         async def resolve(
             self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
         ) -> list[ResolveResult]:
-            if host != target.host:
-                raise OSError(f"{host!r} was not checked")
+            # The connector serves one request and follows no redirects, so `host`
+            # is the checked host (possibly IDNA-encoded by yarl).
             flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
             return [
                 ResolveResult(

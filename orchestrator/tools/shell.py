@@ -21,9 +21,11 @@ __all__ = ["MAX_OUTPUT_BYTES", "SHELL", "SHELL_SPEC", "Shell"]
 
 MAX_OUTPUT_BYTES: Final = 64 * 1024
 _CHUNK: Final = 16 * 1024
+# How often to check whether the command exited while its output is still open.
+_POLL_SECONDS: Final = 0.05
 # After SIGKILL the pipes close at once; this only bounds a child that left the
 # process group (setsid) while still holding them.
-_DRAIN_AFTER_KILL_SECONDS: Final = 1.0
+_CLOSE_AFTER_KILL_SECONDS: Final = 1.0
 
 SHELL_SPEC: Final = ToolSpec(
     name="shell",
@@ -68,12 +70,17 @@ class Shell:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Run the command and report its exit code and output.
 
-        Raises `ToolFailure` for a refused or missing command. On cancellation (a tool
-        timeout) the command's whole process group is killed and reaped before the
-        `CancelledError` propagates.
+        Raises `ToolFailure` for a refused or missing command. The command's process
+        group does not outlive the call: background children are killed when it exits,
+        and on cancellation (a tool timeout) the whole group is killed and reaped
+        before the `CancelledError` propagates.
         """
         argv = _argv(arguments)
         self._check_allowed(argv[0])
+        if not self.policy.workspace.is_dir():
+            raise ToolFailure(
+                SHELL_SPEC.name, f"workspace {self.policy.workspace} is not a directory"
+            )
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -115,7 +122,8 @@ def _argv(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     if value is None:
         raise ToolFailure(tool, "missing required argument 'argv'")
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise ToolFailure(tool, "argument 'argv' must be an array of strings, e.g. [\"ls\", \"-l\"]")
+        example = '["ls", "-l"]'
+        raise ToolFailure(tool, f"argument 'argv' must be an array of strings, e.g. {example}")
     if not value:
         raise ToolFailure(tool, "argument 'argv' must name a command")
     for index, item in enumerate(value):
@@ -141,18 +149,25 @@ def _child_environment(policy: SecurityPolicy) -> dict[str, str]:
 
 async def _supervise(process: asyncio.subprocess.Process) -> str:
     assert process.stdout is not None and process.stderr is not None
+    finished = False
     try:
         async with asyncio.TaskGroup() as group:
             stdout = group.create_task(_read_capped(process.stdout))
             stderr = group.create_task(_read_capped(process.stderr))
-            returncode = await process.wait()
-            # Background children would otherwise hold the pipes open forever.
-            _kill_group(process.pid)
+            pending = {stdout, stderr}
+            # Python 3.11's Process.wait() also waits for the pipes to close, so a
+            # background child would block it; watch the leader's exit instead.
+            while pending and process.returncode is None:
+                _, pending = await asyncio.wait(pending, timeout=_POLL_SECONDS)
+            if pending:
+                _kill_group(process.pid)
+        returncode = await process.wait()
+        finished = True
     finally:
-        if process.returncode is None:
-            _kill_group(process.pid)
-            await process.wait()
-            await _discard_output(process)
+        # Nothing the command started outlives the call, whether it finished or not.
+        _kill_group(process.pid)
+        if not finished:
+            await _close_after_kill(process)
     return _report(returncode, stdout.result(), stderr.result())
 
 
@@ -166,14 +181,15 @@ async def _read_capped(stream: asyncio.StreamReader) -> tuple[bytes, int]:
     return bytes(kept), dropped
 
 
-async def _discard_output(process: asyncio.subprocess.Process) -> None:
-    # Reading to EOF lets asyncio close the pipe transports (no ResourceWarning).
-    streams = [s for s in (process.stdout, process.stderr) if s is not None]
+async def _close_after_kill(process: asyncio.subprocess.Process) -> None:
+    # Reading the pipes to EOF resumes paused transports so asyncio can close them
+    # (no ResourceWarning) and lets wait() return.
     try:
-        async with asyncio.timeout(_DRAIN_AFTER_KILL_SECONDS):
-            for stream in streams:
-                while await stream.read(_CHUNK):
+        async with asyncio.timeout(_CLOSE_AFTER_KILL_SECONDS):
+            for stream in (process.stdout, process.stderr):
+                while stream is not None and await stream.read(_CHUNK):
                     pass
+            await process.wait()
     except TimeoutError:
         pass
 

@@ -151,6 +151,16 @@ async def test_timeout_kills_background_grandchildren(tmp_path: Path) -> None:
     assert not _alive(pid)
 
 
+async def test_timeout_cleans_up_a_command_flooding_its_output(tmp_path: Path) -> None:
+    shell = _shell(tmp_path, "sh")
+
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await shell.invoke({"argv": ["sh", "-c", "echo $$ > pid; exec yes flood"]})
+
+    assert not _alive(await _pid_from(tmp_path / "pid"))
+
+
 async def test_cancellation_propagates(tmp_path: Path) -> None:
     shell = _shell(tmp_path, "sleep")
     task = asyncio.create_task(shell.invoke({"argv": ["sleep", "10"]}))

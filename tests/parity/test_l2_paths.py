@@ -1,0 +1,159 @@
+"""L2 path parity: every construction path hands the engine the same resolved policy.
+
+The paths that have a real entry point today (cli run: `orchestrator agent`; listing:
+`orchestrator tools` / `orchestrator policy --path listing`) are driven through it. Paths
+whose entry points later issues build are resolved at the seam with their declared knobs,
+so the day an entry point lands it inherits an already-asserted contract.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import cli
+from orchestrator.config import Config
+from orchestrator.engine import add_turn_observer
+from orchestrator.policy import Interactivity
+from orchestrator.seam import (
+    PATH_PROFILES,
+    ConstructionPath,
+    InteractivityNotAllowed,
+    ResolvedAgentExecution,
+    Services,
+    resolve,
+)
+from tests.fakes.openai_server import FakeOpenAI, text
+
+# What a path may differ in, and why (its declared knobs). Anything else must be equal.
+PER_PATH_KEYS = ("path", "assembly")
+DECLARED_DIFFERENCES: dict[ConstructionPath, dict[str, Any]] = {
+    # ACP fast boot: MCP withheld (connect_mcp=False) and memory stripped (exclude_memory).
+    ConstructionPath.ACP: {"memory": {"mode": "none", "read_from": []}, "mcp_bundles": []},
+}
+
+
+def comparable(described: dict[str, Any]) -> dict[str, Any]:
+    """Drop the per-path identity fields and the interactivity (declared per path)."""
+    out = {k: v for k, v in described.items() if k not in PER_PATH_KEYS}
+    out["approval"] = {k: v for k, v in out["approval"].items() if k != "interactivity"}
+    return out
+
+
+@pytest.fixture
+def seen() -> Iterator[list[ResolvedAgentExecution]]:
+    executions: list[ResolvedAgentExecution] = []
+    remove = add_turn_observer(executions.append)
+    yield executions
+    remove()
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = cli.main(argv)
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("agent", ["ops", "intern"])
+async def test_cli_run_and_listing_resolve_the_same_policy(
+    agent: str,
+    fake_llm: FakeOpenAI,
+    parity_config: Callable[[FakeOpenAI], tuple[Path, Config]],
+    seen: list[ResolvedAgentExecution],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path, _ = parity_config(fake_llm)
+    fake_llm.script(text("hello from the model"))
+    code, out = await _in_thread(run_cli, ["agent", agent, "-m", "hi", "--config", str(path)], capsys)
+    assert (code, out) == (0, "hello from the model\n")
+    (execution,) = seen
+    assert execution.identity.path is ConstructionPath.CLI_RUN
+    code, listing_policy = run_cli(["policy", agent, "--path", "listing", "--json", "--config", str(path)], capsys)
+    listed = json.loads(listing_policy)
+    assert comparable(listed) == comparable(execution.describe())
+    assert listed["assembly"] == {**execution.assembly.describe(), "connect_peripherals": False}
+    code, tools_json = run_cli(["tools", agent, "--json", "--config", str(path)], capsys)
+    assert [row["name"] for row in json.loads(tools_json)] == list(execution.tools.names)
+    # the model binding the provider actually received
+    request = fake_llm.requests[0]
+    assert request["model"] == execution.model.model == f"{agent}-model"
+    assert request["temperature"] == execution.model.temperature
+
+
+async def test_provider_is_sent_exactly_the_registry(
+    fake_llm: FakeOpenAI,
+    parity_config: Callable[[FakeOpenAI], tuple[Path, Config]],
+    seen: list[ResolvedAgentExecution],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path, _ = parity_config(fake_llm)
+    fake_llm.script(text("ok"))
+    code, _ = await _in_thread(run_cli, ["agent", "ops", "-m", "hi", "--config", str(path)], capsys)
+    assert code == 0
+    (execution,) = seen
+    request = fake_llm.requests[0]
+    assert request["tools"] == execution.tools.provider_specs()
+    assert [t["function"]["name"] for t in request["tools"]] == ["file_read", "list_dir", "shell"]
+    assert request["messages"][0] == {"role": "system", "content": "You are ops."}
+
+
+async def test_cli_allow_only_narrows(
+    fake_llm: FakeOpenAI,
+    parity_config: Callable[[FakeOpenAI], tuple[Path, Config]],
+    seen: list[ResolvedAgentExecution],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path, _ = parity_config(fake_llm)
+    fake_llm.script(text("ok"))
+    argv = ["agent", "ops", "-m", "hi", "--allow", "shell,http_fetch", "--allow", "file_write", "--config", str(path)]
+    code, _ = await _in_thread(run_cli, argv, capsys)
+    assert code == 0
+    (execution,) = seen
+    assert execution.tools.names == ("shell",)
+    assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == ["shell"]
+    assert execution.assembly.caller_allowed == frozenset({"shell", "http_fetch", "file_write"})
+
+
+@pytest.mark.parametrize("agent", ["ops", "intern"])
+async def test_every_path_resolves_identical_policy_modulo_knobs(
+    agent: str, fake_llm: FakeOpenAI, parity_config: Callable[[FakeOpenAI], tuple[Path, Config]]
+) -> None:
+    _, config = parity_config(fake_llm)
+    services = Services()
+    baseline = comparable(resolve(config, agent, path=ConstructionPath.CLI_RUN, services=services).describe())
+    for path in ConstructionPath:
+        described = comparable(resolve(config, agent, path=path, services=services).describe())
+        expected = {**baseline, **DECLARED_DIFFERENCES.get(path, {})}
+        assert described == expected, path
+    # the values really are the agent's own, not defaults
+    assert baseline["knobs"]["max_tool_iterations"] == (7 if agent == "ops" else 10)
+    assert baseline["memory"] == (
+        {"mode": "agent", "read_from": ["intern"]} if agent == "ops" else {"mode": "none", "read_from": []}
+    )
+
+
+def test_interactivity_is_declared_per_path(
+    fake_llm: FakeOpenAI, parity_config: Callable[[FakeOpenAI], tuple[Path, Config]]
+) -> None:
+    _, config = parity_config(fake_llm)
+    services = Services()
+    for path, profile in PATH_PROFILES.items():
+        execution = resolve(config, "ops", path=path, services=services)
+        assert execution.approvals.interactivity is profile.interactivity
+        for mode in Interactivity:
+            if mode not in profile.allowed_interactivity:
+                with pytest.raises(InteractivityNotAllowed):
+                    resolve(config, "ops", path=path, services=services, interactivity=mode)
+    # the surfaces that can never reach a human
+    for path in (ConstructionPath.GATEWAY_CHAT, ConstructionPath.SCHEDULE, ConstructionPath.LISTING):
+        assert PATH_PROFILES[path].allowed_interactivity == {Interactivity.NON_INTERACTIVE}
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking CLI entry point (it calls asyncio.run) off the test's event loop."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
