@@ -17,11 +17,13 @@ __all__ = ["OpenAICompatProvider"]
 # Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK refuses to start without one.
 _PLACEHOLDER_KEY: Final = "not-needed"
 _MAX_REASON_CHARS: Final = 200
-_TOOLS_CACHE_SIZE: Final = 64
 
 
 class OpenAICompatProvider:
     """Complete chats through `openai.AsyncOpenAI` against one base URL.
+
+    `messages` and `tools` must be plain JSON data (dicts, lists, strings, numbers): the
+    registry and transcript hold them that way, so nothing is converted per request.
 
     Retries are the SDK's own: 408/409/429/5xx answers and connection failures are retried
     `max_retries` times with capped exponential backoff, honouring `Retry-After`.  What is
@@ -38,7 +40,6 @@ class OpenAICompatProvider:
         "_status_error",
         "_timed_out",
         "_timeout_s",
-        "_tools_cache",
         "_unreachable",
         "_url",
     )
@@ -52,7 +53,6 @@ class OpenAICompatProvider:
         self._name = name
         self._url = base_url
         self._timeout_s = timeout_s
-        self._tools_cache: dict[int, tuple[Sequence[Mapping[str, Any]], list[Any]]] = {}
         self._timed_out: type[Exception] = openai.APITimeoutError
         self._unreachable: type[Exception] = openai.APIConnectionError  # includes APITimeoutError
         self._status_error: type[Exception] = openai.APIStatusError
@@ -88,7 +88,7 @@ class OpenAICompatProvider:
         """Ask for one completion; raise `ProviderUnavailable` or `ProviderError` on failure."""
         options: dict[str, Any] = {}
         if tools:
-            options["tools"] = self._wire_tools(tools)
+            options["tools"] = tools
         if temperature is not None:
             options["temperature"] = temperature
         try:
@@ -109,32 +109,9 @@ class OpenAICompatProvider:
             reason = f"malformed completion: {_shorten(str(exc))}"
             raise ProviderError(self._name, self._url, reason) from exc
 
-    def _wire_tools(self, tools: Sequence[Mapping[str, Any]]) -> list[Any]:
-        # The SDK serialises tool schemas with plain `json.dumps`, which rejects the frozen
-        # MappingProxyType values resolved config holds.  A tuple is frozen by house rule, so
-        # its converted form is reused for as long as the caller keeps passing that tuple.
-        if type(tools) is not tuple:
-            return [_plain_json(tool) for tool in tools]
-        cached = self._tools_cache.get(id(tools))
-        if cached is not None and cached[0] is tools:
-            return cached[1]
-        wire = [_plain_json(tool) for tool in tools]
-        if len(self._tools_cache) >= _TOOLS_CACHE_SIZE:
-            self._tools_cache.clear()
-        self._tools_cache[id(tools)] = (tools, wire)
-        return wire
-
     async def aclose(self) -> None:
         """Close the client's connection pool; calling it again does nothing."""
         await self._client.close()
-
-
-def _plain_json(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _plain_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain_json(item) for item in value]
-    return value
 
 
 def _to_completion(response: Any) -> Completion:

@@ -70,9 +70,9 @@ class ScopedToolRegistry:
         """Return the tool called `name`, or None when this registry does not hold it."""
         return self._by_name.get(name)
 
-    def provider_specs(self) -> list[dict[str, Any]]:
+    def provider_specs(self) -> tuple[dict[str, Any], ...]:
         """Return the OpenAI `tools` list sent to the provider (exactly this registry)."""
-        return list(self._specs)
+        return self._specs
 
 
 def assemble(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator
-from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -92,21 +91,6 @@ async def test_model_messages_tools_and_temperature_are_sent_as_given(fake: Fake
     assert sent["messages"] == messages
     assert sent["tools"] == tools
     assert sent["temperature"] == 0.25
-
-
-async def test_frozen_tools_and_messages_are_sent_as_plain_json(fake: FakeOpenAI) -> None:
-    parameters = MappingProxyType({"type": "object", "properties": MappingProxyType({}), "required": ()})
-    function = MappingProxyType({"name": "t", "parameters": parameters})
-    tools = (MappingProxyType({"type": "function", "function": function}),)
-    messages = (MappingProxyType({"role": "user", "content": "hi"}),)
-    fake.script(text("a"), text("b"))
-    async with _provider(fake.base_url) as provider:
-        for _ in range(2):
-            await provider.complete(model="m", messages=messages, tools=tools, temperature=None)
-    plain_parameters = {"type": "object", "properties": {}, "required": []}
-    expected = [{"type": "function", "function": {"name": "t", "parameters": plain_parameters}}]
-    assert [sent["tools"] for sent in fake.requests] == [expected, expected]
-    assert fake.requests[1]["messages"] == [{"role": "user", "content": "hi"}]
 
 
 async def test_empty_tools_and_unset_temperature_are_left_out(fake: FakeOpenAI) -> None:

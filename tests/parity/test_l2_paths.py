@@ -95,7 +95,7 @@ async def test_provider_is_sent_exactly_the_registry(
     assert code == 0
     (execution,) = seen
     request = fake_llm.requests[0]
-    assert request["tools"] == execution.tools.provider_specs()
+    assert request["tools"] == list(execution.tools.provider_specs())
     assert [t["function"]["name"] for t in request["tools"]] == ["file_read", "list_dir", "shell"]
     assert request["messages"][0] == {"role": "system", "content": "You are ops."}
 
