@@ -1,0 +1,57 @@
+"""Channel adapters: transport only. Each platform's SDK is imported only when configured."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from channels.base import (
+    ApprovalAnswer,
+    ApprovalPrompt,
+    ChannelAdapter,
+    ChannelAuthError,
+    ChannelError,
+    Deliver,
+    Inbound,
+    Outbound,
+    Ready,
+)
+
+if TYPE_CHECKING:
+    from orchestrator.config import SecretRef
+
+__all__ = [
+    "ADAPTERS",
+    "ApprovalAnswer",
+    "ApprovalPrompt",
+    "ChannelAdapter",
+    "ChannelAuthError",
+    "ChannelError",
+    "Deliver",
+    "Inbound",
+    "Outbound",
+    "Ready",
+    "SecretResolver",
+    "create_adapter",
+]
+
+SecretResolver = Callable[["SecretRef"], str]
+
+# kind -> module defining `create(name, config, *, secrets) -> ChannelAdapter`
+ADAPTERS: Final = MappingProxyType(
+    {
+        "telegram": "channels.telegram",
+        "slack": "channels.slack",
+        "discord": "channels.discord",
+        "terminal": "channels.terminal",
+    }
+)
+
+
+def create_adapter(name: str, config: Any, *, secrets: SecretResolver) -> ChannelAdapter:
+    """Import the adapter module for `config.kind` (only now) and build the adapter."""
+    module = importlib.import_module(ADAPTERS[config.kind])
+    adapter: ChannelAdapter = module.create(name, config, secrets=secrets)
+    return adapter

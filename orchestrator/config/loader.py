@@ -19,6 +19,7 @@ from orchestrator.errors import ConfigError, ConfigProblem
 __all__ = ["AGENTS_DIR_NAME", "dotted", "load_config", "parse_config", "suggest"]
 
 AGENTS_DIR_NAME: typing.Final = "agents.d"
+_CHANNEL_KINDS: typing.Final = frozenset({"telegram", "slack", "discord", "terminal"})
 
 
 def load_config(path: str | Path) -> Config:
@@ -108,6 +109,8 @@ def _translate(
     problems: list[ConfigProblem] = []
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
+        if len(loc) >= 3 and loc[0] == "channels" and loc[2] in _CHANNEL_KINDS:
+            loc = loc[:2] + loc[3:]  # pydantic names the union member; the user wrote none
         file = shown
         if len(loc) >= 2 and loc[0] == "agents" and isinstance(loc[1], str):
             file = origins.get(loc[1], shown)
@@ -115,6 +118,14 @@ def _translate(
         if kind == "extra_forbidden":
             key = str(loc[-1])
             message = f"unknown key {key!r}" + suggest(key, _fields_at(loc[:-1]))
+        elif kind in ("union_tag_invalid", "union_tag_not_found"):
+            ctx = err.get("ctx") or {}
+            loc = (*loc, str(ctx.get("discriminator", "kind")).strip("'"))
+            found = ctx.get("tag")
+            expected = ctx.get("expected_tags") or "'telegram', 'slack', 'discord', 'terminal'"
+            message = (f"unknown kind {found!r}" if found else "missing required key") + (
+                f"; expected one of {expected}"
+            )
         elif kind == "missing":
             message = "missing required key"
         else:

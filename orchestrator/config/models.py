@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, PrivateAttr
-from pydantic_core import core_schema
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from orchestrator.config.channels import ChannelConfig, RouteConfig
+from orchestrator.config.secrets import SecretRef
 
 __all__ = [
     "AgentConfig",
@@ -36,41 +38,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
-class SecretRef(str):
-    """A secret given as `env:NAME` or `file:PATH`, never as a literal value."""
-
-    __slots__ = ()
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_after_validator_function(_secret_ref, core_schema.str_schema())
-
-    @property
-    def scheme(self) -> str:
-        return self.split(":", 1)[0]
-
-    @property
-    def target(self) -> str:
-        return self.split(":", 1)[1]
-
-
-def _secret_ref(value: str) -> SecretRef:
-    scheme, _, target = value.partition(":")
-    if scheme not in ("env", "file") or not target:
-        raise ValueError(
-            "secrets must be references ('env:NAME' or 'file:PATH'), not literal values"
-        )
-    return SecretRef(value)
-
-
 class DaemonConfig(_Model):
     """`[daemon]`: process-wide settings."""
 
     state_dir: str = "./state"
     log_level: Literal["TRACE", "DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
+    shutdown_grace_s: float = Field(default=30.0, ge=0)
 
 
 class ProviderConfig(_Model):
@@ -204,6 +178,8 @@ class Config(_Model):
     mcp: McpConfig = McpConfig()
     skills: SkillsConfig = SkillsConfig()
     peripherals: dict[str, PeripheralConfig] = Field(default_factory=dict)
+    channels: dict[str, ChannelConfig] = Field(default_factory=dict)
+    routes: tuple[RouteConfig, ...] = ()
 
     _source: Path | None = PrivateAttr(default=None)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

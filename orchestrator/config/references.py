@@ -20,6 +20,7 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
 
     problems: list[ConfigProblem] = []
     problems.extend(_check_mcp(config, shown))
+    problems.extend(_check_channels(config, shown))
     skill_dirs = find_skill_dirs(config)
     namespaces = set(config.mcp.servers) | set(config.peripherals) | set(skill_dirs)
     for name, agent in config.agents.items():
@@ -144,3 +145,29 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
                     yield ConfigProblem(
                         shown, f"{base}.{key}.{ref}", f"server {ref!r} is not in this bundle's servers"
                     )
+
+
+def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
+    from orchestrator.config.loader import suggest
+
+    for name, channel in config.channels.items():
+        base = f"channels.{name}"
+        if channel.kind == "telegram" and channel.mode == "webhook" and not channel.webhook_url:
+            yield ConfigProblem(shown, f"{base}.webhook_url", "required for mode 'webhook'")
+        if channel.kind == "slack" and channel.mode == "socket" and channel.app_token is None:
+            yield ConfigProblem(shown, f"{base}.app_token", "required for mode 'socket'")
+        if channel.kind == "slack" and channel.mode == "http" and channel.signing_secret is None:
+            yield ConfigProblem(shown, f"{base}.signing_secret", "required for mode 'http'")
+    terminals = [n for n, c in config.channels.items() if c.kind == "terminal"]
+    if len(terminals) > 1:
+        yield ConfigProblem(shown, f"channels.{terminals[1]}", "only one terminal channel can own stdin")
+    for i, route in enumerate(config.routes):
+        base = f"routes[{i}]"
+        if route.channel not in config.channels:
+            yield ConfigProblem(
+                shown, f"{base}.channel", f"unknown channel {route.channel!r}" + suggest(route.channel, config.channels)
+            )
+        if route.agent not in config.agents:
+            yield ConfigProblem(
+                shown, f"{base}.agent", f"unknown agent {route.agent!r}" + suggest(route.agent, config.agents)
+            )

@@ -4,11 +4,43 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from orchestrator.config.models import SecretRef
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import core_schema
+
 from orchestrator.errors import SecretError
 
-__all__ = ["resolve_secret"]
+__all__ = ["SecretRef", "resolve_secret"]
+
+
+class SecretRef(str):
+    """A secret given as `env:NAME` or `file:PATH`, never as a literal value."""
+
+    __slots__ = ()
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(_secret_ref, core_schema.str_schema())
+
+    @property
+    def scheme(self) -> str:
+        return self.split(":", 1)[0]
+
+    @property
+    def target(self) -> str:
+        return self.split(":", 1)[1]
+
+
+def _secret_ref(value: str) -> SecretRef:
+    scheme, _, target = value.partition(":")
+    if scheme not in ("env", "file") or not target:
+        raise ValueError(
+            "secrets must be references ('env:NAME' or 'file:PATH'), not literal values"
+        )
+    return SecretRef(value)
 
 
 def resolve_secret(ref: SecretRef, *, base: Path | None = None) -> str:

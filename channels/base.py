@@ -1,0 +1,121 @@
+"""The ChannelAdapter protocol and the values adapters exchange with the core.
+
+Adapters move bytes between a platform and the core; they decide nothing. They never import
+policy, seam or tools: the core hands them `Outbound` messages and `ApprovalPrompt`s and
+receives `Inbound` messages and `ApprovalAnswer`s through the `deliver` callback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from orchestrator.errors import OrchestratorError
+
+__all__ = [
+    "ApprovalAnswer",
+    "ApprovalPrompt",
+    "ChannelAdapter",
+    "ChannelAuthError",
+    "ChannelError",
+    "Deliver",
+    "Inbound",
+    "Outbound",
+    "Ready",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Inbound:
+    """One user message from a platform.
+
+    `event_id` is the platform's unique id for the delivery (Telegram update id, Slack
+    event id, Discord message id); the core de-duplicates on (channel, event_id), so a
+    re-delivery after a restart is never processed twice.
+    """
+
+    channel: str
+    chat: str
+    sender: str
+    text: str
+    event_id: str
+    message_id: str | None = None
+    thread: str | None = None
+    sender_name: str | None = None
+    is_direct: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outbound:
+    """One reply to send; adapters chunk `text` to the platform's limit."""
+
+    chat: str
+    text: str
+    thread: str | None = None
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalPrompt:
+    """Ask a chat whether a tool call may run; answered by an `ApprovalAnswer` with `request_id`."""
+
+    request_id: str
+    chat: str
+    thread: str | None
+    requester: str
+    tool: str
+    arguments_preview: str
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalAnswer:
+    """Someone pressed approve/deny (or typed `/approve ID` / `/deny ID`)."""
+
+    channel: str
+    request_id: str
+    sender: str
+    approved: bool
+    chat: str | None = None
+
+
+Deliver = Callable[[Inbound | ApprovalAnswer], Awaitable[None]]
+Ready = Callable[[], None]
+
+
+class ChannelError(OrchestratorError):
+    """A platform operation failed in a way a retry may fix (network, 5xx, dropped socket)."""
+
+    def __init__(self, channel: str, reason: str) -> None:
+        self.channel, self.reason = channel, reason
+        super().__init__(f"channel {channel!r}: {reason}")
+
+
+class ChannelAuthError(ChannelError):
+    """The platform refused the credentials; retrying cannot help."""
+
+
+class ChannelAdapter(Protocol):
+    """One configured channel (a bot on one platform).
+
+    `run` connects, calls `ready()` once it is receiving, then delivers every inbound
+    message and approval answer through `deliver` until cancelled; it raises
+    `ChannelAuthError` for bad credentials and `ChannelError` when the connection is lost
+    (the supervisor reconnects with backoff). `deliver` must be awaited before the platform
+    is told the message was received (that is the durability point). Sends retry rate limits
+    (retry_after) themselves and raise `ChannelError` when they give up.
+    """
+
+    name: str
+    max_message_chars: int
+
+    async def run(self, deliver: Deliver, ready: Ready) -> None: ...
+
+    async def send(self, message: Outbound) -> None: ...
+
+    async def prompt_approval(self, prompt: ApprovalPrompt) -> None: ...
+
+    async def typing(self, chat: str, thread: str | None) -> None: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,87 @@
+"""Config models for `[channels.<name>]` (one bot each) and `[[routes]]`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.config.secrets import SecretRef
+
+__all__ = [
+    "ChannelConfig",
+    "DiscordChannelConfig",
+    "RouteConfig",
+    "SlackChannelConfig",
+    "TelegramChannelConfig",
+    "TerminalChannelConfig",
+]
+
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class TelegramChannelConfig(_Model):
+    """A Telegram bot: long polling by default, or a webhook with a secret-token header."""
+
+    kind: Literal["telegram"]
+    token: SecretRef
+    api_base_url: NonEmptyStr | None = None
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: NonEmptyStr | None = None
+    webhook_listen: NonEmptyStr = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=1, le=65535)
+    webhook_secret: SecretRef | None = None
+    poll_timeout_s: float = Field(default=30.0, ge=0)
+
+
+class SlackChannelConfig(_Model):
+    """A Slack app: Socket Mode by default, or the HTTP Events API with signature checks."""
+
+    kind: Literal["slack"]
+    bot_token: SecretRef
+    app_token: SecretRef | None = None
+    signing_secret: SecretRef | None = None
+    api_base_url: NonEmptyStr | None = None
+    mode: Literal["socket", "http"] = "socket"
+    http_listen: NonEmptyStr = "127.0.0.1"
+    http_port: int = Field(default=3000, ge=1, le=65535)
+    http_path: NonEmptyStr = "/slack/events"
+
+
+class DiscordChannelConfig(_Model):
+    """A Discord bot: DMs and guild channels, mention-only in guilds by default."""
+
+    kind: Literal["discord"]
+    token: SecretRef
+    api_base_url: NonEmptyStr | None = None
+    gateway_url: NonEmptyStr | None = None
+    mention_only: bool = True
+
+
+class TerminalChannelConfig(_Model):
+    """A local chat on stdin/stdout for trying agents without any platform."""
+
+    kind: Literal["terminal"]
+    user: NonEmptyStr = "local"
+    chat: NonEmptyStr = "terminal"
+
+
+ChannelConfig = Annotated[
+    TelegramChannelConfig | SlackChannelConfig | DiscordChannelConfig | TerminalChannelConfig,
+    Field(discriminator="kind"),
+]
+
+
+class RouteConfig(_Model):
+    """`[[routes]]`: which agent answers which chat, for which senders; first match wins."""
+
+    channel: NonEmptyStr
+    agent: NonEmptyStr
+    chat: NonEmptyStr = "*"
+    senders: tuple[NonEmptyStr, ...] = ()
+    session: Literal["per_sender", "per_chat"] = "per_sender"
+    approvers: tuple[NonEmptyStr, ...] = ()
