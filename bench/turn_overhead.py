@@ -12,7 +12,9 @@ the tool runs -> model answers with final text (two model requests).
     beside the floor: the same two requests from a bare `openai.AsyncOpenAI` loop.
 (c) as (b) in one long session: the transcript grows until the history window
     (`max_history_messages = 800`) is full, then M turns are measured at that window
-    beside a floor sending the same 800-message history.
+    beside a floor sending the same 800-message history.  M defaults to 100, not the
+    1,800 turns a 2,000-turn session would leave: at 800 messages the SDK alone spends
+    ~130 ms per request, so 1,800 turns each (ours and floor) would take ~16 minutes.
 
 Plus `resolve()` cached and uncached, a cold `orchestrator agent` one-shot and
 `orchestrator --help`.  Targets are printed beside the figures, never asserted.
@@ -46,7 +48,7 @@ from orchestrator.config import Config, load_config  # noqa: E402
 from orchestrator.engine import StopReason, Transcript, TurnResult, run_tool_call_loop  # noqa: E402
 from orchestrator.providers import Completion, ModelBinding, Provider, ProviderPool, ToolCall  # noqa: E402
 from orchestrator.seam import ConstructionPath, Services, resolve  # noqa: E402
-from orchestrator.tools.catalog import BUILTIN_TOOLS  # noqa: E402
+from orchestrator.tools import BUILTIN_TOOLS  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call  # noqa: E402
 
 AGENT: Final = "bench"
@@ -460,13 +462,12 @@ async def wall_times(argv: Sequence[str], runs: int, *, expect: str | None = Non
 # ----------------------------------------------------------------------------------- report
 
 
-def row(name: str, figures: str, floor: str, versus: str, target: str) -> str:
-    return f"{name:<36} {figures:<32} {floor:<22} {versus:<12} {target}"
+def _med_p95(f: Figures) -> str:
+    return f"{fmt(f.median)} / {fmt(f.p95)}"
 
 
 def report(
     *,
-    turns: int,
     a: Figures,
     b: tuple[Figures, Figures],
     c: LongSession,
@@ -476,123 +477,62 @@ def report(
     help_: Figures,
     elapsed_s: float,
 ) -> None:
+    """Print the figures table, each row with its target, then what the rows mean."""
     ours_b, floor_b = b
     diff_b = ours_b.median - floor_b.median
-    diff_b95 = ours_b.p95 - floor_b.p95
     ratio_c = c.ours.median / c.floor.median
-    ratio_c95 = c.ours.p95 / c.floor.p95
     per_tool = (cost.uncached.median - cost_one.uncached.median) / max(1, cost.tools - cost_one.tools)
     estimate_30 = cost.uncached.median + per_tool * (30 - cost.tools)
-
-    print()
+    rows = [
+        ("scenario", "ours: median / p95 / turns/s", "floor: median / p95", "vs floor", "target"),
+        (f"(a) in-process provider, {len(a.samples_ns)} turns",
+         f"{_med_p95(a)} / {a.rate:,.0f}", "-", "-",
+         f"median < 1 ms: {verdict(a.median < 1e6)}"),
+        (f"(b) OpenAI-compat, {len(ours_b.samples_ns)} turns",
+         f"{_med_p95(ours_b)} / {ours_b.rate:,.0f}", _med_p95(floor_b), f"{diff_b / 1e6:+.2f} ms",
+         f"within 1.5 ms of floor: {verdict(diff_b < 1.5e6)}"),
+        (f"(c) long session @{HISTORY_WINDOW} msgs, {len(c.ours.samples_ns)} turns",
+         f"{_med_p95(c.ours)} / {c.ours.rate:,.1f}", _med_p95(c.floor), f"x{ratio_c:.3f}",
+         f"within 1.5x of floor: {verdict(ratio_c < 1.5)}"),
+        (f"resolve() cached, {cost.tools} tools", f"{_med_p95(cost.cached)} per call", "-", "-",
+         f"< 200 µs: {verdict(cost.cached.median < 200e3)}"),
+        (f"resolve() uncached, {cost.tools} tools", _med_p95(cost.uncached), "-", "-",
+         "first resolve of a generation; no target"),
+        (f"resolve() uncached, {cost_one.tools} tool", _med_p95(cost_one.uncached), "-", "-",
+         f"=> ~{fmt(per_tool)} per tool; 30 tools est. ~{fmt(estimate_30)}"),
+        (f"cold `orchestrator agent`, {len(one_shot.samples_ns)} runs",
+         f"{fmt(one_shot.median)} median, max {fmt(max(one_shot.samples_ns))}", "-", "-",
+         f"< 1.0 s: {verdict(one_shot.median < 1e9)}"),
+        (f"`orchestrator --help`, {len(help_.samples_ns)} runs",
+         f"{fmt(help_.median)} median, max {fmt(max(help_.samples_ns))}", "-", "-",
+         f"< 150 ms: {verdict(help_.median < 150e6)}"),
+    ]
     print(
-        f"turn overhead: Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-        f"openai {openai.__version__}; one turn = user -> list_dir call -> final text (2 requests)"
+        f"\nturn overhead: Python {platform.python_version()}, {os.cpu_count()} CPUs, openai "
+        f"{openai.__version__}; a turn = user -> list_dir call -> final text (2 requests)\n"
     )
-    print()
-    print(row("scenario", "ours: median / p95 / turns/s", "floor: median / p95", "vs floor", "target"))
-    print("-" * 140)
+    for i, (name, ours, floor, versus, target) in enumerate(rows):
+        print(f"{name:<38} {ours:<33} {floor:<22} {versus:<11} {target}")
+        if i == 0:
+            print("-" * 140)
+    builtins = ", ".join(sorted(BUILTIN_TOOLS))
     print(
-        row(
-            f"(a) in-process provider, {len(a.samples_ns)} turns",
-            f"{fmt(a.median)} / {fmt(a.p95)} / {a.rate:,.0f}",
-            "-",
-            "-",
-            f"median < 1 ms: {verdict(a.median < 1e6)}",
-        )
+        f"""
+notes:
+  (b) p95 difference {(ours_b.p95 - floor_b.p95) / 1e6:+.2f} ms; (c) p95 ratio x{c.ours.p95 / c.floor.p95:.3f}.
+  (c) the session grew through {c.fill_turns} real turns (median {fmt(c.fill.median)}, {c.fill.wall_s:.1f} s) \
+until it held {HISTORY_WINDOW} messages (max_history_messages = {HISTORY_WINDOW}),
+      then {len(c.ours.samples_ns)} turns were measured at the full window, alternating turn by turn with \
+the floor, which started from a copy of the same history.
+      last request: ours {c.ours_body[0]} messages / {c.ours_body[1]:,} bytes, \
+floor {c.floor_body[0]} messages / {c.floor_body[1]:,} bytes.
+  resolve(): tools=["*"] grants {cost.tools} tools; the built-in registry holds {len(BUILTIN_TOOLS)} ({builtins})
+      and no other source adds any to this config, so a 30-tool agent cannot be built here: the 30-tool
+      figure is a linear estimate from {cost_one.tools} vs {cost.tools} tools. The cached cost does not depend on tool count.
+  cold one-shot: a fresh `orchestrator agent {AGENT} -m ...` process running the whole turn against the \
+fake (one untimed warm-up run first).
+  whole bench: {elapsed_s:.0f} s."""
     )
-    print(
-        row(
-            f"(b) OpenAI-compat, {len(ours_b.samples_ns)} turns",
-            f"{fmt(ours_b.median)} / {fmt(ours_b.p95)} / {ours_b.rate:,.0f}",
-            f"{fmt(floor_b.median)} / {fmt(floor_b.p95)}",
-            f"{diff_b / 1e6:+.2f} ms",
-            f"within 1.5 ms of floor: {verdict(diff_b < 1.5e6)}",
-        )
-    )
-    print(
-        row(
-            f"(c) long session @{HISTORY_WINDOW} msgs, {len(c.ours.samples_ns)} turns",
-            f"{fmt(c.ours.median)} / {fmt(c.ours.p95)} / {c.ours.rate:,.1f}",
-            f"{fmt(c.floor.median)} / {fmt(c.floor.p95)}",
-            f"x{ratio_c:.3f}",
-            f"within 1.5x of floor: {verdict(ratio_c < 1.5)}",
-        )
-    )
-    print(
-        row(
-            f"resolve() cached, {cost.tools} tools",
-            f"{fmt(cost.cached.median)} / {fmt(cost.cached.p95)} per call",
-            "-",
-            "-",
-            f"< 200 µs: {verdict(cost.cached.median < 200e3)}",
-        )
-    )
-    print(
-        row(
-            f"resolve() uncached, {cost.tools} tools",
-            f"{fmt(cost.uncached.median)} / {fmt(cost.uncached.p95)}",
-            "-",
-            "-",
-            "(first resolve of a generation; no target)",
-        )
-    )
-    print(
-        row(
-            f"resolve() uncached, {cost_one.tools} tool",
-            f"{fmt(cost_one.uncached.median)} / {fmt(cost_one.uncached.p95)}",
-            "-",
-            "-",
-            f"=> ~{fmt(per_tool)} per tool; est. 30 tools ~{fmt(estimate_30)}",
-        )
-    )
-    print(
-        row(
-            f"cold `orchestrator agent`, {len(one_shot.samples_ns)} runs",
-            f"{fmt(one_shot.median)} median, max {fmt(max(one_shot.samples_ns))}",
-            "-",
-            "-",
-            f"< 1.0 s: {verdict(one_shot.median < 1e9)}",
-        )
-    )
-    print(
-        row(
-            f"`orchestrator --help`, {len(help_.samples_ns)} runs",
-            f"{fmt(help_.median)} median, max {fmt(max(help_.samples_ns))}",
-            "-",
-            "-",
-            f"< 150 ms: {verdict(help_.median < 150e6)}",
-        )
-    )
-    print()
-    print("notes:")
-    print(f"  (b) p95 difference {diff_b95 / 1e6:+.2f} ms; (c) p95 ratio x{ratio_c95:.3f}.")
-    print(
-        f"  (c) the session grew through {c.fill_turns} real turns (median {fmt(c.fill.median)}, "
-        f"{c.fill.wall_s:.1f} s) until the transcript held {HISTORY_WINDOW} messages "
-        f"(max_history_messages = {HISTORY_WINDOW}); then {len(c.ours.samples_ns)} turns were measured"
-    )
-    print(
-        "      at the full window, alternating turn by turn with the floor, which started from a copy"
-        " of the same history."
-    )
-    print(
-        f"      last request: ours {c.ours_body[0]} messages / {c.ours_body[1]:,} bytes, "
-        f"floor {c.floor_body[0]} messages / {c.floor_body[1]:,} bytes."
-    )
-    print(
-        f"  resolve(): tools=['*'] grants {cost.tools} tools: the built-in registry holds "
-        f"{len(BUILTIN_TOOLS)} ({', '.join(sorted(BUILTIN_TOOLS))}) and MCP, skills and"
-    )
-    print(
-        "      peripherals add none yet, so a 30-tool agent cannot be built today; the 30-tool"
-        " figure is a linear estimate from 1 vs 5 tools. The cached cost does not depend on tool count."
-    )
-    print(
-        "  cold one-shot: a fresh `orchestrator agent bench -m ...` process doing the full turn"
-        " against the fake (one untimed warm-up run first)."
-    )
-    print(f"  whole bench: {elapsed_s:.0f} s.")
 
 
 # ------------------------------------------------------------------------------------ main
@@ -630,7 +570,8 @@ async def main(turns: int, long_turns: int) -> None:
         async with FakeOpenAI(default=responder) as fake:
             config_path = write_config(Path(tmp), fake.base_url)
             config = load_config(config_path)
-            tools = resolve(config, AGENT, path=PATH, services=Services()).tools.provider_specs()
+            # The floor sends the same tool schemas, as the plain list a bare SDK caller would hold.
+            tools = list(resolve(config, AGENT, path=PATH, services=Services()).tools.provider_specs())
             client = openai.AsyncOpenAI(
                 base_url=fake.base_url, api_key="not-needed", timeout=30, max_retries=2
             )
@@ -660,7 +601,6 @@ async def main(turns: int, long_turns: int) -> None:
         print("`orchestrator --help` (10 runs) ...", flush=True)
         help_ = await wall_times([command, "--help"], 10)
     report(
-        turns=turns,
         a=a,
         b=b,
         c=c,
@@ -679,7 +619,7 @@ def cli() -> None:
         "--long-turns",
         type=int,
         default=100,
-        help="turns measured at the full 800-message window in (c) (default 100)",
+        help="turns measured in (c) once the 800-message window is full (default 100)",
     )
     args = parser.parse_args()
     asyncio.run(main(args.turns, args.long_turns))

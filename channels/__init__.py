@@ -17,6 +17,7 @@ from channels.base import (
     Inbound,
     Outbound,
     Ready,
+    parse_approval_command,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ __all__ = [
     "Ready",
     "SecretResolver",
     "create_adapter",
+    "parse_approval_command",
 ]
 
 SecretResolver = Callable[["SecretRef"], str]

@@ -56,7 +56,21 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
         return p
 
+    run = command("run", "run the daemon: channels, routing, sessions (SIGHUP reloads, SIGTERM drains)")
+    run.set_defaults(handler=_cmd_run)
+
+    route = command("route", "explain which route and agent a message would get")
+    route.add_argument("channel", help="channel name")
+    route.add_argument("--chat", required=True, help="chat id")
+    route.add_argument("--sender", required=True, help="sender id")
+    route.set_defaults(handler=_cmd_route)
+
     check = command("check", "validate the config; one line per problem, exit 1 if any")
+    check.add_argument(
+        "--connect",
+        action="store_true",
+        help="also connect every MCP server, list what each offers, check bundle tool names against it",
+    )
     check.set_defaults(handler=_cmd_check)
 
     agent = command("agent", "run one turn of an agent (the cli-run path) and print the reply")
@@ -104,9 +118,35 @@ def _load(args: argparse.Namespace) -> Config:
     return load_config(args.config)
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from orchestrator.daemon import run_daemon
+
+    return run_daemon(Path(args.config))
+
+
+def _cmd_route(args: argparse.Namespace) -> int:
+    from orchestrator.routing import explain_route, match_route
+
+    config = _load(args)
+    for line in explain_route(config, channel=args.channel, chat=args.chat, sender=args.sender):
+        print(line)
+    return 0 if match_route(config, channel=args.channel, chat=args.chat, sender=args.sender) else 1
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     config = _load(args)
-    print(f"{args.config}: ok ({len(config.agents)} agents, {len(config.providers)} providers)")
+    print(
+        f"{args.config}: ok ({len(config.agents)} agents, {len(config.providers)} providers, "
+        f"{len(config.channels)} channels, {len(config.routes)} routes)"
+    )
+    if args.connect:
+        import asyncio
+
+        from orchestrator.mcp import check_connect
+
+        return asyncio.run(check_connect(config, shown=args.config, out=sys.stdout, err=sys.stderr))
     return 0
 
 
@@ -114,8 +154,9 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     import asyncio
 
     from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
+    from orchestrator.mcp import McpPool
     from orchestrator.policy import Interactivity
-    from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, resolve
+    from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, mcp_servers_for, resolve
     from orchestrator.store import AuditLog
 
     config = _load(args)
@@ -123,8 +164,13 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
 
     async def run() -> int:
+        async with McpPool(config) as pool:
+            await pool.ensure_connected(mcp_servers_for(config, args.name), agent=args.name)
+            return await turn(pool)
+
+    async def turn(pool: McpPool) -> int:
         with AuditLog(config.state_path() / "audit.sqlite3") as audit:
-            services = Services(audit=audit)
+            services = Services(audit=audit, mcp=pool)
             try:
                 execution = resolve(
                     config,
@@ -170,10 +216,26 @@ async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
 
 
 def _execution(args: argparse.Namespace) -> Any:
-    from orchestrator.seam import ConstructionPath, Services, resolve
+    import asyncio
+
+    from orchestrator.seam import ConstructionPath, Services, mcp_servers_for, resolve
 
     config = _load(args)
-    return resolve(config, args.name, path=ConstructionPath(args.path), services=Services())
+    path = ConstructionPath(args.path)
+    servers = mcp_servers_for(config, args.name, path=path)
+    if not servers:
+        return resolve(config, args.name, path=path, services=Services())
+    return asyncio.run(_resolve_connected(config, args.name, path, servers))
+
+
+async def _resolve_connected(config: Config, name: str, path: Any, servers: tuple[str, ...]) -> Any:
+    from orchestrator.mcp import McpPool
+    from orchestrator.seam import Services, resolve
+
+    # Connect what the agent's bundles need, read their listings, and disconnect.
+    async with McpPool(config) as pool:
+        await pool.ensure_connected(servers, agent=name)
+        return resolve(config, name, path=path, services=Services(mcp=pool))
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:

@@ -48,8 +48,9 @@ class SlackChannelConfig(_Model):
     api_base_url: NonEmptyStr | None = None
     mode: Literal["socket", "http"] = "socket"
     http_listen: NonEmptyStr = "127.0.0.1"
-    http_port: int = Field(default=3000, ge=1, le=65535)
-    http_path: NonEmptyStr = "/slack/events"
+    http_port: int = Field(default=3000, ge=0, le=65535)  # 0 = any free port (tests)
+    http_path: str = Field(default="/slack/events", pattern="^/")
+    socket_ping_interval_s: float = Field(default=10.0, gt=0)
 
 
 class DiscordChannelConfig(_Model):
@@ -60,6 +61,7 @@ class DiscordChannelConfig(_Model):
     api_base_url: NonEmptyStr | None = None
     gateway_url: NonEmptyStr | None = None
     mention_only: bool = True
+    guild_ready_timeout_s: float = Field(default=2.0, ge=0)
 
 
 class TerminalChannelConfig(_Model):

@@ -12,6 +12,14 @@ from orchestrator.errors import ConfigProblem
 __all__ = ["check_references", "find_skill_dirs"]
 
 _GLOB_CHARS = frozenset("*?[")
+# Tools the seam itself adds (the deferred-MCP search): valid in excluded_tools and the
+# approval lists, never in `tools` (an agent gets it through a deferred bundle).
+SEAM_TOOL_NAMES = frozenset({"tool_search"})
+# `[mcp.servers.X] env` / `headers` names whose values must be secret references.
+_SECRET_WORDS = frozenset(
+    {"TOKEN", "SECRET", "KEY", "APIKEY", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS",
+     "AUTH", "AUTHORIZATION", "COOKIE", "PAT"}
+)
 
 
 def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
@@ -78,7 +86,7 @@ def _check_agent(
         ("approval.always_ask", agent.approval.always_ask),
     ):
         for i, entry in enumerate(entries):
-            problem = _check_reference(entry, builtins, namespaces)
+            problem = _check_reference(entry, builtins | SEAM_TOOL_NAMES, namespaces)
             if problem:
                 yield f"{key}[{i}]", problem
 
@@ -130,6 +138,11 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
             yield ConfigProblem(shown, f"{base}.command", "required for transport 'stdio'")
         if server.transport == "http" and not server.url:
             yield ConfigProblem(shown, f"{base}.url", "required for transport 'http'")
+        for key, values in (("env", server.env), ("headers", server.headers)):
+            for entry, value in values.items():
+                problem = _check_secret_value(entry, value)
+                if problem:
+                    yield ConfigProblem(shown, f"{base}.{key}.{entry}", problem)
     for name, bundle in config.mcp.bundles.items():
         base = f"mcp.bundles.{name}"
         for i, ref in enumerate(bundle.servers):
@@ -145,6 +158,28 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
                     yield ConfigProblem(
                         shown, f"{base}.{key}.{ref}", f"server {ref!r} is not in this bundle's servers"
                     )
+        for ref, entries in bundle.tools.items():
+            for i, entry in enumerate(entries):
+                if entry.startswith(f"{ref}__"):
+                    yield ConfigProblem(
+                        shown,
+                        f"{base}.tools.{ref}[{i}]",
+                        f"list the server's own tool names: {entry[len(ref) + 2:]!r}, not {entry!r}",
+                    )
+
+
+def _check_secret_value(name: str, value: str) -> str | None:
+    """Return a problem when a value is a malformed reference or a literal secret."""
+    scheme, sep, target = value.partition(":")
+    if sep and scheme in ("env", "file"):
+        return None if target else f"reference {value!r} names nothing after '{scheme}:'"
+    words = {w for w in name.upper().replace("-", "_").split("_") if w}
+    if words & _SECRET_WORDS:
+        return (
+            f"{name!r} looks like a secret: give it as a reference ('env:NAME' or 'file:PATH'), "
+            "not a literal value"
+        )
+    return None
 
 
 def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:

@@ -110,7 +110,8 @@ class _Turn:
     async def run(self) -> TurnResult:
         ex = self.execution
         knobs = ex.knobs
-        system = {"role": "system", "content": ex.system_prompt} if ex.system_prompt else None
+        prompt = "\n\n".join([ex.system_prompt, *await self._turn_context()]).strip()
+        system = {"role": "system", "content": prompt} if prompt else None
         specs = ex.tools.provider_specs()
         last: tuple[str, str, str] | None = None
         repeats = 0
@@ -166,6 +167,19 @@ class _Turn:
                         StopReason.NO_PROGRESS,
                     )
 
+    async def _turn_context(self) -> list[str]:
+        # Read once per turn (pinned MCP resources); outside content is data, never instructions.
+        ex = self.execution
+        parts: list[str] = []
+        for context in ex.turn_context:
+            try:
+                pieces = await context.read()
+            except Exception as exc:  # a context source must not kill the turn
+                logger.opt(exception=exc).error("turn context failed for {}", ex.identity.agent)
+                continue
+            parts.extend(_untrusted(source, _capped(text, ex.knobs.max_tool_result_chars)) for source, text in pieces)
+        return parts
+
     def _finish(self, text: str, stop: StopReason, *, error: str | None = None) -> TurnResult:
         self.transcript.append({"role": "assistant", "content": text})
         return TurnResult(text=text, stop=stop, executed=tuple(self.executed), error=error)
@@ -206,10 +220,16 @@ class _Turn:
         except Exception as exc:  # a tool bug is the model's error message, never a dead turn
             logger.opt(exception=exc).error("tool {} crashed", call.name)
             return f"Error: {call.name!r} failed unexpectedly ({type(exc).__name__})."
-        cap = ex.knobs.max_tool_result_chars
-        if len(output) > cap:
-            output = f"{output[:cap]}\n[truncated {len(output) - cap} characters]"
-        if spec.untrusted_output:
-            body = output.replace("</untrusted-data", "<\\/untrusted-data")
-            output = _UNTRUSTED_OPEN.format(source=call.name) + body + _UNTRUSTED_CLOSE
-        return output
+        output = _capped(output, ex.knobs.max_tool_result_chars)
+        return _untrusted(call.name, output) if spec.untrusted_output else output
+
+
+def _capped(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    return f"{text[:cap]}\n[truncated {len(text) - cap} characters]"
+
+
+def _untrusted(source: str, text: str) -> str:
+    body = text.replace("</untrusted-data", "<\\/untrusted-data")
+    return _UNTRUSTED_OPEN.format(source=source) + body + _UNTRUSTED_CLOSE

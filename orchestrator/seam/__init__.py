@@ -9,8 +9,8 @@ from orchestrator.seam.execution import (
 )
 from orchestrator.seam.ledger import ActionLedger
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
-from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, assemble
-from orchestrator.seam.resolve import InteractivityNotAllowed, resolve
+from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext, assemble
+from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve
 from orchestrator.seam.services import Services
 
 __all__ = [
@@ -28,6 +28,8 @@ __all__ = [
     "ScopedAssembly",
     "ScopedToolRegistry",
     "Services",
+    "TurnContext",
     "assemble",
+    "mcp_servers_for",
     "resolve",
 ]

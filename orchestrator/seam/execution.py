@@ -11,7 +11,7 @@ from orchestrator.seam._seal import SEAL
 from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.ledger import ActionLedger
 from orchestrator.seam.paths import ConstructionPath, ScopedAssembly
-from orchestrator.seam.registry import PromptSection, ScopedToolRegistry
+from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
 
 __all__ = [
     "AgentIdentity",
@@ -83,6 +83,8 @@ class ResolvedAgentExecution:
     system_prompt: str
     ledger: ActionLedger
     seal: InitVar[object]
+    # Read at the start of every turn (pinned MCP resources); the engine wraps it as data.
+    turn_context: tuple[TurnContext, ...] = ()
 
     def __post_init__(self, seal: object) -> None:
         if seal is not SEAL:

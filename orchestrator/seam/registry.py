@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.config.models import AgentConfig, Config
 from orchestrator.errors import SealViolation
@@ -14,7 +14,10 @@ from orchestrator.seam._seal import SEAL
 from orchestrator.seam.paths import ScopedAssembly
 from orchestrator.tools import BUILTIN_TOOLS, Tool, ToolSource
 
-__all__ = ["PromptSection", "ScopedToolRegistry", "assemble"]
+if TYPE_CHECKING:
+    from orchestrator.mcp import McpPool, McpScope
+
+__all__ = ["PromptSection", "ScopedToolRegistry", "TurnContext", "assemble"]
 
 # Names of the memory surface's tools; the ACP strip removes exactly these.
 MEMORY_TOOL_NAMES = frozenset({"memory_store", "memory_recall", "memory_forget"})
@@ -28,26 +31,54 @@ class PromptSection:
     text: str
 
 
-class ScopedToolRegistry:
-    """The only tools one execution may run; minted by `assemble()` alone."""
+class TurnContext(Protocol):
+    """Outside content read at the start of every turn (pinned MCP resources).
 
-    __slots__ = ("_by_name", "_names", "_specs", "prompt_sections")
+    `read` returns `(source, text)` pairs; the engine wraps each as untrusted data in the
+    system prompt and caps it like a tool result. It reports failures in the text
+    instead of raising.
+    """
+
+    async def read(self) -> Sequence[tuple[str, str]]: ...
+
+
+class ScopedToolRegistry:
+    """The only tools one execution may run; minted by `assemble()` alone.
+
+    `deferred` tools (MCP bundles in deferred mode) are in the registry, so a call by
+    name runs, but their specs are withheld from the provider: the model learns them
+    through `tool_search`, which searches exactly these.
+    """
+
+    __slots__ = ("_by_name", "_deferred", "_names", "_specs", "prompt_sections", "turn_context")
 
     _by_name: Mapping[str, Tool]
+    _deferred: frozenset[str]
     _names: tuple[str, ...]
     _specs: tuple[dict[str, Any], ...]
     prompt_sections: tuple[PromptSection, ...]
+    turn_context: tuple[TurnContext, ...]
 
     def __init__(
-        self, *, tools: Mapping[str, Tool], prompt_sections: tuple[PromptSection, ...], seal: object
+        self,
+        *,
+        tools: Mapping[str, Tool],
+        prompt_sections: tuple[PromptSection, ...],
+        seal: object,
+        deferred: frozenset[str] = frozenset(),
+        turn_context: tuple[TurnContext, ...] = (),
     ) -> None:
         if seal is not SEAL:
             raise SealViolation("ScopedToolRegistry")
         names = tuple(sorted(tools))
         object.__setattr__(self, "_by_name", MappingProxyType(dict(tools)))
+        object.__setattr__(self, "_deferred", deferred & frozenset(names))
         object.__setattr__(self, "_names", names)
-        object.__setattr__(self, "_specs", tuple(tools[n].spec.openai_spec() for n in names))
+        object.__setattr__(
+            self, "_specs", tuple(tools[n].spec.openai_spec() for n in names if n not in deferred)
+        )
         object.__setattr__(self, "prompt_sections", prompt_sections)
+        object.__setattr__(self, "turn_context", turn_context)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ScopedToolRegistry is immutable")
@@ -82,12 +113,15 @@ def assemble(
     *,
     assembly: ScopedAssembly,
     security: SecurityPolicy,
+    mcp: McpPool | None = None,
 ) -> ScopedToolRegistry:
     """Build one agent's registry; every source passes the same policy, knobs only narrow.
 
     Order (DESIGN.md section 4): peripherals (when connected) -> built-in allowed/excluded
-    filter -> memory strip -> MCP bundles with per-tool gating -> skills -> read-only
-    autonomy -> `caller_allowed` -> final `excluded_tools` subtraction over everything.
+    filter -> memory strip -> MCP bundles with per-tool gating (eager, or deferred behind
+    `tool_search`) and pinned resources, from `mcp`'s current listings -> skills ->
+    read-only autonomy -> `caller_allowed` -> final `excluded_tools` subtraction over
+    everything (`tool_search` included) -> deferred MCP tools settled against what is left.
     """
     tools: dict[str, Tool] = {}
     sections: list[PromptSection] = []
@@ -99,25 +133,39 @@ def assemble(
     if assembly.exclude_memory:
         for name in MEMORY_TOOL_NAMES:
             tools.pop(name, None)
-    if assembly.connect_mcp:
-        mcp_tools, mcp_sections = _mcp_tools(config, agent)
-        tools.update(mcp_tools)
-        sections.extend(mcp_sections)
+    mcp_scope = _mcp_tools(config, agent_name, agent, mcp) if assembly.connect_mcp else None
+    if mcp_scope is not None:
+        tools.update(mcp_scope.tools())
     skill_tools, skill_sections = _skill_tools(config, agent)
     tools.update(skill_tools)
-    sections.extend(skill_sections)
     if agent.autonomy == "read_only":
         tools = {n: t for n, t in tools.items() if t.spec.read_only}
     if assembly.caller_allowed is not None:
         allowed = assembly.caller_allowed
         tools = {n: t for n, t in tools.items() if matches_any(n, allowed)}
     tools = {n: t for n, t in tools.items() if not matches_any(n, agent.excluded_tools)}
+    deferred: frozenset[str] = frozenset()
+    turn_context: tuple[TurnContext, ...] = ()
+    if mcp_scope is not None:
+        finished = mcp_scope.finish(tools)
+        tools, deferred = finished.tools, finished.deferred
+        sections.extend(PromptSection(name=n, text=t) for n, t in finished.sections)
+        turn_context = (mcp_scope.pinned,) if mcp_scope.pinned is not None else ()
+    sections.extend(skill_sections)
     for name, tool in tools.items():
+        source = tool.spec.source
         if tool.spec.name != name or (
-            tool.spec.source is ToolSource.BUILTIN and name not in BUILTIN_TOOLS
+            (source is ToolSource.BUILTIN and name not in BUILTIN_TOOLS)
+            or (source is ToolSource.MCP and "__" not in name)
         ):
             raise SealViolation(f"tool {name!r} registered under a foreign name")
-    return ScopedToolRegistry(tools=tools, prompt_sections=tuple(sections), seal=SEAL)
+    return ScopedToolRegistry(
+        tools=tools,
+        prompt_sections=tuple(sections),
+        deferred=deferred,
+        turn_context=turn_context,
+        seal=SEAL,
+    )
 
 
 def _peripheral_tools(config: Config, agent: AgentConfig) -> dict[str, Tool]:
@@ -126,10 +174,15 @@ def _peripheral_tools(config: Config, agent: AgentConfig) -> dict[str, Tool]:
     return {}
 
 
-def _mcp_tools(config: Config, agent: AgentConfig) -> tuple[dict[str, Tool], list[PromptSection]]:
-    # Hook point for the MCP surface (pooled servers, bundles, per-tool gating): not built
-    # yet, so `mcp_bundles` grant nothing until it lands.
-    return {}, []
+def _mcp_tools(config: Config, agent_name: str, agent: AgentConfig, mcp: McpPool | None) -> McpScope | None:
+    # The agent's bundles over the pool's current listings; without a pool (nothing
+    # connected) MCP grants nothing: omission is never a grant.
+    if mcp is None or not agent.mcp_bundles:
+        return None
+    from orchestrator.mcp import scope_mcp
+
+    bundles = tuple(config.mcp.bundles[b] for b in agent.mcp_bundles if b in config.mcp.bundles)
+    return scope_mcp(bundles, pool=mcp, agent=agent_name)
 
 
 def _skill_tools(config: Config, agent: AgentConfig) -> tuple[dict[str, Tool], list[PromptSection]]:

@@ -22,7 +22,7 @@ from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssem
 from orchestrator.seam.registry import assemble
 from orchestrator.seam.services import Services
 
-__all__ = ["InteractivityNotAllowed", "resolve"]
+__all__ = ["InteractivityNotAllowed", "mcp_servers_for", "resolve"]
 
 
 class InteractivityNotAllowed(OrchestratorError):
@@ -50,13 +50,18 @@ def resolve(
     `UnknownAgent` for a name the config lacks and `InteractivityNotAllowed` when a
     caller asks a path for a mode it does not have.
     """
-    key = (agent, path, assembly, interactivity, parent, ceiling)
+    # The MCP listing generation is part of the key: a list-changed refresh re-applies
+    # each agent's gating on its next turn, without a restart.
+    mcp_generation = services.mcp.generation if services.mcp is not None else None
+    key = (agent, path, assembly, interactivity, parent, ceiling, mcp_generation)
     per_generation = services.cache.get(config)
     if per_generation is None:
         per_generation = services.cache[config] = {}
     cached = per_generation.get(key)
     if cached is not None:
         return cached
+    for stale in [k for k in per_generation if k[-1] != mcp_generation]:
+        del per_generation[stale]
     execution = _resolve(
         config, agent, path=path, services=services, assembly=assembly,
         interactivity=interactivity, parent=parent, ceiling=ceiling,
@@ -80,15 +85,12 @@ def _resolve(
     if agent is None:
         raise UnknownAgent(name, sorted(config.agents))
     profile = PATH_PROFILES[path]
-    forced = profile.knobs
-    if path is ConstructionPath.ACP and agent.acp_enable_mcp:
-        forced = dataclasses.replace(forced, connect_mcp=True)
-    knobs = forced.narrowed_by(assembly) if assembly is not None else forced
+    knobs = _path_knobs(path, agent, assembly)
     mode = interactivity or profile.interactivity
     if mode not in profile.allowed_interactivity:
         raise InteractivityNotAllowed(path, mode)
     security = _security(config, name, agent)
-    registry = assemble(config, name, agent, assembly=knobs, security=security)
+    registry = assemble(config, name, agent, assembly=knobs, security=security, mcp=services.mcp)
     sections = registry.prompt_sections
     binding = _binding(config, agent)
     return ResolvedAgentExecution(
@@ -113,10 +115,39 @@ def _resolve(
         skills=agent.skills,
         mcp_bundles=agent.mcp_bundles if knobs.connect_mcp else (),
         prompt_sections=sections,
+        turn_context=registry.turn_context,
         system_prompt="\n\n".join([agent.system_prompt, *(s.text for s in sections)]).strip(),
         ledger=services.ledger,
         seal=SEAL,
     )
+
+
+def mcp_servers_for(
+    config: Config,
+    agent: str,
+    *,
+    path: ConstructionPath = ConstructionPath.CLI_RUN,
+    assembly: ScopedAssembly | None = None,
+) -> tuple[str, ...]:
+    """Return the MCP servers `agent`'s bundles reach on `path`: connect these before resolving.
+
+    Empty for an unknown agent (`resolve()` reports it) and on a path that withholds MCP.
+    """
+    policy = config.agents.get(agent)
+    if policy is None or not _path_knobs(path, policy, assembly).connect_mcp:
+        return ()
+    servers: dict[str, None] = {}
+    for bundle in policy.mcp_bundles:
+        if bundle in config.mcp.bundles:
+            servers.update(dict.fromkeys(config.mcp.bundles[bundle].servers))
+    return tuple(servers)
+
+
+def _path_knobs(path: ConstructionPath, agent: AgentConfig, assembly: ScopedAssembly | None) -> ScopedAssembly:
+    forced = PATH_PROFILES[path].knobs
+    if path is ConstructionPath.ACP and agent.acp_enable_mcp:
+        forced = dataclasses.replace(forced, connect_mcp=True)
+    return forced.narrowed_by(assembly) if assembly is not None else forced
 
 
 def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:

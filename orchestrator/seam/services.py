@@ -12,6 +12,7 @@ from orchestrator.seam.ledger import ActionLedger
 
 if TYPE_CHECKING:
     from orchestrator.config.models import Config
+    from orchestrator.mcp import McpPool
     from orchestrator.seam.execution import ResolvedAgentExecution
 
 __all__ = ["Services"]
@@ -19,11 +20,13 @@ __all__ = ["Services"]
 
 @dataclass(kw_only=True, eq=False)
 class Services:
-    """Provider clients, the audit sink and the action ledger shared by every turn."""
+    """Provider clients, the audit sink, the action ledger and the MCP pool shared by every turn."""
 
     providers: ProviderPool = field(default_factory=ProviderPool)
     audit: AuditSink | None = None
     ledger: ActionLedger = field(default_factory=ActionLedger)
+    # The daemon's MCP connections; None grants no MCP tools (nothing is connected).
+    mcp: McpPool | None = None
     # resolve() results per config generation; a new generation starts empty.
     cache: WeakKeyDictionary[Config, dict[tuple[object, ...], ResolvedAgentExecution]] = field(
         default_factory=WeakKeyDictionary

@@ -1,5 +1,6 @@
-"""SQLite-backed state: the approval audit log (sessions and transcripts come with channels)."""
+"""SQLite-backed state: the approval audit log, sessions, transcripts and the durable inbox."""
 
 from orchestrator.store.audit import AuditLog
+from orchestrator.store.sessions import InboxRow, SessionStore
 
-__all__ = ["AuditLog"]
+__all__ = ["AuditLog", "InboxRow", "SessionStore"]

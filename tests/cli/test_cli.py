@@ -43,7 +43,7 @@ def test_help_is_fast_and_imports_nothing_heavy() -> None:
 def test_check_ok_and_errors(write_config: WriteConfig) -> None:
     good = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n')
     done = orchestrator("check", "--config", str(good))
-    assert (done.returncode, done.stdout) == (0, f"{good}: ok (1 agents, 1 providers)\n")
+    assert (done.returncode, done.stdout) == (0, f"{good}: ok (1 agents, 1 providers, 0 channels, 0 routes)\n")
     bad = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "q"\nmodel = "m"\ntools = ["nope"]\n')
     done = orchestrator("check", "--config", str(bad))
     assert done.returncode == 1

@@ -1,0 +1,431 @@
+"""The Discord channel: a discord.py gateway client for DMs and guild channels.
+
+discord.py keeps its REST base (`discord.http.Route.BASE`) and its gateway URL
+(`DiscordWebSocket.DEFAULT_GATEWAY`) in class attributes, so one process can point all its
+Discord channels at one API base only: `create` refuses a second channel with different
+`api_base_url` / `gateway_url` while the first is alive, and the last one to close restores
+discord.py's defaults.
+
+Gateway drops are handled by discord.py itself (`connect(reconnect=True)` RESUMEs, and Discord
+replays what was missed); `run` raises only when discord.py gives up (a close code it cannot
+recover from) or when login fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aiohttp
+import discord
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+from loguru import logger
+
+from channels.base import (
+    ApprovalAnswer,
+    ApprovalPrompt,
+    ChannelAuthError,
+    ChannelError,
+    Deliver,
+    Inbound,
+    Outbound,
+    Ready,
+    parse_approval_command,
+)
+from channels.chunking import chunk_text
+from orchestrator.config.channels import DiscordChannelConfig
+from orchestrator.config.secrets import SecretRef
+from orchestrator.errors import ConfigError, ConfigProblem
+
+__all__ = ["DiscordAdapter", "create"]
+
+MAX_MESSAGE_CHARS: Final = 2000
+_PREVIEW_CHARS: Final = 1200
+_CUSTOM_ID_MAX: Final = 100
+_CUSTOM_ID: Final = re.compile(r"ap:(?P<request_id>.+):(?P<answer>[yn])")
+_AUTH_CLOSE_CODES: Final = frozenset({4004})  # Authentication failed
+# Discord refuses bursts faster than this anyway; a longer wait is a reason to give up.
+_MAX_RATELIMIT_WAIT_S: Final = 30.0
+_SDK_DEFAULT_BASE: Final = Route.BASE
+_SDK_DEFAULT_GATEWAY: Final = DiscordWebSocket.DEFAULT_GATEWAY
+_CHATTY_TYPES: Final = frozenset({discord.MessageType.default, discord.MessageType.reply})
+
+
+@dataclass(frozen=True, slots=True)
+class _Endpoints:
+    api_base: str
+    gateway: str | None
+
+
+_live: weakref.WeakSet[DiscordAdapter] = weakref.WeakSet()
+
+
+def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[SecretRef], str]) -> DiscordAdapter:
+    """Build the adapter; point discord.py at the configured API base (process-wide).
+
+    Raises `ConfigError` when another live Discord channel in this process already uses a
+    different API base or gateway URL (discord.py can only hold one).
+    """
+    endpoints = _Endpoints(
+        api_base=(config.api_base_url or _SDK_DEFAULT_BASE).rstrip("/"),
+        gateway=config.gateway_url,
+    )
+    for other in _live:
+        if other.endpoints != endpoints:
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        "config",
+                        f"channels.{name}.api_base_url",
+                        f"discord.py holds one API base and gateway URL per process; channel "
+                        f"{other.name!r} already uses {other.endpoints.api_base!r} / "
+                        f"{other.endpoints.gateway!r}, this one asks for {endpoints.api_base!r} / "
+                        f"{endpoints.gateway!r}",
+                    )
+                ]
+            )
+    Route.BASE = endpoints.api_base
+    if endpoints.gateway is not None:
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(endpoints.gateway)
+    adapter = DiscordAdapter(
+        name=name,
+        token=secrets(config.token),
+        endpoints=endpoints,
+        mention_only=config.mention_only,
+        guild_ready_timeout_s=config.guild_ready_timeout_s,
+    )
+    _live.add(adapter)
+    return adapter
+
+
+class DiscordAdapter:
+    """One Discord bot. DMs are always delivered; guild messages only when they mention the
+    bot if `mention_only` (the mention is stripped). Messages from bots (itself included)
+    are ignored.
+
+    `chat` is the channel id (for a thread, its parent channel's id, with `thread` = the
+    thread's id); `sender` the author's user id; `event_id` the message id. Approval prompts
+    carry Approve / Deny buttons (custom ids `ap:<request_id>:y|n`); a click is delivered as
+    an `ApprovalAnswer` and then acknowledged to Discord (a deferred update, type 6).
+    """
+
+    max_message_chars = MAX_MESSAGE_CHARS
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        token: str,
+        endpoints: _Endpoints,
+        mention_only: bool,
+        guild_ready_timeout_s: float,
+    ) -> None:
+        self.name = name
+        self.endpoints = endpoints
+        self._token = token
+        self._mention_only = mention_only
+        self._guild_ready_timeout_s = guild_ready_timeout_s
+        self._client: _GatewayClient | None = None
+        self._closed = False
+
+    # -- receiving -------------------------------------------------------------------------
+
+    async def run(self, deliver: Deliver, ready: Ready) -> None:
+        """Log in, connect to the gateway and deliver messages and clicks until cancelled.
+
+        Raises `ChannelAuthError` when Discord refuses the token (401 on login, gateway close
+        code 4004) or the bot lacks a privileged intent it needs (message content), and
+        `ChannelError` for any other failure to connect or a close discord.py cannot resume.
+        """
+        if self._closed:
+            raise ChannelError(self.name, "the adapter is closed")
+        inbox: asyncio.Queue[_Delivery | None] = asyncio.Queue()
+        client = _GatewayClient(adapter=self, inbox=inbox, ready=ready, intents=_intents(), options=self._options())
+        self._client = client
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                pump = tasks.create_task(_pump(self.name, inbox, deliver))
+                try:
+                    await self._connect(client)
+                except ChannelError as exc:
+                    failure = exc
+                else:
+                    failure = ChannelError(self.name, "the gateway connection closed")
+                finally:
+                    # hand over what was received before the drop, then stop the pump
+                    inbox.put_nowait(None)
+                await pump
+        finally:
+            self._client = None
+            client.abandon_pending()
+            await client.close()
+        raise failure
+
+    async def _connect(self, client: _GatewayClient) -> None:
+        try:
+            await client.login(self._token)
+            if self.endpoints.gateway is None and self.endpoints.api_base != _SDK_DEFAULT_BASE:
+                # discord.py's Client never asks GET /gateway/bot itself (only the sharded one does)
+                _shards, url, _limits = await client.http.get_bot_gateway()
+                DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+            await client.connect(reconnect=True)
+        except discord.LoginFailure as exc:
+            raise ChannelAuthError(self.name, "Discord rejected the bot token (401 on /users/@me)") from exc
+        except discord.PrivilegedIntentsRequired as exc:
+            raise ChannelAuthError(
+                self.name,
+                "Discord refused the MESSAGE CONTENT privileged intent (gateway close 4014): enable it "
+                "for this bot under Developer Portal -> Bot -> Privileged Gateway Intents",
+            ) from exc
+        except discord.ConnectionClosed as exc:
+            if exc.code in _AUTH_CLOSE_CODES:
+                raise ChannelAuthError(self.name, f"the gateway rejected the token (close code {exc.code})") from exc
+            raise ChannelError(self.name, f"the gateway closed the connection (code {exc.code})") from exc
+        except discord.GatewayNotFound as exc:
+            raise ChannelError(self.name, "GET /gateway/bot failed: no gateway URL") from exc
+        except discord.HTTPException as exc:
+            raise _http_error(self.name, "login", exc) from exc
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ChannelError(self.name, f"cannot connect to Discord: {type(exc).__name__}: {exc}") from exc
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "guild_ready_timeout": self._guild_ready_timeout_s,
+            "max_ratelimit_timeout": _MAX_RATELIMIT_WAIT_S,
+            "max_messages": None,  # no message cache: the core keeps transcripts
+            "chunk_guilds_at_startup": False,
+            "member_cache_flags": discord.MemberCacheFlags.none(),
+            # model output must not ping @everyone or roles
+            "allowed_mentions": discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False),
+        }
+
+    def translate(self, message: discord.Message, me: discord.ClientUser) -> Inbound | ApprovalAnswer | None:
+        """Return what the core should see for `message`, or None to ignore it."""
+        if message.author.bot or message.author.id == me.id or message.type not in _CHATTY_TYPES:
+            return None
+        is_direct = isinstance(message.channel, discord.DMChannel)
+        mentioned = any(user.id == me.id for user in message.mentions)
+        text = re.sub(rf"<@!?{me.id}>", " ", message.content).strip()
+        chat, thread = _chat_and_thread(message.channel, message.channel.id)
+        command = parse_approval_command(text)
+        if command is not None:
+            # answers to our own prompt need no mention; the core checks who may answer
+            request_id, approved = command
+            return ApprovalAnswer(
+                channel=self.name, request_id=request_id, sender=str(message.author.id), approved=approved, chat=chat
+            )
+        if not text or (not is_direct and self._mention_only and not mentioned):
+            return None
+        return Inbound(
+            channel=self.name,
+            chat=chat,
+            sender=str(message.author.id),
+            text=text,
+            event_id=str(message.id),
+            message_id=str(message.id),
+            thread=thread,
+            sender_name=message.author.display_name,
+            is_direct=is_direct,
+        )
+
+    # -- sending ---------------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> None:
+        """Post `message.text` in chunks of at most 2,000 characters (the first one replying
+        to `reply_to` when given). discord.py waits out 429s (retry_after, up to 5 tries,
+        each wait at most 30 s); raises `ChannelError` when it gives up."""
+        client = self._require_client()
+        channel = client.get_partial_messageable(int(message.thread or message.chat))
+        reference = (
+            discord.MessageReference(message_id=int(message.reply_to), channel_id=channel.id, fail_if_not_exists=False)
+            if message.reply_to
+            else None
+        )
+        for index, chunk in enumerate(chunk_text(message.text, MAX_MESSAGE_CHARS)):
+            kwargs: dict[str, Any] = {"reference": reference} if index == 0 and reference is not None else {}
+            await self._call("send a message", channel.send(chunk, **kwargs))
+
+    async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
+        """Post the approval question with Approve / Deny buttons in the prompt's chat or thread."""
+        client = self._require_client()
+        channel = client.get_partial_messageable(int(prompt.thread or prompt.chat))
+        await self._call("post an approval prompt", channel.send(_prompt_text(prompt), view=_buttons(prompt.request_id)))
+
+    async def typing(self, chat: str, thread: str | None) -> None:
+        """Show "typing..." once (Discord keeps it for about 10 s or until the bot posts)."""
+        client = self._require_client()
+        await self._call("send typing", client.get_partial_messageable(int(thread or chat)).typing())
+
+    async def aclose(self) -> None:
+        """Disconnect, and restore discord.py's default endpoints if no Discord channel is left."""
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+        _live.discard(self)
+        if not _live:
+            Route.BASE = _SDK_DEFAULT_BASE
+            DiscordWebSocket.DEFAULT_GATEWAY = _SDK_DEFAULT_GATEWAY
+
+    def _require_client(self) -> _GatewayClient:
+        client = self._client
+        if client is None or client.user is None:
+            raise ChannelError(self.name, "not connected to Discord")
+        return client
+
+    async def _call(self, what: str, operation: Any) -> Any:
+        try:
+            return await operation
+        except discord.HTTPException as exc:
+            raise _http_error(self.name, what, exc) from exc
+        except discord.RateLimited as exc:
+            raise ChannelError(self.name, f"cannot {what}: rate limited for {exc.retry_after:.0f}s") from exc
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError, RuntimeError) as exc:
+            raise ChannelError(self.name, f"cannot {what}: {type(exc).__name__}: {exc}") from exc
+
+
+# -- the discord.py client ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Delivery:
+    item: Inbound | ApprovalAnswer
+    done: asyncio.Future[bool] | None = None
+
+
+class _GatewayClient(discord.Client):
+    """discord.py's event handlers; they only queue work for `run`'s pump, in arrival order."""
+
+    def __init__(
+        self,
+        *,
+        adapter: DiscordAdapter,
+        inbox: asyncio.Queue[_Delivery | None],
+        ready: Ready,
+        intents: discord.Intents,
+        options: dict[str, Any],
+    ) -> None:
+        super().__init__(intents=intents, **options)
+        # prefixed: discord.Client has private attributes of its own (e.g. _ready)
+        self._orc_adapter, self._orc_inbox, self._orc_ready = adapter, inbox, ready
+        self._orc_announced = False
+        self._orc_pending: set[asyncio.Future[bool]] = set()
+
+    async def on_ready(self) -> None:
+        if not self._orc_announced:
+            self._orc_announced = True
+            self._orc_ready()
+
+    async def on_message(self, message: discord.Message) -> None:
+        me = self.user
+        if me is None:
+            return
+        item = self._orc_adapter.translate(message, me)
+        if item is not None:
+            self._orc_inbox.put_nowait(_Delivery(item))
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        if interaction.type is not discord.InteractionType.component or interaction.data is None:
+            return
+        match = _CUSTOM_ID.fullmatch(str(interaction.data.get("custom_id", "")))
+        if match is None:
+            return
+        channel_id = interaction.channel_id
+        chat = None if channel_id is None else _chat_and_thread(interaction.channel, channel_id)[0]
+        answer = ApprovalAnswer(
+            channel=self._orc_adapter.name,
+            request_id=match["request_id"],
+            sender=str(interaction.user.id),
+            approved=match["answer"] == "y",
+            chat=chat,
+        )
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._orc_pending.add(done)
+        self._orc_inbox.put_nowait(_Delivery(answer, done))
+        try:
+            delivered = await done
+        finally:
+            self._orc_pending.discard(done)
+        if not delivered:
+            return  # no acknowledgement: the user's client says the interaction failed; they may retry
+        try:
+            await interaction.response.defer()  # type 6: acknowledged, the message stays as it is
+        except discord.DiscordException as exc:
+            logger.warning("channel {}: cannot acknowledge a button press: {}", self._orc_adapter.name, exc)
+
+    def abandon_pending(self) -> None:
+        """Cancel clicks still waiting for delivery (run is ending)."""
+        for done in self._orc_pending:
+            done.cancel()
+
+
+async def _pump(name: str, inbox: asyncio.Queue[_Delivery | None], deliver: Deliver) -> None:
+    """Deliver queued items one at a time until the `None` sentinel."""
+    while (delivery := await inbox.get()) is not None:
+        try:
+            await deliver(delivery.item)
+        except Exception as exc:  # one failed delivery must not drop the connection
+            logger.opt(exception=exc).error("channel {}: delivering {} failed", name, type(delivery.item).__name__)
+            ok = False
+        else:
+            ok = True
+        if delivery.done is not None and not delivery.done.done():
+            delivery.done.set_result(ok)
+
+
+# -- translation helpers -----------------------------------------------------------------------
+
+
+def _intents() -> discord.Intents:
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = True
+    return intents
+
+
+def _chat_and_thread(channel: object, channel_id: int) -> tuple[str, str | None]:
+    """Return (chat, thread): a thread's chat is its parent channel."""
+    if isinstance(channel, discord.Thread):
+        return str(channel.parent_id), str(channel.id)
+    return str(channel_id), None
+
+
+def _prompt_text(prompt: ApprovalPrompt) -> str:
+    preview = prompt.arguments_preview
+    if len(preview) > _PREVIEW_CHARS:
+        preview = preview[: _PREVIEW_CHARS - 1] + "…"
+    preview = preview.replace("```", "`\u200b``")  # keep the preview inside its code block
+    return (
+        f"**Approval needed** — <@{prompt.requester}> wants to run `{prompt.tool}`:\n"
+        f"```\n{preview}\n```\n"
+        f"Answer within {prompt.timeout_s:.0f}s with the buttons, or `/approve {prompt.request_id}` / "
+        f"`/deny {prompt.request_id}`."
+    )
+
+
+def _buttons(request_id: str) -> discord.ui.View:
+    """Build the Approve / Deny row; clicks arrive through `on_interaction`, not the View."""
+    view = discord.ui.View(timeout=None)
+    approve, deny = f"ap:{request_id}:y", f"ap:{request_id}:n"
+    if len(approve) <= _CUSTOM_ID_MAX:
+        view.add_item(discord.ui.Button(style=discord.ButtonStyle.success, label="Approve", custom_id=approve))
+        view.add_item(discord.ui.Button(style=discord.ButtonStyle.danger, label="Deny", custom_id=deny))
+    # A stopped view is not stored by discord.py: clicks are handled by on_interaction, which
+    # also works for prompts posted before a restart.
+    view.stop()
+    return view
+
+
+def _http_error(name: str, what: str, exc: discord.HTTPException) -> ChannelError:
+    reason = f"cannot {what}: HTTP {exc.status} {exc.text or ''}".rstrip()
+    if exc.status == 401:
+        return ChannelAuthError(name, f"Discord rejected the bot token ({reason})")
+    return ChannelError(name, reason)

@@ -1,0 +1,288 @@
+"""Slack adapter: slack-bolt's AsyncApp over Socket Mode (default) or the HTTP Events API.
+
+Only `channels.create_adapter` imports this module, and only when a `kind = "slack"` channel is
+configured, so importing the SDK at the top here keeps `import channels` SDK-free.
+
+Behaviour:
+
+- `run` probes `auth.test` (bad bot token -> `ChannelAuthError`, no retry), then serves:
+  - Socket Mode: probes `apps.connections.open` with the app token (a bad one ->
+    `ChannelAuthError`; the SDK's own connect loop would retry it forever), connects slack_sdk's
+    aiohttp `SocketModeClient` and lets it reconnect after a drop. If it stays disconnected for
+    `_GRACE_PINGS` ping intervals, `run` raises `ChannelError` and the supervisor takes over.
+  - HTTP: an aiohttp server at `http_listen:http_port` + `http_path`; bolt verifies the
+    signature and rejects a timestamp older than 5 minutes with 401 before anything is
+    delivered, and answers `url_verification` challenges.
+- Bolt runs with `process_before_response=True`: `deliver` finishes before the envelope is
+  acknowledged (Socket Mode) or the HTTP 200 is returned, so a crash before the ack makes Slack
+  redeliver with the same `event_id`, which the core de-duplicates. A failing `deliver`
+  leaves the event unacknowledged for the same reason.
+- Sends go through one `AsyncWebClient` whose `AsyncRateLimitErrorRetryHandler` honours
+  `Retry-After` on HTTP 429 up to `_RATE_LIMIT_RETRIES` times; then `ChannelError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from channels.base import (
+    ApprovalPrompt,
+    ChannelAuthError,
+    ChannelError,
+    Deliver,
+    Outbound,
+    Ready,
+)
+from channels.chunking import chunk_text
+from channels.slack_payloads import approval_message, escape, from_block_actions, from_event
+from orchestrator.config.channels import SlackChannelConfig
+from orchestrator.config.secrets import SecretRef
+
+__all__ = ["SlackAdapter", "create"]
+
+# We post plain `text` (not section blocks, which cap at 3,000): Slack asks to keep `text` under
+# 4,000 characters (it truncates at 40,000), and longer messages render badly in clients.
+_TEXT_LIMIT: Final = 4000
+_RATE_LIMIT_RETRIES: Final = 3
+_GRACE_PINGS: Final = 6
+# Answers that no retry can fix: a wrong, revoked or wrong-kind token, or a missing scope.
+_AUTH_ERRORS: Final = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "not_allowed_token_type",
+        "missing_scope",
+    }
+)
+_ANY: Final = re.compile(".*")
+_log: Final = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def create(name: str, config: SlackChannelConfig, *, secrets: Callable[[SecretRef], str]) -> SlackAdapter:
+    """Build the adapter for `[channels.<name>]`, resolving its secrets now (fail fast)."""
+    return SlackAdapter(
+        name=name,
+        config=config,
+        bot_token=secrets(config.bot_token),
+        app_token=None if config.app_token is None else secrets(config.app_token),
+        signing_secret=None if config.signing_secret is None else secrets(config.signing_secret),
+    )
+
+
+class SlackAdapter:
+    """One Slack app (bot user) in one workspace; see the module docstring for behaviour."""
+
+    max_message_chars: int = _TEXT_LIMIT
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        config: SlackChannelConfig,
+        bot_token: str,
+        app_token: str | None,
+        signing_secret: str | None,
+    ) -> None:
+        self.name = name
+        self._config = config
+        self._bot_token = bot_token
+        self._app_token = app_token
+        self._signing_secret = signing_secret
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._http_url: str | None = None
+
+    @property
+    def http_url(self) -> str | None:
+        """Return the URL the HTTP Events API endpoint listens on while `run` serves it."""
+        return self._http_url
+
+    async def __aenter__(self) -> SlackAdapter:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the Web API session; `run` closes its own connection when it ends."""
+        session, self._session, self._client = self._session, None, None
+        if session is not None:
+            await session.close()
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    async def run(self, deliver: Deliver, ready: Ready) -> None:
+        """Connect, call `ready()`, and deliver inbound messages and answers until cancelled.
+
+        Raises `ChannelAuthError` when Slack refuses a token and `ChannelError` when Slack is
+        unreachable, the socket cannot be (re)established, or the HTTP port cannot be bound.
+        """
+        client = self._web_client()
+        auth = await self._api("auth.test", client.auth_test())
+        bot_user_id = auth.get("user_id")
+        app = self._bolt_app(client, deliver, bot_user_id if isinstance(bot_user_id, str) else None)
+        if self._config.mode == "http":
+            await self._serve_http(app, ready)
+        else:
+            await self._serve_socket(app, client, ready)
+
+    def _bolt_app(self, client: AsyncWebClient, deliver: Deliver, bot_user_id: str | None) -> AsyncApp:
+        app = AsyncApp(
+            name=f"channels.slack.{self.name}",
+            logger=_log,
+            client=client,
+            signing_secret=self._signing_secret or "",  # "" skips bolt's SLACK_SIGNING_SECRET lookup
+            process_before_response=True,  # deliver() completes before Slack gets its ack
+        )
+        channel = self.name
+
+        async def on_event(body: dict[str, Any]) -> None:
+            item = from_event(channel, body, bot_user_id=bot_user_id)
+            if item is not None:
+                await deliver(item)
+
+        async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
+            answer = from_block_actions(channel, body)
+            if answer is not None:
+                await deliver(answer)
+            await ack()  # stops the spinner in the clicker's client
+
+        # Catch-alls: an event or click bolt finds no listener for is answered 404 and never
+        # acknowledged, so Slack would keep redelivering it; we acknowledge and ignore those.
+        app.event(_ANY)(on_event)
+        app.action(_ANY)(on_action)
+        return app
+
+    async def _serve_socket(self, app: AsyncApp, client: AsyncWebClient, ready: Ready) -> None:
+        if self._app_token is None:
+            raise ChannelAuthError(self.name, "socket mode needs app_token")
+        await self._api("apps.connections.open", client.apps_connections_open(app_token=self._app_token))
+        ping_s = self._config.socket_ping_interval_s
+        grace_s = ping_s * _GRACE_PINGS
+        handler = AsyncSocketModeHandler(app, self._app_token, logger=_log, web_client=client, ping_interval=ping_s)
+        try:
+            try:
+                async with asyncio.timeout(grace_s):
+                    await handler.connect_async()
+            except TimeoutError:
+                raise ChannelError(self.name, f"socket mode: no websocket within {grace_s:g}s") from None
+            ready()
+            await self._watch_socket(handler, ping_s, grace_s)
+        finally:
+            await handler.close_async()
+
+    async def _watch_socket(self, handler: AsyncSocketModeHandler, ping_s: float, grace_s: float) -> None:
+        """Return never; raise `ChannelError` once the SDK has not reconnected for `grace_s`."""
+        loop = asyncio.get_running_loop()
+        connected_at = loop.time()
+        while True:
+            await asyncio.sleep(ping_s)
+            if await handler.client.is_connected():
+                connected_at = loop.time()
+            elif loop.time() - connected_at > grace_s:
+                raise ChannelError(self.name, f"socket mode: disconnected for over {grace_s:g}s")
+
+    async def _serve_http(self, app: AsyncApp, ready: Ready) -> None:
+        async def handle(request: web.Request) -> web.Response:
+            response: web.Response = await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
+            return response
+
+        web_app = web.Application()
+        web_app.router.add_post(self._config.http_path, handle)
+        runner = web.AppRunner(web_app, access_log=None)
+        await runner.setup()
+        try:
+            host, port = self._config.http_listen, self._config.http_port
+            try:
+                await web.TCPSite(runner, host, port).start()
+            except OSError as exc:
+                raise ChannelError(self.name, f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+            bound_host, bound_port = runner.addresses[0][:2]
+            self._http_url = f"http://{bound_host}:{bound_port}{self._config.http_path}"
+            ready()
+            await asyncio.Event().wait()  # serve until cancelled
+        finally:
+            self._http_url = None
+            await runner.cleanup()
+
+    # -- sending -----------------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> None:
+        """Post `message.text` escaped and chunked to 4,000 characters, in its thread if any.
+
+        Slack has no reply-to other than threads, so `reply_to` is not used. Raises
+        `ChannelError` when Slack still rate-limits after the retries, or refuses the post.
+        """
+        client = self._web_client()
+        for chunk in chunk_text(escape(message.text), self.max_message_chars):
+            await self._api(
+                "chat.postMessage", client.chat_postMessage(channel=message.chat, text=chunk, thread_ts=message.thread)
+            )
+
+    async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
+        """Post the tool name, an argument preview and Approve / Deny buttons in the chat."""
+        client = self._web_client()
+        message = approval_message(prompt)
+        await self._api(
+            "chat.postMessage",
+            client.chat_postMessage(
+                channel=prompt.chat, thread_ts=prompt.thread, text=message["text"], blocks=message["blocks"]
+            ),
+        )
+
+    async def typing(self, chat: str, thread: str | None) -> None:
+        """Do nothing: Slack offers apps no typing indicator (only the legacy RTM API had one)."""
+
+    # -- Web API -----------------------------------------------------------------------------
+
+    def _web_client(self) -> AsyncWebClient:
+        if self._client is None:
+            self._session = aiohttp.ClientSession()
+            self._client = AsyncWebClient(
+                token=self._bot_token,
+                base_url=self._config.api_base_url or AsyncWebClient.BASE_URL,
+                session=self._session,
+                logger=_log,
+                retry_handlers=[
+                    AsyncConnectionErrorRetryHandler(),
+                    AsyncRateLimitErrorRetryHandler(max_retry_count=_RATE_LIMIT_RETRIES),
+                ],
+            )
+        return self._client
+
+    async def _api(self, method: str, call: Awaitable[T]) -> T:
+        """Await one Web API call, translating SDK and network errors into channel errors."""
+        try:
+            return await call
+        except SlackApiError as exc:
+            error = exc.response.get("error") if isinstance(exc.response.data, Mapping) else None
+            reason = f"{method}: {error or f'HTTP {exc.response.status_code}'}"
+            if error in _AUTH_ERRORS:
+                raise ChannelAuthError(self.name, reason) from exc
+            raise ChannelError(self.name, reason) from exc
+        except (SlackClientError, aiohttp.ClientError, OSError) as exc:
+            raise ChannelError(self.name, f"{method}: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,196 @@
+"""Translate Slack payloads to core values, and approval prompts to Block Kit.
+
+Pure functions over the raw JSON Slack sends (Events API `event_callback` bodies and
+`block_actions` interaction payloads); no SDK import, so the rules are readable in one place:
+
+- `message` events count only in DMs (`channel_type == "im"`); in channels the bot answers
+  `app_mention` events, so a mention that also arrives as a channel `message` is not handled
+  twice. An `app_mention` in a DM is dropped for the same reason (the `message` covers it).
+- Bot messages (`bot_id`, `bot_profile`, subtype `bot_message`, or our own user id) are ignored.
+- Subtypes other than `file_share`, `thread_broadcast` and `me_message` (all typed by a person)
+  are ignored: `message_changed` (edits), `message_deleted`, `channel_join`, `channel_topic`, ...
+- A leading mention of the bot is stripped, and `/approve ID` / `/deny ID` become
+  `ApprovalAnswer`s. (Slack's composer treats a leading `/` as a slash command; users type
+  ` /approve ID` with a space, or `@bot /approve ID`, or simply press the buttons.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final, TypedDict
+
+from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound
+
+__all__ = [
+    "APPROVE",
+    "DENY",
+    "ApprovalMessage",
+    "approval_message",
+    "escape",
+    "from_block_actions",
+    "from_event",
+]
+
+APPROVE: Final = "approve"
+DENY: Final = "deny"
+
+_USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
+_APPROVAL_COMMAND: Final = re.compile(r"/(approve|deny)\s+(\S+)", re.IGNORECASE)
+_USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
+# Block Kit: a section's text holds at most 3,000 characters; the preview is kept well inside
+# it (the brief asks for a short preview), leaving room for the headline after escaping.
+_SECTION_LIMIT: Final = 3000
+_PREVIEW_CHARS: Final = 500
+_NAME_CHARS: Final = 200
+
+
+class ApprovalMessage(TypedDict):
+    """The chat.postMessage arguments of an approval prompt (besides channel and thread)."""
+
+    text: str
+    blocks: list[dict[str, Any]]
+
+
+def escape(text: str) -> str:
+    """Escape the three characters Slack reserves for mentions and links (`&`, `<`, `>`).
+
+    Agent output is shown literally: a model cannot ping `<!channel>` or forge a link.
+    """
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _str(payload: Mapping[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _map(payload: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = payload.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None) -> Inbound | ApprovalAnswer | None:
+    """Return what an `event_callback` body means for the core, or None when it is not for us."""
+    event = _map(body, "event")
+    kind = event.get("type")
+    chat, sender, event_id, ts = _str(event, "channel"), _str(event, "user"), _str(body, "event_id"), _str(event, "ts")
+    if chat is None or sender is None or event_id is None or ts is None:
+        return None
+    if kind == "message":
+        if event.get("channel_type") != "im":
+            return None
+    elif kind != "app_mention" or chat.startswith("D"):
+        return None
+    subtype = event.get("subtype")
+    if subtype is not None and subtype not in _USER_SUBTYPES:
+        return None
+    if event.get("bot_id") or event.get("bot_profile") or sender == bot_user_id:
+        return None
+    text = _unescape(_strip_leading_mention(event.get("text") or "", bot_user_id))
+    command = _APPROVAL_COMMAND.fullmatch(text.strip())
+    if command is not None:
+        return ApprovalAnswer(
+            channel=channel,
+            request_id=command[2],
+            sender=sender,
+            approved=command[1].lower() == APPROVE,
+            chat=chat,
+        )
+    profile = _map(event, "user_profile")
+    return Inbound(
+        channel=channel,
+        chat=chat,
+        sender=sender,
+        text=text,
+        event_id=event_id,
+        message_id=ts,
+        thread=_str(event, "thread_ts"),
+        sender_name=_str(profile, "display_name") or _str(profile, "real_name"),
+        is_direct=kind == "message",
+    )
+
+
+def _strip_leading_mention(text: str, bot_user_id: str | None) -> str:
+    if bot_user_id is None:
+        return text
+    mention = re.match(rf"\s*<@{re.escape(bot_user_id)}(?:\|[^>]*)?>[\s:,]*", text)
+    return text[mention.end():] if mention else text
+
+
+def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnswer | None:
+    """Return the approval answer a `block_actions` payload carries, or None for other buttons."""
+    if payload.get("type") != "block_actions":
+        return None
+    sender = _str(_map(payload, "user"), "id")
+    chat = _str(_map(payload, "channel"), "id") or _str(_map(payload, "container"), "channel_id")
+    actions = payload.get("actions")
+    if sender is None or not isinstance(actions, list):
+        return None
+    for action in actions:
+        if not isinstance(action, Mapping):
+            continue
+        action_id, request_id = action.get("action_id"), _str(action, "value")
+        if action_id in (APPROVE, DENY) and request_id is not None:
+            return ApprovalAnswer(
+                channel=channel, request_id=request_id, sender=sender, approved=action_id == APPROVE, chat=chat
+            )
+    return None
+
+
+def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
+    """Build the prompt: tool and argument preview, Approve / Deny buttons, the text fallback."""
+    tool = escape(prompt.tool[:_NAME_CHARS])
+    who = prompt.requester
+    requester = f"<@{who}>" if _USER_ID.fullmatch(who) else escape(who[:_NAME_CHARS])
+    head = f"*Approval needed:* `{tool}` requested by {requester}\n"
+    section = head + "```" + _code_preview(prompt.arguments_preview, _SECTION_LIMIT - len(head) - 6) + "```"
+    ident = escape(prompt.request_id)
+    hint = (
+        f"Or reply `/approve {ident}` or `/deny {ident}`. "
+        f"No answer within {_duration(prompt.timeout_s)} counts as deny."
+    )
+    buttons = [
+        _button("Approve", APPROVE, prompt.request_id, style="primary"),
+        _button("Deny", DENY, prompt.request_id, style="danger"),
+    ]
+    return ApprovalMessage(
+        text=f"Approval needed: {tool} (request {ident}). Reply /approve {ident} or /deny {ident}.",
+        blocks=[
+            {"type": "section", "text": {"type": "mrkdwn", "text": section}},
+            {"type": "actions", "block_id": f"approval:{prompt.request_id}"[:255], "elements": buttons},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": hint}]},
+        ],
+    )
+
+
+def _code_preview(raw: str, budget: int) -> str:
+    """Return `raw` escaped for a code block and cut to at most `budget` characters."""
+    cut = min(len(raw), _PREVIEW_CHARS)
+    while True:
+        # a fence inside the preview would end the code block early
+        shown = escape(raw[:cut]).replace("```", "`\u200b``") + ("…" if cut < len(raw) else "")
+        if len(shown) <= budget:
+            return shown
+        cut = cut * budget // len(shown)  # strictly smaller: escaping only ever grows the text
+
+
+def _button(label: str, action_id: str, value: str, *, style: str) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": label},
+        "style": style,
+        "value": value,
+    }
+
+
+def _duration(seconds: float) -> str:
+    whole = max(1, round(seconds))
+    if whole % 60 == 0:
+        return f"{whole // 60} min"
+    return f"{whole} s"

@@ -1,0 +1,403 @@
+"""Telegram adapter on python-telegram-bot's `Bot`: long polling by default, or a webhook.
+
+Polling drives `Bot.get_updates` itself rather than PTB's `Updater`: the Updater asks for the
+next batch (which confirms the previous offset to Telegram) while its handlers may not have
+run yet. Here the offset advances past an update only after `deliver` returned, so an update
+received but not yet delivered is fetched again after a restart. In webhook mode the answer
+to Telegram's POST is that confirmation: 200 after `deliver` returned, 500 if it raised (so
+Telegram redelivers), 403 without delivering when the secret-token header does not match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dtm
+import functools
+import hmac
+import warnings
+from collections.abc import Awaitable, Callable
+from types import MappingProxyType
+from typing import Final, TypeVar
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from loguru import logger
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters, Update
+from telegram.constants import ChatAction, ChatType
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
+from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning
+
+from channels.base import (
+    ApprovalAnswer,
+    ApprovalPrompt,
+    ChannelAdapter,
+    ChannelAuthError,
+    ChannelError,
+    Deliver,
+    Inbound,
+    Outbound,
+    Ready,
+)
+from channels.chunking import chunk_text
+from orchestrator.config import SecretRef
+from orchestrator.config.channels import TelegramChannelConfig
+
+__all__ = ["MAX_MESSAGE_CHARS", "TelegramAdapter", "create"]
+
+T = TypeVar("T")
+
+MAX_MESSAGE_CHARS: Final = 4096  # Telegram counts UTF-16 code units
+DEFAULT_API_BASE_URL: Final = "https://api.telegram.org"
+SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
+_ALLOWED_UPDATES: Final = ("message", "callback_query")
+_RATE_LIMIT_RETRIES: Final = 3
+_MAX_RETRY_AFTER_S: Final = 60.0  # a longer flood wait fails the send instead of stalling the turn
+_REQUEST_TIMEOUT_S: Final = 10.0
+_CALLBACK_PREFIX: Final = "ap"
+_CALLBACK_DATA_MAX_BYTES: Final = 64
+_PREVIEW_CHARS: Final = 600
+_APPROVAL_COMMANDS: Final = MappingProxyType({"/approve": True, "/deny": False})
+
+
+class TelegramAdapter:
+    """One Telegram bot; build it with `create`.
+
+    Lifecycle: `run` probes the token (getMe), then polls or serves the webhook until
+    cancelled; `send`, `prompt_approval` and `typing` work whether or not `run` is active;
+    `aclose` releases the HTTP clients.
+    """
+
+    max_message_chars: int = MAX_MESSAGE_CHARS
+
+    def __init__(
+        self, *, name: str, config: TelegramChannelConfig, token: str, webhook_secret: str | None
+    ) -> None:
+        self.name = name
+        self._config = config
+        self._webhook_secret = webhook_secret
+        api = (config.api_base_url or DEFAULT_API_BASE_URL).rstrip("/")
+        # One connection for the long poll, a pool for sends, so a poll never delays a reply.
+        self._poll_request = HTTPXRequest(
+            connection_pool_size=1, read_timeout=_REQUEST_TIMEOUT_S, connect_timeout=_REQUEST_TIMEOUT_S
+        )
+        self._api_request = HTTPXRequest(
+            connection_pool_size=32,
+            read_timeout=_REQUEST_TIMEOUT_S,
+            write_timeout=_REQUEST_TIMEOUT_S,
+            connect_timeout=_REQUEST_TIMEOUT_S,
+            pool_timeout=_REQUEST_TIMEOUT_S,
+        )
+        self._bot = Bot(
+            token,
+            base_url=f"{api}/bot",
+            base_file_url=f"{api}/file/bot",
+            request=self._api_request,
+            get_updates_request=self._poll_request,
+        )
+        self._offset: int | None = None  # first update id not yet delivered
+        self._username: str | None = None
+        self._polling = False
+
+    # -- ChannelAdapter -------------------------------------------------------------------
+
+    async def run(self, deliver: Deliver, ready: Ready) -> None:
+        """Receive until cancelled; raise `ChannelAuthError` for a refused token, else `ChannelError`."""
+        await asyncio.gather(self._api_request.initialize(), self._poll_request.initialize())
+        me = await self._call("getMe", self._bot.get_me)
+        self._username = me.username
+        if self._config.mode == "webhook":
+            await self._serve_webhook(deliver, ready)
+        else:
+            await self._poll(deliver, ready)
+
+    async def send(self, message: Outbound) -> None:
+        """Send `message.text` in chunks of at most 4096 UTF-16 units, retrying rate limits."""
+        reply = None
+        if message.reply_to is not None and message.reply_to.isdigit():
+            reply = ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
+        for chunk in _chunks(message.text):
+            await self._call(
+                "sendMessage",
+                functools.partial(
+                    self._bot.send_message,
+                    chat_id=_chat_id(message.chat),
+                    text=chunk,
+                    message_thread_id=_thread_id(message.thread),
+                    reply_parameters=reply,
+                ),
+            )
+            reply = None  # only the first chunk answers the user's message
+
+    async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
+        """Post the approval question with Approve / Deny buttons in the prompt's chat."""
+        yes, no = (f"{_CALLBACK_PREFIX}:{prompt.request_id}:{flag}" for flag in ("y", "n"))
+        markup = None
+        if len(yes.encode()) <= _CALLBACK_DATA_MAX_BYTES:
+            markup = InlineKeyboardMarkup(
+                [[InlineKeyboardButton("Approve", callback_data=yes), InlineKeyboardButton("Deny", callback_data=no)]]
+            )
+        else:  # Telegram caps callback_data at 64 bytes; the text commands still work
+            logger.warning("channel {}: request id too long for buttons; asking for /approve text", self.name)
+        await self._call(
+            "sendMessage",
+            functools.partial(
+                self._bot.send_message,
+                chat_id=_chat_id(prompt.chat),
+                text=_approval_text(prompt),
+                message_thread_id=_thread_id(prompt.thread),
+                reply_markup=markup,
+            ),
+        )
+
+    async def typing(self, chat: str, thread: str | None) -> None:
+        """Show "typing…" once (Telegram clears it after ~5 s); a rate-limited one is skipped."""
+        try:
+            await self._call(
+                "sendChatAction",
+                functools.partial(
+                    self._bot.send_chat_action,
+                    chat_id=_chat_id(chat),
+                    action=ChatAction.TYPING,
+                    message_thread_id=_thread_id(thread),
+                ),
+                retries=0,
+            )
+        except ChannelError as exc:
+            if not isinstance(exc.__cause__, RetryAfter):
+                raise
+            logger.debug("channel {}: typing indicator skipped: {}", self.name, exc.reason)
+
+    async def aclose(self) -> None:
+        """Confirm delivered updates to Telegram (polling mode) and close the HTTP clients."""
+        try:
+            if self._offset is not None and not self._polling and self._config.mode == "polling":
+                # Saves Telegram re-sending the last batch after a clean restart; the core
+                # de-duplicates event ids anyway, so a failure here loses nothing.
+                try:
+                    await self._bot.get_updates(offset=self._offset, limit=1, timeout=0)
+                except TelegramError as exc:
+                    logger.debug("channel {}: could not confirm offset on close: {}", self.name, exc.message)
+        finally:
+            await asyncio.gather(self._api_request.shutdown(), self._poll_request.shutdown())
+
+    # -- receiving ------------------------------------------------------------------------
+
+    async def _poll(self, deliver: Deliver, ready: Ready) -> None:
+        # A webhook left over from webhook mode would make every getUpdates fail with 409.
+        await self._call("deleteWebhook", functools.partial(self._bot.delete_webhook, drop_pending_updates=False))
+        ready()
+        timeout = dtm.timedelta(seconds=self._config.poll_timeout_s)
+        self._polling = True
+        try:
+            while True:
+                updates = await self._call(
+                    "getUpdates",
+                    functools.partial(
+                        self._bot.get_updates,
+                        offset=self._offset,
+                        timeout=timeout,
+                        allowed_updates=list(_ALLOWED_UPDATES),
+                    ),
+                )
+                for update in updates:
+                    await self._handle(update, deliver)
+                    self._offset = update.update_id + 1  # confirmed by the next getUpdates
+        finally:
+            self._polling = False
+
+    async def _serve_webhook(self, deliver: Deliver, ready: Ready) -> None:
+        url, secret = self._config.webhook_url, self._webhook_secret
+        if not url or not secret:
+            # Without the secret header anyone who finds the URL could speak as any user.
+            raise ChannelAuthError(self.name, "mode 'webhook' needs webhook_url and webhook_secret")
+        app = web.Application()
+        app.router.add_post(urlsplit(url).path or "/", functools.partial(self._on_webhook, deliver, secret))
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self._config.webhook_listen, self._config.webhook_port)
+            try:
+                await site.start()
+            except OSError as exc:
+                where = f"{self._config.webhook_listen}:{self._config.webhook_port}"
+                raise ChannelError(self.name, f"cannot listen on {where}: {exc.strerror}") from exc
+            try:
+                await self._call(
+                    "setWebhook",
+                    functools.partial(
+                        self._bot.set_webhook,
+                        url=url,
+                        secret_token=secret,
+                        allowed_updates=list(_ALLOWED_UPDATES),
+                    ),
+                )
+            except ChannelError as exc:
+                if isinstance(exc.__cause__, BadRequest):  # bad URL or secret: retrying cannot help
+                    raise ChannelAuthError(self.name, exc.reason) from exc.__cause__
+                raise
+            ready()
+            await asyncio.Event().wait()  # serve until cancelled
+        finally:
+            await runner.cleanup()
+
+    async def _on_webhook(self, deliver: Deliver, secret: str, request: web.Request) -> web.Response:
+        given = request.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(given.encode(), secret.encode()):
+            logger.warning("channel {}: webhook call with a wrong secret token from {}", self.name, request.remote)
+            return web.Response(status=403)
+        try:
+            data = await request.json()
+            update = Update.de_json(data, self._bot) if isinstance(data, dict) else None
+        except Exception as exc:  # untrusted input: any parse failure is the sender's problem
+            logger.warning("channel {}: unreadable webhook update: {}", self.name, exc)
+            update = None
+        if update is None:
+            return web.Response(status=400)
+        try:
+            await self._handle(update, deliver)
+        except Exception as exc:  # not delivered: a non-2xx answer makes Telegram send it again
+            logger.opt(exception=exc).error("channel {}: update {} not delivered", self.name, update.update_id)
+            return web.Response(status=500)
+        return web.Response()
+
+    async def _handle(self, update: Update, deliver: Deliver) -> None:
+        if update.callback_query is not None:
+            await self._handle_click(update.callback_query, deliver)
+        elif update.message is not None:
+            item = self._inbound(update.update_id, update.message)
+            if item is not None:
+                await deliver(item)
+
+    def _inbound(self, update_id: int, message: Message) -> Inbound | ApprovalAnswer | None:
+        text = message.text if message.text is not None else message.caption
+        user = message.from_user
+        if not text or user is None or user.is_bot:
+            return None  # stickers, service messages, channel posts: nothing to answer
+        chat, sender = str(message.chat.id), str(user.id)
+        command = _approval_command(text, self._username)
+        if command is not None:
+            request_id, approved = command
+            return ApprovalAnswer(channel=self.name, request_id=request_id, sender=sender, approved=approved, chat=chat)
+        return Inbound(
+            channel=self.name,
+            chat=chat,
+            sender=sender,
+            text=text,
+            event_id=str(update_id),
+            message_id=str(message.message_id),
+            # Only forum topics are threads one can post into; replies in plain groups also
+            # carry a message_thread_id, which sendMessage would reject there.
+            thread=str(message.message_thread_id) if message.is_topic_message and message.message_thread_id else None,
+            sender_name=user.full_name,
+            is_direct=message.chat.type == ChatType.PRIVATE,
+        )
+
+    async def _handle_click(self, query: CallbackQuery, deliver: Deliver) -> None:
+        answer = _parse_callback(query.data)
+        toast = None
+        if answer is not None:
+            request_id, approved = answer
+            chat = str(query.message.chat.id) if query.message is not None else None
+            await deliver(
+                ApprovalAnswer(
+                    channel=self.name, request_id=request_id, sender=str(query.from_user.id), approved=approved, chat=chat
+                )
+            )
+            toast = "Approval sent" if approved else "Denial sent"
+        try:  # acknowledged after deliver, so the client's spinner means "not recorded yet"
+            await self._call("answerCallbackQuery", functools.partial(self._bot.answer_callback_query, query.id, text=toast), retries=0)
+        except ChannelAuthError:
+            raise
+        except ChannelError as exc:  # an expired query id must not stop the channel
+            logger.warning("channel {}: could not acknowledge a button press: {}", self.name, exc.reason)
+
+    # -- calling the API ------------------------------------------------------------------
+
+    async def _call(self, action: str, call: Callable[[], Awaitable[T]], *, retries: int = _RATE_LIMIT_RETRIES) -> T:
+        """Run one Bot API call, sleeping out up to `retries` rate limits; translate its errors."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except RetryAfter as exc:
+                delay = _retry_after_s(exc)
+                if attempt >= retries or delay > _MAX_RETRY_AFTER_S:
+                    reason = f"{action}: rate limited (retry after {delay:g}s), gave up after {attempt} retries"
+                    raise ChannelError(self.name, reason) from exc
+                attempt += 1
+                logger.info("channel {}: {} rate limited; retrying in {:g}s", self.name, action, delay)
+                await asyncio.sleep(delay)
+            except InvalidToken as exc:
+                raise ChannelAuthError(self.name, f"{action}: Telegram rejected the bot token ({exc.message})") from exc
+            except TelegramError as exc:
+                raise ChannelError(self.name, f"{action}: {exc.message}") from exc
+
+
+def create(name: str, config: TelegramChannelConfig, *, secrets: Callable[[SecretRef], str]) -> ChannelAdapter:
+    """Build the adapter for `[channels.<name>]`, resolving its secrets now."""
+    webhook_secret = secrets(config.webhook_secret) if config.webhook_secret is not None else None
+    try:
+        return TelegramAdapter(name=name, config=config, token=secrets(config.token), webhook_secret=webhook_secret)
+    except InvalidToken as exc:  # PTB refuses an empty token before any request
+        raise ChannelAuthError(name, f"invalid bot token: {exc.message}") from exc
+
+
+def _chunks(text: str) -> list[str]:
+    # Telegram's limit is in UTF-16 units; astral characters (emoji) count twice.
+    astral = len(text.encode("utf-16-le")) // 2 != len(text)
+    return chunk_text(text, MAX_MESSAGE_CHARS // 2 if astral else MAX_MESSAGE_CHARS)
+
+
+def _chat_id(chat: str) -> int | str:
+    """Numeric chat ids as int; `@channelname` stays a string."""
+    try:
+        return int(chat)
+    except ValueError:
+        return chat
+
+
+def _thread_id(thread: str | None) -> int | None:
+    return int(thread) if thread else None
+
+
+def _retry_after_s(exc: RetryAfter) -> float:
+    with warnings.catch_warnings():  # PTB 22 warns that the int form will become a timedelta
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, dtm.timedelta) else float(value)
+
+
+def _approval_command(text: str, username: str | None) -> tuple[str, bool] | None:
+    """Parse `/approve ID` or `/deny ID` (also `/approve@thisbot ID` in groups)."""
+    parts = text.split()
+    if len(parts) != 2:
+        return None
+    command, _, mention = parts[0].partition("@")
+    approved = _APPROVAL_COMMANDS.get(command.lower())
+    if approved is None or (mention and username is not None and mention.lower() != username.lower()):
+        return None
+    return parts[1], approved
+
+
+def _parse_callback(data: str | None) -> tuple[str, bool] | None:
+    """Parse `ap:<request_id>:y|n` from an Approve / Deny button."""
+    prefix, _, rest = (data or "").partition(":")
+    request_id, _, flag = rest.rpartition(":")
+    if prefix != _CALLBACK_PREFIX or not request_id or flag not in ("y", "n"):
+        return None
+    return request_id, flag == "y"
+
+
+def _approval_text(prompt: ApprovalPrompt) -> str:
+    preview = prompt.arguments_preview
+    if len(preview) > _PREVIEW_CHARS:
+        preview = preview[: _PREVIEW_CHARS - 1] + "…"
+    return (
+        f"Approval needed: the agent wants to run {prompt.tool}\n"
+        f"Arguments: {preview}\n"
+        f"Requested by user {prompt.requester}; answer within {prompt.timeout_s:g} s "
+        f"or it is denied.\n"
+        f"Request {prompt.request_id}: press a button, or reply "
+        f"/approve {prompt.request_id} or /deny {prompt.request_id}"
+    )

@@ -1,0 +1,104 @@
+"""The terminal channel: a local chat on stdin/stdout for trying agents without a platform."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import IO, Any
+
+from channels.base import (
+    ApprovalAnswer,
+    ApprovalPrompt,
+    Deliver,
+    Inbound,
+    Outbound,
+    Ready,
+    parse_approval_command,
+)
+
+__all__ = ["TerminalAdapter", "create"]
+
+
+def create(name: str, config: Any, *, secrets: Any) -> TerminalAdapter:
+    """Build the terminal adapter from its `[channels.<name>]` table."""
+    return TerminalAdapter(name=name, user=config.user, chat=config.chat)
+
+
+class TerminalAdapter:
+    """Reads one message per line from stdin and prints replies to stdout.
+
+    At end of input (stdin closed, or /dev/null under systemd) the channel stays up and
+    quiet, so the daemon keeps serving its other channels.
+    """
+
+    max_message_chars = 1_000_000
+
+    def __init__(
+        self, *, name: str, user: str, chat: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None
+    ) -> None:
+        self.name, self.user, self.chat = name, user, chat
+        self._stdin = stdin if stdin is not None else sys.stdin.buffer
+        self._stdout = stdout if stdout is not None else sys.stdout
+        # event ids must not repeat across restarts, or de-duplication would drop new lines
+        self._boot = f"{time.time_ns():x}"
+        self._count = 0
+
+    async def run(self, deliver: Deliver, ready: Ready) -> None:
+        reader = asyncio.StreamReader()
+        loop = asyncio.get_running_loop()
+        try:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), self._stdin
+            )
+        except (ValueError, OSError):  # a regular file on stdin: read it whole
+            reader.feed_data(self._stdin.read())
+            reader.feed_eof()
+            transport = None
+        ready()
+        try:
+            while line := await reader.readline():
+                text = line.decode("utf-8", errors="replace").strip()
+                if text:
+                    await deliver(self._parse(text))
+            await asyncio.Event().wait()  # EOF: stay quiet until cancelled
+        finally:
+            if transport is not None:
+                transport.close()
+
+    def _parse(self, text: str) -> Inbound | ApprovalAnswer:
+        answer = parse_approval_command(text)
+        if answer is not None:
+            request_id, approved = answer
+            return ApprovalAnswer(
+                channel=self.name, request_id=request_id, sender=self.user, approved=approved, chat=self.chat
+            )
+        self._count += 1
+        return Inbound(
+            channel=self.name,
+            chat=self.chat,
+            sender=self.user,
+            text=text,
+            event_id=f"{self._boot}-{self._count}",
+            is_direct=True,
+        )
+
+    def _write(self, text: str) -> None:
+        self._stdout.write(text + "\n")
+        self._stdout.flush()
+
+    async def send(self, message: Outbound) -> None:
+        self._write(message.text)
+
+    async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
+        self._write(
+            f"[approval {prompt.request_id}] {prompt.tool} {prompt.arguments_preview}\n"
+            f"  reply /approve {prompt.request_id} or /deny {prompt.request_id} "
+            f"(within {prompt.timeout_s:g}s)"
+        )
+
+    async def typing(self, chat: str, thread: str | None) -> None:
+        """Do nothing: a terminal has no typing indicator."""
+
+    async def aclose(self) -> None:
+        return None

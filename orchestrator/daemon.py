@@ -1,0 +1,98 @@
+"""`orchestrator run`: the long-running daemon with signals, readiness and graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+from loguru import logger
+
+from orchestrator.config import Config, load_config
+from orchestrator.dispatch import replay_unfinished, start_channel, start_channels, stop_channel
+from orchestrator.errors import ConfigError
+from orchestrator.logs import configure_logging
+from orchestrator.runtime import Runtime
+from orchestrator.systemd import notify, watchdog_interval_s
+
+__all__ = ["reload_config", "run_daemon", "serve"]
+
+
+def run_daemon(config_path: Path) -> int:
+    """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0."""
+    config = load_config(config_path)
+    configure_logging(level=config.daemon.log_level, fmt=config.daemon.log_format)
+    return asyncio.run(serve(config, config_path))
+
+
+async def serve(config: Config, config_path: Path) -> int:
+    """Run channels until told to stop; SIGHUP reloads the config if it is valid."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    reload = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, reload.set)
+    try:
+        async with Runtime.open(config, config_path=config_path) as runtime:
+            unfinished = runtime.store.unfinished()
+            await start_channels(runtime)
+            for name, handle in runtime.channels.items():
+                if handle.failed is not None:
+                    logger.error("channel {} is down: {}", name, handle.failed)
+            await replay_unfinished(runtime, unfinished)
+            runtime.store.prune_inbox()
+            up = sorted(n for n, h in runtime.channels.items() if h.failed is None)
+            logger.info("ready: channels {}", ", ".join(up) or "none")
+            notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
+            interval = watchdog_interval_s()
+            if interval:
+                runtime.spawn(_watchdog(interval), name="watchdog")
+            while not stop.is_set():
+                waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(reload.wait())]
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                for waiter in waiters:
+                    waiter.cancel()
+                if reload.is_set() and not stop.is_set():
+                    reload.clear()
+                    notify("RELOADING=1")
+                    await reload_config(runtime, config_path)
+                    notify("READY=1")
+            notify("STOPPING=1")
+            logger.info("stopping: no new messages; draining up to {}s", runtime.config.daemon.shutdown_grace_s)
+            runtime.accepting = False
+            for name in list(runtime.channels):
+                await stop_channel(runtime, name)
+            if not await runtime.drain(runtime.config.daemon.shutdown_grace_s):
+                logger.warning("grace period over: {} turn(s) interrupted", runtime.inflight)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+    logger.info("stopped")
+    return 0
+
+
+async def reload_config(runtime: Runtime, config_path: Path) -> bool:
+    """Re-read the config; swap it in only if valid, restarting channels whose settings changed."""
+    try:
+        new = load_config(config_path)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            logger.error("reload rejected, keeping the running config: {}", problem)
+        return False
+    old_channels = runtime.config.channels
+    runtime.swap_config(new)
+    for name in list(runtime.channels):
+        if name not in new.channels or new.channels[name] != old_channels.get(name):
+            await stop_channel(runtime, name)
+    started = [start_channel(runtime, n, s) for n, s in new.channels.items() if n not in runtime.channels]
+    for handle in started:
+        logger.info("channel {} started after reload", handle.name)
+    logger.info("config reloaded: {} agents, {} channels", len(new.agents), len(new.channels))
+    return True
+
+
+async def _watchdog(interval: float) -> None:
+    while True:
+        notify("WATCHDOG=1")
+        await asyncio.sleep(interval)

@@ -1,0 +1,330 @@
+"""start_channels() and process_message(): the only way an inbound message reaches an agent."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+from loguru import logger
+
+from channels import (
+    ApprovalAnswer,
+    ApprovalPrompt,
+    ChannelError,
+    Inbound,
+    Outbound,
+    create_adapter,
+)
+from channels.supervisor import supervise
+from orchestrator.config.channels import RouteConfig
+from orchestrator.engine import TurnResult, run_tool_call_loop
+from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
+from orchestrator.routing import match_route, session_key
+from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime
+from orchestrator.seam import ConstructionPath, resolve
+from orchestrator.store import InboxRow
+
+if TYPE_CHECKING:
+    from channels import ChannelAdapter
+
+__all__ = ["Disposition", "deliver", "process_message", "replay_unfinished", "start_channels"]
+
+_TYPING_EVERY_S: Final = 4.0
+_PREVIEW_CHARS: Final = 300
+
+
+class Disposition(enum.Enum):
+    """What happened to one inbound message."""
+
+    ANSWERED = "answered"
+    NO_ROUTE = "no_route"
+    DUPLICATE = "duplicate"
+    COMMAND = "command"
+    STOPPED = "stopped"
+    NOT_ACCEPTING = "not_accepting"
+
+
+async def start_channels(runtime: Runtime, *, ready_timeout_s: float = 30.0) -> None:
+    """Launch one supervised adapter per configured channel.
+
+    Returns when each is receiving or has failed for good, or after `ready_timeout_s`
+    (a channel still connecting keeps retrying in the background).
+    """
+    for name, settings in runtime.config.channels.items():
+        start_channel(runtime, name, settings)
+    waits = [h.settled.wait() for h in runtime.channels.values()]
+    try:
+        async with asyncio.timeout(ready_timeout_s):
+            await asyncio.gather(*waits)
+    except TimeoutError:
+        late = [n for n, h in runtime.channels.items() if not h.settled.is_set()]
+        logger.warning("channels not ready after {}s, still trying: {}", ready_timeout_s, ", ".join(late))
+
+
+def start_channel(
+    runtime: Runtime, name: str, settings: Any, *, adapter: ChannelAdapter | None = None
+) -> ChannelHandle:
+    """Create (unless given) and supervise one channel's adapter in the runtime's TaskGroup."""
+    if adapter is None:
+        adapter = create_adapter(name, settings, secrets=runtime.secret)
+    handle = ChannelHandle(name=name, kind=settings.kind, settings=settings, adapter=adapter)
+    runtime.channels[name] = handle
+
+    def ready() -> None:
+        handle.ready.set()
+        handle.settled.set()
+
+    def failed(exc: BaseException) -> None:
+        handle.failed = exc
+        handle.settled.set()
+
+    async def on_delivery(item: Inbound | ApprovalAnswer) -> None:
+        await deliver(runtime, item)
+
+    handle.task = runtime.spawn(
+        supervise(adapter, on_delivery, on_ready=ready, on_fatal=failed), name=f"channel:{name}"
+    )
+    return handle
+
+
+async def stop_channel(runtime: Runtime, name: str) -> None:
+    """Stop receiving on one channel and close its adapter."""
+    handle = runtime.channels.pop(name, None)
+    if handle is None:
+        return
+    if handle.task is not None:
+        handle.task.cancel()
+    await handle.adapter.aclose()
+
+
+async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
+    """Adapter callback: returns once the message is durably accepted (or dropped).
+
+    The turn itself runs in the runtime's TaskGroup; its ordering within a session is
+    kept by the session lock, which waiters acquire in arrival order.
+    """
+    if isinstance(item, ApprovalAnswer):
+        await answer_approval(runtime, item)
+        return
+    accepted: asyncio.Future[Disposition] = asyncio.get_running_loop().create_future()
+    runtime.spawn(process_message(runtime, item, accepted=accepted), name=f"msg:{item.channel}:{item.event_id}")
+    await accepted
+
+
+async def process_message(
+    runtime: Runtime,
+    inbound: Inbound,
+    *,
+    accepted: asyncio.Future[Disposition] | None = None,
+    replay: bool = False,
+) -> Disposition:
+    """Route, de-duplicate and persist one message, then run its turn and send the reply.
+
+    `accepted` resolves at the durability point (after the inbox write), which is when the
+    adapter may acknowledge the message to the platform. `replay` re-runs a message that a
+    previous process accepted but never started.
+    """
+
+    def settle(disposition: Disposition) -> Disposition:
+        if accepted is not None and not accepted.done():
+            accepted.set_result(disposition)
+        return disposition
+
+    if not runtime.accepting:
+        return settle(Disposition.NOT_ACCEPTING)
+    config = runtime.config  # one generation for the whole turn
+    match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender)
+    if match is None:
+        logger.info(
+            "no route for {} chat {} sender {}: ignored", inbound.channel, inbound.chat, inbound.sender
+        )
+        return settle(Disposition.NO_ROUTE)
+    route = match.route
+    key = session_key(route, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, thread=inbound.thread)
+    command = inbound.text.strip().split(maxsplit=1)[0].lower() if inbound.text.strip() else ""
+    if command in ("/new", "/stop"):
+        settle(Disposition.COMMAND)
+        await _command(runtime, inbound, key, command)
+        return Disposition.COMMAND
+    if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
+        logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
+        return settle(Disposition.DUPLICATE)
+    settle(Disposition.ANSWERED)
+    state = runtime.session(key)
+    try:
+        async with state.lock:
+            return await _run_turn(runtime, config, route, inbound, key, state)
+    finally:
+        runtime.release(state)
+
+
+async def _run_turn(
+    runtime: Runtime, config: Any, route: RouteConfig, inbound: Inbound, key: str, state: Any
+) -> Disposition:
+    adapter = runtime.channels[inbound.channel].adapter
+    execution = resolve(config, route.agent, path=ConstructionPath.CHANNEL, services=runtime.services)
+    entry = runtime.transcript(key, route.agent)
+    approver = ChannelApprover(runtime, adapter, inbound, route)
+    runtime.store.mark(inbound.channel, inbound.event_id, "running")
+    runtime.turn_started()
+    try:
+        async with asyncio.TaskGroup() as group:
+            turn = group.create_task(
+                run_tool_call_loop(execution, entry.transcript, inbound.text, approver=approver)
+            )
+            state.current = turn
+            typing = group.create_task(_keep_typing(adapter, inbound))
+            try:
+                result = await _stoppable(turn)
+            finally:
+                typing.cancel()
+    except asyncio.CancelledError:
+        # the daemon is stopping: keep what the turn did; the row stays "running" so the
+        # next start closes it and tells the user (the adapters are already stopped now)
+        runtime.persist(entry)
+        raise
+    finally:
+        state.current = None
+        runtime.turn_finished()
+    runtime.persist(entry)
+    runtime.store.mark(inbound.channel, inbound.event_id, "done")
+    if result is None:
+        await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text="Stopped."))
+        return Disposition.STOPPED
+    reply = result.text or "(no reply)"
+    await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=reply, reply_to=inbound.message_id))
+    return Disposition.ANSWERED
+
+
+async def _stoppable(turn: asyncio.Task[TurnResult]) -> TurnResult | None:
+    """Await a turn; None when `/stop` cancelled it (the caller's own cancellation propagates)."""
+    try:
+        return await turn
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        return None
+
+
+async def _command(runtime: Runtime, inbound: Inbound, key: str, command: str) -> None:
+    adapter = runtime.channels[inbound.channel].adapter
+    if command == "/new":
+        runtime.forget_session(key)
+        text = "Started a new session."
+    else:
+        state = runtime.sessions.get(key)
+        if state is not None and state.current is not None and not state.current.done():
+            state.current.cancel()
+            return  # the turn itself reports "Stopped."
+        text = "Nothing is running."
+    await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
+
+
+async def _keep_typing(adapter: ChannelAdapter, inbound: Inbound) -> None:
+    while True:
+        try:
+            await adapter.typing(inbound.chat, inbound.thread)
+        except ChannelError as exc:
+            logger.debug("typing indicator failed: {}", exc)
+        await asyncio.sleep(_TYPING_EVERY_S)
+
+
+async def _send(adapter: ChannelAdapter, message: Outbound) -> None:
+    try:
+        await adapter.send(message)
+    except ChannelError as exc:
+        logger.error("could not send to {} chat {}: {}", adapter.name, message.chat, exc.reason)
+
+
+class ChannelApprover:
+    """Asks in the chat the request came from; only the requester or route approvers answer."""
+
+    def __init__(self, runtime: Runtime, adapter: ChannelAdapter, inbound: Inbound, route: RouteConfig) -> None:
+        self.runtime, self.adapter, self.inbound = runtime, adapter, inbound
+        self.allowed = frozenset({inbound.sender, *route.approvers})
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self.runtime.approvals[request.request_id] = PendingApproval(
+            channel=self.inbound.channel, chat=self.inbound.chat, allowed=self.allowed, future=future
+        )
+        try:
+            await self.adapter.prompt_approval(
+                ApprovalPrompt(
+                    request_id=request.request_id,
+                    chat=self.inbound.chat,
+                    thread=self.inbound.thread,
+                    requester=self.inbound.sender,
+                    tool=request.tool,
+                    arguments_preview=json.dumps(dict(request.arguments), ensure_ascii=False)[:_PREVIEW_CHARS],
+                    timeout_s=request.timeout_s,
+                )
+            )
+            return await future
+        finally:
+            self.runtime.approvals.pop(request.request_id, None)
+            if not future.done() or future.cancelled():  # awaiting it was cancelled: nobody answered
+                future.cancel()
+                note = f"No answer on approval {request.request_id} ({request.tool}) in time: it was not run."
+                self.runtime.spawn(
+                    _send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=note))
+                )
+
+
+async def answer_approval(runtime: Runtime, answer: ApprovalAnswer) -> None:
+    """Resolve a pending approval if the person answering may; tell them otherwise."""
+    pending = runtime.approvals.get(answer.request_id)
+    handle = runtime.channels.get(answer.channel)
+    chat = answer.chat or (pending.chat if pending else None)
+
+    async def tell(text: str) -> None:
+        if handle is not None and chat is not None:
+            await _send(handle.adapter, Outbound(chat=chat, text=text))
+
+    if pending is None or pending.channel != answer.channel or pending.future.done():
+        await tell(f"There is no pending approval {answer.request_id}.")
+        return
+    if answer.sender not in pending.allowed:
+        logger.warning("{} may not answer approval {}", answer.sender, answer.request_id)
+        await tell("Only the person who asked, or a configured approver, can answer this approval.")
+        return
+    verdict = Verdict.APPROVED if answer.approved else Verdict.DENIED
+    pending.future.set_result(
+        ApprovalDecision(
+            verdict=verdict,
+            decided_by=f"{answer.channel}:{answer.sender}",
+            reason="approved in chat" if answer.approved else "denied in chat",
+        )
+    )
+
+
+async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
+    """Finish what the previous process accepted: run pending messages, close interrupted turns.
+
+    `rows` must be read (`runtime.store.unfinished()`) before channels start, so messages
+    this process accepts are never mistaken for the previous one's.
+    """
+    for row in rows:
+        inbound = Inbound(**row.body)
+        if inbound.channel not in runtime.channels:
+            logger.warning("channel {} is gone; dropping accepted message {}", inbound.channel, inbound.event_id)
+            runtime.store.mark(row.channel, row.event_id, "interrupted")
+            continue
+        if row.state == "pending":
+            runtime.spawn(process_message(runtime, inbound, replay=True), name=f"replay:{row.event_id}")
+            continue
+        runtime.store.mark(row.channel, row.event_id, "interrupted")
+        preview = inbound.text if len(inbound.text) <= 80 else inbound.text[:77] + "..."
+        await _send(
+            runtime.channels[inbound.channel].adapter,
+            Outbound(
+                chat=inbound.chat,
+                thread=inbound.thread,
+                text=f"I was restarted while answering \"{preview}\" and could not finish. "
+                "Please send it again if you still need it.",
+            ),
+        )

@@ -1,0 +1,36 @@
+"""MCP: pooled server connections (stdio, streamable HTTP), per-agent gating, tool_search, pinned resources.
+
+Importing this package is cheap: the `mcp` SDK is imported only when a connection starts.
+"""
+
+from orchestrator.mcp.check import bundle_problems, check_connect
+from orchestrator.mcp.connection import Backoff, ConnectionState
+from orchestrator.mcp.errors import McpServerUnavailable
+from orchestrator.mcp.offer import RemoteResource, RemoteTool, ServerOffer
+from orchestrator.mcp.pool import ConnectionStatus, McpPool
+from orchestrator.mcp.resources import PinnedResources
+from orchestrator.mcp.scoping import DEFERRED_SECTION, McpFinish, McpScope, scope_mcp
+from orchestrator.mcp.tool_search import TOOL_SEARCH_NAME, ToolSearch
+from orchestrator.mcp.tools import McpTool, qualified_name
+
+__all__ = [
+    "DEFERRED_SECTION",
+    "TOOL_SEARCH_NAME",
+    "Backoff",
+    "ConnectionState",
+    "ConnectionStatus",
+    "McpFinish",
+    "McpPool",
+    "McpScope",
+    "McpServerUnavailable",
+    "McpTool",
+    "PinnedResources",
+    "RemoteResource",
+    "RemoteTool",
+    "ServerOffer",
+    "ToolSearch",
+    "bundle_problems",
+    "check_connect",
+    "qualified_name",
+    "scope_mcp",
+]

@@ -1,0 +1,112 @@
+"""`orchestrator check --connect`: connect every MCP server, show what it offers, check the bundles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final, TextIO
+
+from orchestrator.config import Config
+from orchestrator.errors import ConfigProblem
+from orchestrator.mcp.connection import Backoff
+from orchestrator.mcp.errors import McpServerUnavailable
+from orchestrator.mcp.offer import ServerOffer
+from orchestrator.mcp.pool import McpPool
+from orchestrator.mcp.tools import qualified_name
+from orchestrator.policy import matches_any
+
+__all__ = ["bundle_problems", "check_connect"]
+
+_GLOB_CHARS: Final = frozenset("*?[")
+_SHOWN_NAMES: Final = 30
+
+
+async def check_connect(
+    config: Config, *, shown: str, out: TextIO, err: TextIO, connect_timeout_s: float = 30.0
+) -> int:
+    """Connect every server once, print its offer, print one line per problem; return the exit code."""
+    problems: list[ConfigProblem] = []
+    # One attempt per server: a check reports, it does not wait out a backoff.
+    async with McpPool(config, connect_timeout_s=connect_timeout_s, backoff=Backoff(base_s=3600)) as pool:
+        try:
+            await pool.ensure_connected(config.mcp.servers)
+        except McpServerUnavailable as exc:
+            for server, reason in exc.failures:
+                problems.append(ConfigProblem(shown, f"mcp.servers.{server}", f"cannot connect: {reason}"))
+        offers = {name: pool.offer(name, None) for name in config.mcp.servers}
+    for name, offer in offers.items():
+        if offer is not None:
+            _print_offer(name, config.mcp.servers[name].transport, offer, out)
+            problems.extend(_unnamable(name, offer, shown))
+    problems.extend(bundle_problems(config, offers, shown=shown))
+    for problem in problems:
+        print(problem, file=err)
+    return 1 if problems else 0
+
+
+def bundle_problems(
+    config: Config, offers: dict[str, ServerOffer | None], *, shown: str
+) -> list[ConfigProblem]:
+    """Return one problem per bundle tool or pinned-resource glob matching nothing a server offers."""
+    from orchestrator.config.loader import suggest
+
+    problems: list[ConfigProblem] = []
+    for name, bundle in config.mcp.bundles.items():
+        for server, patterns in bundle.tools.items():
+            offer = offers.get(server)
+            if offer is None:
+                continue  # unreachable servers are reported on their own
+            names = [t.name for t in offer.tools]
+            for i, pattern in enumerate(patterns):
+                if any(matches_any(n, (pattern,)) for n in names):
+                    continue
+                what = "pattern" if _GLOB_CHARS & set(pattern) else "tool"
+                problems.append(
+                    ConfigProblem(
+                        shown,
+                        f"mcp.bundles.{name}.tools.{server}[{i}]",
+                        f"{what} {pattern!r} matches no tool of MCP server {server!r}" + suggest(pattern, names),
+                    )
+                )
+        for server, entries in bundle.pinned_resources.items():
+            offer = offers.get(server)
+            if offer is None:
+                continue
+            uris = [r.uri for r in offer.resources]
+            for i, entry in enumerate(entries):
+                if _GLOB_CHARS & set(entry) and not any(matches_any(u, (entry,)) for u in uris):
+                    problems.append(
+                        ConfigProblem(
+                            shown,
+                            f"mcp.bundles.{name}.pinned_resources.{server}[{i}]",
+                            f"pattern {entry!r} matches no resource of MCP server {server!r}",
+                        )
+                    )
+    return problems
+
+
+def _unnamable(server: str, offer: ServerOffer, shown: str) -> Iterator[ConfigProblem]:
+    for tool in offer.tools:
+        if qualified_name(server, tool.name) is None:
+            yield ConfigProblem(
+                shown,
+                f"mcp.servers.{server}",
+                f"tool {tool.name!r} cannot be offered: '{server}__{tool.name}' is not a valid "
+                "function name (letters, digits, '_' and '-', at most 64)",
+            )
+
+
+def _print_offer(server: str, transport: str, offer: ServerOffer, out: TextIO) -> None:
+    read_only = sum(1 for t in offer.tools if t.read_only)
+    print(
+        f"mcp server {server} ({transport}): {len(offer.tools)} tools ({read_only} read-only), "
+        f"{len(offer.resources)} resources",
+        file=out,
+    )
+    names = [t.name for t in offer.tools]
+    if names:
+        more = f", ... ({len(names) - _SHOWN_NAMES} more)" if len(names) > _SHOWN_NAMES else ""
+        print(f"  tools: {', '.join(names[:_SHOWN_NAMES])}{more}", file=out)
+    uris = [r.uri for r in offer.resources]
+    if uris:
+        more = f", ... ({len(uris) - _SHOWN_NAMES} more)" if len(uris) > _SHOWN_NAMES else ""
+        print(f"  resources: {', '.join(uris[:_SHOWN_NAMES])}{more}", file=out)

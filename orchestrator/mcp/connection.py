@@ -1,0 +1,362 @@
+"""McpConnection: one MCP client session, owned by one long-lived task, restarted after faults.
+
+The owner task (`run`) enters the SDK client, keeps it while it is healthy and reconnects
+with capped exponential backoff plus jitter when the server crashes, the stream ends or a
+probe fails. Calls come from any task; each is bounded by the server's `tool_timeout_s`
+and every fault becomes a `ToolFailure` for that call, never an exception the engine
+has to know about.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from loguru import logger
+
+from orchestrator.config import McpServerConfig
+from orchestrator.errors import SecretError, ToolFailure
+from orchestrator.mcp.launch import open_transport
+from orchestrator.mcp.offer import ServerOffer
+
+if TYPE_CHECKING:
+    import mcp.types
+    from mcp import Client
+    from mcp.client import IncomingMessage
+
+__all__ = ["Backoff", "ConnectionState", "McpConnection"]
+
+_T = TypeVar("_T")
+_MAX_PAGES: Final = 100  # a server whose listing never ends cannot hang a refresh
+_CLIENT_NAME: Final = "orchestrator"
+
+
+class ConnectionState(enum.Enum):
+    """Where a connection is in its life."""
+
+    CONNECTING = "connecting"
+    READY = "ready"
+    BACKOFF = "backoff"  # the last attempt failed; another is scheduled
+    FAILED = "failed"  # a fault retrying cannot fix (missing command or secret, auth refused)
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backoff:
+    """Capped exponential backoff with jitter between reconnect attempts."""
+
+    base_s: float = 0.5
+    cap_s: float = 30.0
+
+    def delay(self, failures: int) -> float:
+        """Return how long to wait after `failures` consecutive failed attempts."""
+        return min(self.cap_s, self.base_s * 2.0 ** min(failures, 30)) * random.uniform(0.5, 1.0)
+
+
+class McpConnection:
+    """One server session (per server, or per (server, agent) for `isolation = "per_agent"`)."""
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        config: McpServerConfig,
+        base: Path | None,
+        connect_timeout_s: float,
+        backoff: Backoff,
+        on_offer: Callable[[], None],
+    ) -> None:
+        self.server = server
+        self.offer: ServerOffer | None = None
+        self.state = ConnectionState.CONNECTING
+        self.last_error: str | None = None
+        self.failed_attempts = 0  # connect attempts that failed, ever (waiting callers watch it)
+        self._config = config
+        self._base = base
+        self._connect_timeout_s = connect_timeout_s
+        self._backoff = backoff
+        self._on_offer = on_offer
+        self._client: Client | None = None
+        self._retry_at = 0.0
+        self._closing = False
+        self._state_changed = asyncio.Event()
+        self._wake = asyncio.Event()  # leave the current session: stream lost, restart, close
+        self._refresh = asyncio.Event()  # list again: list-changed notification or liveness probe
+        self._end_reason: str | None = None
+
+    def close(self) -> None:
+        """Ask the owner task to shut the session down and stop."""
+        self._closing = True
+        self._wake.set()
+
+    async def settled(self) -> None:
+        """Wait until the connection is ready or an attempt to connect has failed."""
+        while self.state is ConnectionState.CONNECTING:
+            await self._state_changed.wait()
+
+    async def run(self) -> None:
+        """Own the session until `close()`: connect, serve, reconnect after faults.
+
+        Never raises except `CancelledError`; faults are logged and retried.
+        """
+        failures = 0
+        try:
+            while not self._closing:
+                self._set(ConnectionState.CONNECTING)
+                was_ready, fault = await self._attempt()
+                if self._closing or fault is None:
+                    break
+                if not was_ready:
+                    self.failed_attempts += 1
+                if fault.permanent:
+                    logger.error("MCP server {!r} cannot be started: {}", self.server, fault.text)
+                    self._set(ConnectionState.FAILED, fault.text)
+                    await self._until_closed(None)
+                    break
+                if was_ready:
+                    failures = 0
+                delay = self._backoff.delay(failures)
+                failures += 1
+                logger.warning("MCP server {!r}: {}; reconnecting in {:.2f}s", self.server, fault.text, delay)
+                self._retry_at = asyncio.get_running_loop().time() + delay
+                self._set(ConnectionState.BACKOFF, fault.text)
+                await self._until_closed(delay)
+        finally:
+            self._client = None
+            self._set(ConnectionState.CLOSED)
+
+    async def call_tool(self, tool: str, arguments: Mapping[str, Any], *, display: str) -> mcp.types.CallToolResult:
+        """Call `tool` on the server; raises `ToolFailure` for every fault."""
+        return await self._request(display, lambda client: client.call_tool(tool, dict(arguments)))
+
+    async def read_resource(self, uri: str, *, display: str) -> mcp.types.ReadResourceResult:
+        """Read one resource; raises `ToolFailure` for every fault."""
+        return await self._request(display, lambda client: client.read_resource(uri))
+
+    async def _request(self, display: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED
+        from pydantic import ValidationError
+
+        timeout = self._config.tool_timeout_s
+        deadline = asyncio.get_running_loop().time() + timeout
+        client: Client | None = None
+        try:
+            async with asyncio.timeout_at(deadline):
+                client = await self._ready_client(display, deadline)
+                return await send(client)
+        except TimeoutError:
+            if client is not None:
+                self._probe(client)  # a wedged server fails the probe and is restarted
+            logger.warning("MCP server {!r}: {} timed out after {:g}s", self.server, display, timeout)
+            raise ToolFailure(display, f"MCP server {self.server!r} did not answer within {timeout:g}s") from None
+        except ToolFailure:
+            raise
+        except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                raise ToolFailure(display, f"MCP server {self.server!r} refused the request: {exc.message}") from None
+            logger.warning("MCP server {!r}: connection lost during {}", self.server, display)
+            self._restart(client)
+            raise ToolFailure(
+                display, f"the connection to MCP server {self.server!r} was lost during the call; it is being restarted"
+            ) from None
+        except ValidationError as exc:
+            logger.warning("MCP server {!r} sent a malformed answer to {}: {}", self.server, display, exc)
+            raise ToolFailure(display, f"MCP server {self.server!r} sent a malformed answer") from None
+        except Exception as exc:  # any transport fault: this call fails, the session restarts
+            logger.opt(exception=exc).warning("MCP server {!r}: {} failed", self.server, display)
+            self._restart(client)
+            raise ToolFailure(display, f"MCP server {self.server!r} failed ({type(exc).__name__})") from None
+
+    async def _ready_client(self, display: str, deadline: float) -> Client:
+        failed_before = self.failed_attempts
+        while True:
+            if self.state is ConnectionState.READY and self._client is not None and not self._wake.is_set():
+                return self._client  # (a set wake means the session is ending: wait for the next)
+            if self.state is ConnectionState.FAILED:
+                raise ToolFailure(display, f"MCP server {self.server!r} is unavailable: {self.last_error}")
+            if self.state is ConnectionState.CLOSED:
+                raise ToolFailure(display, f"MCP server {self.server!r} is shut down")
+            if self.failed_attempts > failed_before or (
+                self.state is ConnectionState.BACKOFF and self._retry_at >= deadline
+            ):
+                raise ToolFailure(
+                    display, f"MCP server {self.server!r} is down ({self.last_error}); it is being restarted"
+                )
+            await self._state_changed.wait()
+
+    def _restart(self, client: Client | None) -> None:
+        # Only the session the failing call used; a newer one is left alone.
+        if client is not None and client is self._client:
+            self._end_session("a call failed at the transport level")
+
+    def _probe(self, client: Client) -> None:
+        if client is self._client:
+            self._refresh.set()
+
+    def _end_session(self, reason: str) -> None:
+        if self._end_reason is None:
+            self._end_reason = reason
+        self._wake.set()
+
+    async def _attempt(self) -> tuple[bool, _Fault | None]:
+        """Run one session; return whether it became ready and the fault that ended it."""
+        from mcp import Client
+        from mcp.types import Implementation
+
+        self._wake.clear()
+        self._refresh.clear()
+        self._end_reason = None
+        ready = False
+        try:
+            client = Client(
+                open_transport(
+                    self._config,
+                    base=self._base,
+                    on_lost=lambda: self._end_session("the server closed the connection"),
+                ),
+                cache=None,  # a list-changed refresh must reach the server, never a cached page
+                message_handler=self._on_message,
+                client_info=Implementation(name=_CLIENT_NAME, version="0"),
+            )
+            async with AsyncExitStack() as stack:
+                try:
+                    async with asyncio.timeout(self._connect_timeout_s):
+                        await stack.enter_async_context(client)
+                        offer = await _list(client)
+                except TimeoutError:
+                    return ready, _Fault(f"no answer within {self._connect_timeout_s:g}s", permanent=False)
+                self._client = client
+                self._publish(offer)
+                ready = True
+                logger.info("MCP server {!r} connected ({} tools)", self.server, len(offer.tools))
+                self._set(ConnectionState.READY)
+                await self._serve(client)
+                self._client = None
+        except Exception as exc:
+            return ready, _classify(exc)
+        finally:
+            self._client = None
+        if self._closing:
+            return ready, None
+        return ready, _Fault(self._end_reason or "the session ended", permanent=False)
+
+    async def _serve(self, client: Client) -> None:
+        async with asyncio.TaskGroup() as group:
+            listener = group.create_task(self._listen(client))
+            refresher = group.create_task(self._refresher(client))
+            await self._wake.wait()
+            listener.cancel()
+            refresher.cancel()
+
+    async def _listen(self, client: Client) -> None:
+        # 2026-07-28 servers announce list changes on a `subscriptions/listen` stream; older
+        # ones send `notifications/tools/list_changed`, which `_on_message` sees.
+        try:
+            async with client.listen(tools_list_changed=True, resources_list_changed=True) as events:
+                async for _event in events:
+                    self._refresh.set()
+        except Exception as exc:  # not offered by this server or its protocol version
+            logger.debug("MCP server {!r}: no change subscription ({})", self.server, exc)
+
+    async def _refresher(self, client: Client) -> None:
+        while True:
+            await self._refresh.wait()
+            self._refresh.clear()
+            try:
+                async with asyncio.timeout(min(self._connect_timeout_s, self._config.tool_timeout_s)):
+                    offer = await _list(client)
+            except Exception as exc:
+                self._end_session(f"a listing failed ({_describe(exc)})")
+                return
+            self._publish(offer)
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        import mcp.types as types
+
+        if isinstance(message, (types.ToolListChangedNotification, types.ResourceListChangedNotification)):
+            self._refresh.set()
+        elif isinstance(message, Exception):
+            logger.warning("MCP server {!r} sent something unreadable: {}", self.server, message)
+
+    def _publish(self, offer: ServerOffer) -> None:
+        if offer != self.offer:
+            self.offer = offer
+            self._on_offer()
+
+    def _set(self, state: ConnectionState, error: str | None = None) -> None:
+        self.state = state
+        if error is not None or state is ConnectionState.READY:
+            self.last_error = error
+        self._state_changed.set()
+        self._state_changed = asyncio.Event()
+
+    async def _until_closed(self, delay: float | None) -> None:
+        """Sleep `delay` seconds (None: forever), or until `close()`."""
+        try:
+            async with asyncio.timeout(delay):
+                while not self._closing:
+                    self._wake.clear()
+                    await self._wake.wait()
+        except TimeoutError:
+            pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Fault:
+    text: str
+    permanent: bool
+
+
+async def _list(client: Client) -> ServerOffer:
+    import mcp.types as types
+
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    resources: list[types.Resource] = []
+    if client.server_capabilities.resources is not None:
+        cursor = None
+        for _ in range(_MAX_PAGES):
+            listing = await client.list_resources(cursor=cursor)
+            resources.extend(listing.resources)
+            cursor = listing.next_cursor
+            if not cursor:
+                break
+    return ServerOffer.from_listing(tools, resources)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _classify(exc: BaseException) -> _Fault:
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        if isinstance(leaf, SecretError):
+            return _Fault(str(leaf), permanent=True)
+        if isinstance(leaf, (FileNotFoundError, PermissionError)):
+            return _Fault(f"cannot start the command: {leaf.strerror or leaf}", permanent=True)
+        status = getattr(getattr(leaf, "response", None), "status_code", None)
+        if status in (401, 403):
+            return _Fault(f"the server refused the credentials (HTTP {status})", permanent=True)
+    return _Fault(_describe(exc), permanent=False)
+
+
+def _describe(exc: BaseException) -> str:
+    leaf = _leaves(exc)[0]
+    text = str(leaf).strip().splitlines()[0] if str(leaf).strip() else ""
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__

@@ -1,0 +1,62 @@
+"""Routing: which `[[routes]]` entry (and so which agent) answers a message; deny by default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from orchestrator.config import Config
+from orchestrator.config.channels import RouteConfig
+
+__all__ = ["RouteMatch", "explain_route", "match_route", "session_key"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteMatch:
+    """The route a message took and its index in `[[routes]]`."""
+
+    index: int
+    route: RouteConfig
+
+
+def match_route(config: Config, *, channel: str, chat: str, sender: str) -> RouteMatch | None:
+    """Return the first route whose channel, chat and sender allowlist all match, else None.
+
+    A route with no `senders` admits nobody; `"*"` admits anyone.
+    """
+    for index, route in enumerate(config.routes):
+        if _why_not(route, channel=channel, chat=chat, sender=sender) is None:
+            return RouteMatch(index=index, route=route)
+    return None
+
+
+def explain_route(config: Config, *, channel: str, chat: str, sender: str) -> list[str]:
+    """Return one line per route considered, ending with the decision."""
+    lines: list[str] = []
+    for index, route in enumerate(config.routes):
+        why = _why_not(route, channel=channel, chat=chat, sender=sender)
+        if why is None:
+            lines.append(
+                f"routes[{index}]: matches -> agent {route.agent!r}, session {route.session}"
+                + (f", approvers {list(route.approvers)}" if route.approvers else "")
+            )
+            return lines
+        lines.append(f"routes[{index}]: skipped ({why})")
+    lines.append("no route matches: the message would be ignored and logged")
+    return lines
+
+
+def session_key(route: RouteConfig, *, channel: str, chat: str, sender: str, thread: str | None) -> str:
+    """Return the session key: per chat (and thread), or per sender within it."""
+    base = f"{channel}:{chat}" + (f":{thread}" if thread else "")
+    return base if route.session == "per_chat" else f"{base}:{sender}"
+
+
+def _why_not(route: RouteConfig, *, channel: str, chat: str, sender: str) -> str | None:
+    if route.channel != channel:
+        return f"channel is {route.channel!r}"
+    if not fnmatchcase(chat, route.chat):
+        return f"chat {chat!r} does not match {route.chat!r}"
+    if "*" not in route.senders and sender not in route.senders:
+        return f"sender {sender!r} is not in its senders list"
+    return None

@@ -1,0 +1,159 @@
+"""SessionStore: sessions, transcripts and the durable inbox in SQLite (WAL)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+__all__ = ["InboxRow", "SessionStore"]
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    created REAL NOT NULL,
+    closed INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS sessions_open ON sessions (key, closed);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS inbox (
+    channel TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    received REAL NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (channel, event_id)
+);
+CREATE INDEX IF NOT EXISTS inbox_state ON inbox (state);
+"""
+# How long finished inbox rows are kept for de-duplicating platform redeliveries.
+_DEDUPE_WINDOW_S: Final = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class InboxRow:
+    """An accepted inbound message and where it got to."""
+
+    channel: str
+    event_id: str
+    body: dict[str, Any]
+    state: str
+
+
+class SessionStore:
+    """All durable conversation state of the daemon; a context manager.
+
+    Inbox states: `pending` (accepted, turn not started), `running`, `done`,
+    `interrupted` (the daemon stopped mid-turn; closed on the next start).
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error:
+            self._db.close()
+            raise
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
+
+    # -- inbox ---------------------------------------------------------------------------
+
+    def accept(self, channel: str, event_id: str, body: dict[str, Any]) -> bool:
+        """Record an inbound message durably; False when (channel, event_id) was seen before."""
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO inbox (channel, event_id, body, received, state) VALUES (?,?,?,?,?)",
+            (channel, event_id, json.dumps(body), time.time(), "pending"),
+        )
+        return cursor.rowcount == 1
+
+    def mark(self, channel: str, event_id: str, state: str) -> None:
+        """Move an inbox row to `state`."""
+        self._db.execute(
+            "UPDATE inbox SET state = ? WHERE channel = ? AND event_id = ?", (state, channel, event_id)
+        )
+
+    def unfinished(self) -> list[InboxRow]:
+        """Return rows left `pending` or `running` by the previous process, oldest first."""
+        rows = self._db.execute(
+            "SELECT channel, event_id, body, state FROM inbox WHERE state IN ('pending', 'running')"
+            " ORDER BY received, rowid"
+        ).fetchall()
+        return [InboxRow(c, e, json.loads(b), s) for c, e, b, s in rows]
+
+    def prune_inbox(self, *, older_than_s: float = _DEDUPE_WINDOW_S) -> int:
+        """Forget finished rows past the de-duplication window; return how many."""
+        cursor = self._db.execute(
+            "DELETE FROM inbox WHERE state IN ('done', 'interrupted') AND received < ?",
+            (time.time() - older_than_s,),
+        )
+        return cursor.rowcount
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def open_session(self, key: str, agent: str) -> int:
+        """Return the open session id for `key`, creating one for `agent` if none is open."""
+        row = self._db.execute(
+            "SELECT id, agent FROM sessions WHERE key = ? AND closed = 0 ORDER BY id DESC LIMIT 1", (key,)
+        ).fetchone()
+        if row is not None and row[1] == agent:
+            return int(row[0])
+        if row is not None:  # the route now names another agent: never mix transcripts
+            self.close_session(key)
+        cursor = self._db.execute(
+            "INSERT INTO sessions (key, agent, created) VALUES (?,?,?)", (key, agent, time.time())
+        )
+        return int(cursor.lastrowid or 0)
+
+    def close_session(self, key: str) -> None:
+        """Close the open session for `key` (the next message starts a fresh one)."""
+        self._db.execute("UPDATE sessions SET closed = 1 WHERE key = ? AND closed = 0", (key,))
+
+    def load_messages(self, session_id: int) -> list[dict[str, Any]]:
+        """Return a session's transcript, in order."""
+        rows = self._db.execute(
+            "SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    def append_messages(self, session_id: int, start_seq: int, messages: list[dict[str, Any]]) -> None:
+        """Persist messages `start_seq..` of a transcript (idempotent per seq)."""
+        if not messages:
+            return
+        self._db.executemany(
+            "INSERT OR REPLACE INTO messages (session_id, seq, body) VALUES (?,?,?)",
+            [(session_id, start_seq + i, json.dumps(m)) for i, m in enumerate(messages)],
+        )
+
+    def sessions(self) -> Iterator[tuple[str, str, int]]:
+        """Yield (key, agent, message count) for every open session."""
+        yield from self._db.execute(
+            "SELECT s.key, s.agent, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)"
+            " FROM sessions s WHERE s.closed = 0 ORDER BY s.id"
+        )

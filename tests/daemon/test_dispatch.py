@@ -1,0 +1,150 @@
+"""process_message through a running Runtime: routing, sessions, commands, approvals, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from channels import ApprovalAnswer, Inbound
+from orchestrator.dispatch import Disposition, answer_approval, process_message
+from orchestrator.store import AuditLog
+from tests.conftest import WriteConfig, provider_toml
+from tests.daemon.harness import running
+from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+
+
+def daemon_toml(fake: FakeOpenAI, *, agent_extra: str = "", routes: str | None = None) -> str:
+    return (
+        provider_toml(fake.base_url)
+        + '[agents.helper]\nprovider = "fake"\nmodel = "m"\ntools = ["file_write", "list_dir"]\n'
+        + agent_extra
+        + '\n[channels.term]\nkind = "terminal"\nuser = "alice"\n'
+        + (routes if routes is not None else '\n[[routes]]\nchannel = "term"\nagent = "helper"\nsenders = ["alice"]\n')
+    )
+
+
+def contents(fake: FakeOpenAI, index: int) -> list[str]:
+    return [m["content"] for m in fake.requests[index]["messages"] if m["role"] in ("user", "assistant")]
+
+
+async def test_message_in_reply_out_with_history(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    path = write_config(daemon_toml(fake_llm))
+    fake_llm.script(text("hi alice"), text("second answer"))
+    async with running(path) as (_, terms):
+        term = terms["term"]
+        term.type("hello")
+        await term.screen.wait_for(lambda lines: "hi alice" in lines)
+        term.type("and again")
+        await term.screen.wait_for(lambda lines: "second answer" in lines)
+    assert contents(fake_llm, 1) == ["hello", "hi alice", "and again"]
+
+
+async def test_unrouted_and_unlisted_senders_are_ignored(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    routes = '\n[[routes]]\nchannel = "term"\nagent = "helper"\nchat = "elsewhere"\nsenders = ["*"]\n'
+    path = write_config(daemon_toml(fake_llm, routes=routes))
+    async with running(path) as (runtime, _):
+        inbound = Inbound(channel="term", chat="terminal", sender="alice", text="hi", event_id="e1")
+        assert await process_message(runtime, inbound) is Disposition.NO_ROUTE
+    path = write_config(daemon_toml(fake_llm))
+    async with running(path) as (runtime, _):
+        stranger = Inbound(channel="term", chat="terminal", sender="mallory", text="hi", event_id="e2")
+        assert await process_message(runtime, stranger) is Disposition.NO_ROUTE
+    assert fake_llm.requests == []
+
+
+async def test_redelivered_event_is_processed_once(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    path = write_config(daemon_toml(fake_llm))
+    fake_llm.script(text("once"))
+    inbound = Inbound(channel="term", chat="terminal", sender="alice", text="hi", event_id="same")
+    async with running(path) as (runtime, terms):
+        assert await process_message(runtime, inbound) is Disposition.ANSWERED
+        assert await process_message(runtime, inbound) is Disposition.DUPLICATE
+    async with running(path) as (runtime, _):  # and after a restart
+        assert await process_message(runtime, inbound) is Disposition.DUPLICATE
+    assert len(fake_llm.requests) == 1
+
+
+async def test_messages_in_one_session_are_answered_in_order(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    path = write_config(daemon_toml(fake_llm))
+    fake_llm.latency_s = 0.2
+    fake_llm.script(text("answer 1"), text("answer 2"), text("answer 3"))
+    async with running(path) as (_, terms):
+        term = terms["term"]
+        for i in (1, 2, 3):
+            term.type(f"question {i}")
+        lines = await term.screen.wait_for(lambda lines: "answer 3" in lines)
+    assert [line for line in lines if line.startswith("answer")] == ["answer 1", "answer 2", "answer 3"]
+    assert contents(fake_llm, 2) == ["question 1", "answer 1", "question 2", "answer 2", "question 3"]
+
+
+async def test_stop_and_new(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    path = write_config(daemon_toml(fake_llm))
+    fake_llm.latency_s = 5
+    async with running(path) as (_, terms):
+        term = terms["term"]
+        term.type("slow question")
+        while not fake_llm.requests:
+            await asyncio.sleep(0.01)
+        term.type("/stop")
+        await term.screen.wait_for(lambda lines: "Stopped." in lines)
+        fake_llm.latency_s = 0
+        term.type("/new")
+        await term.screen.wait_for(lambda lines: "Started a new session." in lines)
+        fake_llm.script(text("fresh"))
+        term.type("after new")
+        await term.screen.wait_for(lambda lines: "fresh" in lines)
+    assert contents(fake_llm, -1) == ["after new"]
+
+
+async def test_in_channel_approval_approve_deny_outsider_and_timeout(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    extra = '[agents.helper.approval]\ntimeout_s = 1.5\n'
+    path = write_config(daemon_toml(fake_llm, agent_extra=extra))
+    async with running(path) as (runtime, terms):
+        term = terms["term"]
+        workspace = Path(runtime.config.state_path()) / "workspaces" / "helper"
+
+        async def ask(file: str) -> str:
+            fake_llm.script(tool_call("file_write", {"path": file, "content": "x"}), text(f"done {file}"))
+            term.type(f"write {file}")
+            lines = await term.screen.wait_for(lambda ls: any(f'"{file}"' in line for line in ls))
+            prompt = next(line for line in lines if f'"{file}"' in line)
+            return prompt.split("]")[0].removeprefix("[approval ")
+
+        request = await ask("a.txt")
+        # someone else answering is refused
+        await answer_approval(runtime, ApprovalAnswer(channel="term", request_id=request, sender="mallory", approved=True, chat="terminal"))
+        assert "Only the person who asked" in term.screen.lines[-1]
+        term.type(f"/approve {request}")
+        await term.screen.wait_for(lambda ls: "done a.txt" in ls)
+        assert (workspace / "a.txt").exists()
+        request = await ask("b.txt")
+        term.type(f"/deny {request}")
+        await term.screen.wait_for(lambda ls: "done b.txt" in ls)
+        await ask("c.txt")
+        await term.screen.wait_for(lambda ls: "done c.txt" in ls)
+        await term.screen.wait_for(lambda ls: any("in time: it was not run" in line for line in ls))
+    assert not (workspace / "b.txt").exists() and not (workspace / "c.txt").exists()
+    with AuditLog(workspace.parent.parent / "audit.sqlite3") as audit:
+        decided = [(r["verdict"], r["decided_by"]) for r in audit.decisions(agent="helper")]
+    assert decided == [("approved", "term:alice"), ("denied", "term:alice"), ("no_decision", None)]
+
+
+async def test_restart_replays_pending_and_closes_interrupted(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    path = write_config(daemon_toml(fake_llm))
+    fake_llm.latency_s = 30
+    async with running(path) as (runtime, terms):
+        terms["term"].type("first, interrupted")
+        terms["term"].type("second, still queued")
+        while not fake_llm.requests:
+            await asyncio.sleep(0.01)
+        while len(runtime.store.unfinished()) < 2:
+            await asyncio.sleep(0.01)
+    # the runtime closed mid-turn: one turn interrupted, one message never started
+    fake_llm.latency_s = 0
+    fake_llm.script(text("answer to the second"))
+    async with running(path) as (_, terms):
+        lines = await terms["term"].screen.wait_for(lambda ls: "answer to the second" in ls)
+    assert any('restarted while answering "first, interrupted"' in line for line in lines)
+    assert contents(fake_llm, -1)[-1] == "second, still queued"

@@ -1,0 +1,604 @@
+"""A loopback fake of Discord: the REST API (v10) and the gateway websocket, driven by tests.
+
+Usage::
+
+    async with FakeDiscord(token="good-token") as fake:
+        # config: api_base_url = fake.api_base_url, gateway_url = fake.gateway_url (optional:
+        # without it the client asks GET /gateway/bot, which answers fake.gateway_url)
+        await fake.wait_identified()
+        await fake.push_message(channel_id=10, author_id=42, content="hi")      # a DM
+        await fake.push_message(20, 42, "<@BOT> hi", guild_id=5, mentions=[fake.bot_id])
+        await fake.click("ap:req-1:y", user_id=42, channel_id=10)             # a button press
+        await fake.drop_gateway()                                               # code 4000: resumable
+        fake.fail_next("POST", "/channels/{id}/messages", status=429, retry_after=0.2)
+        await fake.wait_until(lambda: len(fake.created_messages) == 1)
+        fake.created_messages[0]["content"], fake.interaction_responses[0]["type"], fake.typing
+
+The gateway speaks enough of the real protocol for discord.py: HELLO (op 10), IDENTIFY (op 2)
+-> READY (+ GUILD_CREATE per added guild), HEARTBEAT (op 1) -> ACK (op 11), RESUME (op 6) ->
+replay of missed dispatches + RESUMED, sequence numbers per session, JSON encoding, and the
+`compress=zlib-stream` transport compression discord.py always asks for (binary frames from
+one zlib context, each flushed with Z_SYNC_FLUSH, like Discord). Dispatches pushed while the
+client is disconnected are kept in the session and replayed on RESUME, as Discord does.
+A bad token gets 401 on REST and close code 4004 on IDENTIFY.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import secrets
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Final
+
+from aiohttp import WSMsgType, web
+
+__all__ = ["FakeDiscord", "RecordedRequest"]
+
+_API: Final = "/api/v10"
+_MESSAGE_CONTENT_INTENT: Final = 1 << 15
+_PRIVILEGED_INTENTS: Final = (1 << 1) | (1 << 8) | _MESSAGE_CONTENT_INTENT
+_snowflakes = itertools.count(1_300_000_000_000_000_001)
+
+
+def _snowflake() -> str:
+    return str(next(_snowflakes))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _user(user_id: str, *, username: str | None = None, bot: bool = False) -> dict[str, Any]:
+    return {
+        "id": user_id,
+        "username": username or f"user{user_id[-4:]}",
+        "discriminator": "0",
+        "global_name": None,
+        "avatar": None,
+        "bot": bot,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One REST request the fake received (path without the /api/v10 prefix)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass(slots=True)
+class _Failure:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    retry_after: float | None
+    remaining: int
+
+
+@dataclass(slots=True)
+class _Session:
+    id: str
+    seq: int = 0
+    events: list[tuple[int, str, Any]] = field(default_factory=list)
+    socket: _Connection | None = None
+
+
+@dataclass(slots=True)
+class _Connection:
+    ws: web.WebSocketResponse
+    zlib_stream: bool
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    compressor: Any = field(default_factory=zlib.compressobj)
+
+    async def send(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload, separators=(",", ":"))
+        async with self.lock:
+            if self.ws.closed:
+                return
+            if self.zlib_stream:
+                frame = self.compressor.compress(data.encode()) + self.compressor.flush(zlib.Z_SYNC_FLUSH)
+                await self.ws.send_bytes(frame)
+            else:
+                await self.ws.send_str(data)
+
+
+class FakeDiscord:
+    """Serve Discord's REST API and gateway on 127.0.0.1; use as `async with FakeDiscord():`.
+
+    Recorded state (append-only, in arrival order): `requests` (every REST call),
+    `created_messages` (POST /channels/{id}/messages bodies plus `channel_id` and the `id`
+    assigned), `interaction_responses` (callback bodies plus `interaction_id`), `typing`
+    (channel ids), `gateway_connections` (one dict per websocket: `path`, `query`, and
+    `op` = "identify" | "resume" once the client says which).
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str = "fake-discord-token",
+        bot_id: str = "1100000000000000001",
+        bot_name: str = "fakebot",
+        heartbeat_interval_ms: int = 41_250,
+    ) -> None:
+        self.token = token
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+        self.application_id = bot_id
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.refuse_privileged_intents = False
+        self.requests: list[RecordedRequest] = []
+        self.created_messages: list[dict[str, Any]] = []
+        self.interaction_responses: list[dict[str, Any]] = []
+        self.typing: list[str] = []
+        self.gateway_connections: list[dict[str, Any]] = []
+        self.identify_payloads: list[dict[str, Any]] = []
+        self._guilds: dict[str, dict[str, Any]] = {}
+        self._channels: dict[str, dict[str, Any]] = {}
+        self._failures: list[_Failure] = []
+        self._sessions: dict[str, _Session] = {}
+        self._current: _Session | None = None
+        self._connections: set[_Connection] = set()
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self._origin: str | None = None
+
+    # -- addresses -------------------------------------------------------------------------
+
+    @property
+    def api_base_url(self) -> str:
+        """Return `http://127.0.0.1:PORT/api/v10`, the value for `api_base_url`."""
+        return self._require_origin("http") + _API
+
+    @property
+    def gateway_url(self) -> str:
+        """Return the `ws://` URL of the gateway (what GET /gateway/bot answers)."""
+        return self._require_origin("ws") + "/gateway"
+
+    @property
+    def resume_gateway_url(self) -> str:
+        """Return the `ws://` URL READY names for RESUME (same server, distinct path)."""
+        return self._require_origin("ws") + "/gateway-resume"
+
+    def _require_origin(self, scheme: str) -> str:
+        if self._origin is None:
+            raise RuntimeError("FakeDiscord is not running; use `async with FakeDiscord() as fake:`")
+        return f"{scheme}://{self._origin}"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeDiscord:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/gateway-resume", self._gateway)
+        app.router.add_route("*", _API + "/{tail:.*}", self._rest)
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._origin = f"{host}:{port}"
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for connection in list(self._connections):
+            await connection.ws.close(code=1001)
+        runner, self._runner, self._origin = self._runner, None, None
+        if runner is not None:
+            await runner.cleanup()
+
+    # -- scripting -------------------------------------------------------------------------
+
+    async def add_guild(
+        self, guild_id: int | str, *, text_channels: Iterable[int | str] = (), threads: dict[int | str, int | str] | None = None
+    ) -> None:
+        """Add a guild with text channels and threads (`{thread_id: parent_id}`).
+
+        Sent as GUILD_CREATE after READY; if a session is live it is sent now.
+        """
+        gid = str(guild_id)
+        channels = [self._text_channel(str(c), gid) for c in text_channels]
+        thread_objs = [self._thread(str(t), str(p), gid) for t, p in (threads or {}).items()]
+        for obj in channels + thread_objs:
+            self._channels[obj["id"]] = obj
+        self._guilds[gid] = {
+            "id": gid,
+            "name": f"guild {gid}",
+            "icon": None,
+            "owner_id": "1",
+            "features": [],
+            "roles": [{"id": gid, "name": "@everyone", "permissions": "0", "position": 0, "color": 0,
+                       "hoist": False, "managed": False, "mentionable": False, "flags": 0}],
+            "emojis": [],
+            "stickers": [],
+            "member_count": 2,
+            "large": False,
+            "unavailable": False,
+            "joined_at": _now(),
+            "channels": channels,
+            "threads": thread_objs,
+            "members": [],
+            "voice_states": [],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+            "preferred_locale": "en-US",
+        }
+        if self._current is not None and self._current.socket is not None:
+            await self._dispatch("GUILD_CREATE", self._guilds[gid])
+
+    def fail_next(
+        self, method: str, path: str, *, status: int = 429, retry_after: float | None = None, times: int = 1
+    ) -> None:
+        """Answer the next `times` matching REST calls with `status`.
+
+        `path` is relative to /api/v10; a `{...}` segment matches any one segment, so
+        "/channels/{id}/messages" matches every channel. 429 answers carry `retry_after`
+        (body and Retry-After header) and the `Via` header Discord's edge adds.
+        """
+        parts = [("[^/]+" if re.fullmatch(r"\{[^/]*\}", p) else re.escape(p)) for p in path.split("/")]
+        pattern = re.compile("/".join(parts))
+        self._failures.append(_Failure(method.upper(), pattern, status, retry_after, times))
+
+    async def push_message(
+        self,
+        channel_id: int | str,
+        author_id: int | str,
+        content: str,
+        *,
+        guild_id: int | str | None = None,
+        mentions: Iterable[int | str] = (),
+        bot: bool = False,
+        message_id: int | str | None = None,
+        username: str | None = None,
+    ) -> str:
+        """Dispatch MESSAGE_CREATE; return the message id (pass `message_id` to redeliver one)."""
+        mid = str(message_id) if message_id is not None else _snowflake()
+        author = _user(str(author_id), username=username, bot=bot)
+        payload: dict[str, Any] = {
+            "id": mid,
+            "type": 0,
+            "channel_id": str(channel_id),
+            "author": author,
+            "content": content,
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [_user(str(u), bot=str(u) == self.bot_id) for u in mentions],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "components": [],
+            "pinned": False,
+            "flags": 0,
+        }
+        if guild_id is not None:
+            payload["guild_id"] = str(guild_id)
+            payload["member"] = {"roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0}
+        await self._dispatch("MESSAGE_CREATE", payload)
+        return mid
+
+    async def click(
+        self,
+        custom_id: str,
+        user_id: int | str,
+        channel_id: int | str,
+        *,
+        guild_id: int | str | None = None,
+    ) -> str:
+        """Press the button `custom_id` (on the newest bot message that has it); return the interaction id."""
+        cid, uid = str(channel_id), str(user_id)
+        message = next(
+            (m for m in reversed(self.created_messages) if custom_id in _custom_ids(m)),
+            None,
+        )
+        interaction_id = _snowflake()
+        channel = self._channels.get(cid) or (
+            {"id": cid, "type": 1, "recipients": [_user(uid)]} if guild_id is None else self._text_channel(cid, str(guild_id))
+        )
+        payload: dict[str, Any] = {
+            "id": interaction_id,
+            "application_id": self.application_id,
+            "type": 3,
+            "data": {"custom_id": custom_id, "component_type": 2},
+            "channel_id": cid,
+            "channel": channel,
+            "token": "itoken-" + secrets.token_hex(8),
+            "version": 1,
+            "app_permissions": "0",
+            "locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": guild_id is not None and str(guild_id) or uid},
+            "context": 0 if guild_id is not None else 1,
+            "attachment_size_limit": 8_388_608,
+        }
+        if message is not None:
+            payload["message"] = message
+        if guild_id is not None:
+            payload["guild_id"] = str(guild_id)
+            payload["guild"] = {"id": str(guild_id), "locale": "en-US", "features": []}
+            payload["guild_locale"] = "en-US"
+            payload["member"] = {
+                "user": _user(uid),
+                "roles": [],
+                "joined_at": _now(),
+                "deaf": False,
+                "mute": False,
+                "flags": 0,
+                "permissions": "0",
+            }
+        else:
+            payload["user"] = _user(uid)
+        await self._dispatch("INTERACTION_CREATE", payload)
+        return interaction_id
+
+    async def drop_gateway(self, code: int = 4000) -> None:
+        """Close every gateway websocket with `code` (4000 = unknown error, resumable)."""
+        for connection in list(self._connections):
+            await connection.ws.close(code=code)
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Wait until `predicate()` holds (checked after every request/gateway event)."""
+        async with asyncio.timeout(timeout):
+            async with self._changed:
+                await self._changed.wait_for(predicate)
+
+    async def wait_identified(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Wait until `count` IDENTIFYs have been answered with READY."""
+        await self.wait_until(lambda: sum(c.get("op") == "identify" for c in self.gateway_connections) >= count, timeout)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- payload builders ------------------------------------------------------------------
+
+    @staticmethod
+    def _text_channel(cid: str, gid: str) -> dict[str, Any]:
+        return {
+            "id": cid, "type": 0, "guild_id": gid, "name": f"chan-{cid[-4:]}", "position": 0,
+            "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None,
+            "rate_limit_per_user": 0, "last_message_id": None, "flags": 0,
+        }
+
+    @staticmethod
+    def _thread(tid: str, parent: str, gid: str) -> dict[str, Any]:
+        return {
+            "id": tid, "type": 11, "guild_id": gid, "parent_id": parent, "owner_id": "1",
+            "name": f"thread-{tid[-4:]}", "message_count": 0, "member_count": 1,
+            "rate_limit_per_user": 0, "flags": 0, "last_message_id": None,
+            "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                                "archive_timestamp": _now(), "locked": False},
+        }
+
+    def _bot_message(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "id": _snowflake(),
+            "type": 19 if body.get("message_reference") else 0,
+            "channel_id": channel_id,
+            "author": _user(self.bot_id, username=self.bot_name, bot=True),
+            "content": body.get("content") or "",
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "components": body.get("components") or [],
+            "pinned": False,
+            "flags": body.get("flags") or 0,
+        }
+        if body.get("message_reference"):
+            message["message_reference"] = body["message_reference"]
+        channel = self._channels.get(channel_id)
+        if channel is not None:
+            message["guild_id"] = channel["guild_id"]
+        return message
+
+    # -- REST ------------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.StreamResponse:
+        path = "/" + request.match_info["tail"]
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        self.requests.append(
+            RecordedRequest(request.method, path, dict(request.query), dict(request.headers), body)
+        )
+        try:
+            return await self._answer(request, path, body)
+        finally:
+            await self._notify()
+
+    async def _answer(self, request: web.Request, path: str, body: Any) -> web.StreamResponse:
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            return web.json_response({"message": "401: Unauthorized", "code": 0}, status=401)
+        failure = self._take_failure(request.method, path)
+        if failure is not None:
+            return failure
+        method = request.method
+        if method == "GET" and path == "/users/@me":
+            return web.json_response(
+                _user(self.bot_id, username=self.bot_name, bot=True) | {"verified": True, "flags": 0, "mfa_enabled": False}
+            )
+        if method == "GET" and path == "/oauth2/applications/@me":
+            return web.json_response(self._application())
+        if method == "GET" and path in ("/gateway", "/gateway/bot"):
+            answer: dict[str, Any] = {"url": self.gateway_url}
+            if path == "/gateway/bot":
+                answer |= {"shards": 1, "session_start_limit": {
+                    "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1}}
+            return web.json_response(answer)
+        if match := re.fullmatch(r"/channels/(\d+)/messages", path):
+            if method == "POST" and isinstance(body, dict):
+                message = self._bot_message(match[1], body)
+                self.created_messages.append(dict(body) | {"channel_id": match[1], "id": message["id"]})
+                return web.json_response(message)
+        if (match := re.fullmatch(r"/channels/(\d+)/typing", path)) and method == "POST":
+            self.typing.append(match[1])
+            return web.Response(status=204)
+        if (match := re.fullmatch(r"/channels/(\d+)", path)) and method == "GET":
+            if match[1] in self._channels:
+                return web.json_response(self._channels[match[1]])
+            return web.json_response({"message": "Unknown Channel", "code": 10003}, status=404)
+        if (match := re.fullmatch(r"/interactions/(\d+)/([^/]+)/callback", path)) and method == "POST":
+            self.interaction_responses.append(dict(body or {}) | {"interaction_id": match[1]})
+            if request.query.get("with_response") in ("1", "true"):
+                return web.json_response(
+                    {"interaction": {"id": match[1], "type": 3, "response_message_loading": False,
+                                     "response_message_ephemeral": False}}
+                )
+            return web.Response(status=204)
+        return web.json_response({"message": "404: Not Found", "code": 0}, status=404)
+
+    def _take_failure(self, method: str, path: str) -> web.Response | None:
+        for failure in self._failures:
+            if failure.remaining > 0 and failure.method == method and failure.pattern.fullmatch(path):
+                failure.remaining -= 1
+                if failure.status != 429:
+                    return web.json_response({"message": f"fake error {failure.status}", "code": 0}, status=failure.status)
+                retry_after = failure.retry_after if failure.retry_after is not None else 0.05
+                return web.json_response(
+                    {"message": "You are being rate limited.", "retry_after": retry_after, "global": False},
+                    status=429,
+                    headers={"Retry-After": f"{retry_after:g}", "Via": "1.1 google", "X-RateLimit-Scope": "user"},
+                )
+        return None
+
+    def _application(self) -> dict[str, Any]:
+        return {
+            "id": self.application_id,
+            "name": self.bot_name,
+            "icon": None,
+            "description": "",
+            "bot_public": False,
+            "bot_require_code_grant": False,
+            "owner": _user("1", username="owner"),
+            "verify_key": "0" * 64,
+            "flags": 1 << 19,  # GATEWAY_MESSAGE_CONTENT_LIMITED
+            "team": None,
+        }
+
+    # -- gateway ---------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoclose=True, max_msg_size=0)
+        await ws.prepare(request)
+        record: dict[str, Any] = {"path": request.path, "query": dict(request.query)}
+        self.gateway_connections.append(record)
+        connection = _Connection(ws=ws, zlib_stream=request.query.get("compress") == "zlib-stream")
+        self._connections.add(connection)
+        session: _Session | None = None
+        try:
+            if request.query.get("encoding", "json") != "json":
+                await ws.close(code=4002)  # decode error: this fake speaks JSON only
+                return ws
+            await connection.send({"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms}, "s": None, "t": None})
+            async for msg in ws:
+                if msg.type is not WSMsgType.TEXT:
+                    continue
+                payload = json.loads(msg.data)
+                op, data = payload.get("op"), payload.get("d")
+                if op == 1:
+                    await connection.send({"op": 11, "d": None, "s": None, "t": None})
+                elif op == 2:
+                    session = await self._identify(connection, data, record)
+                elif op == 6:
+                    session = await self._resume(connection, data, record)
+                await self._notify()
+        finally:
+            self._connections.discard(connection)
+            if session is not None and session.socket is connection:
+                session.socket = None
+            await self._notify()
+        return ws
+
+    async def _identify(self, connection: _Connection, data: dict[str, Any], record: dict[str, Any]) -> _Session | None:
+        self.identify_payloads.append(data)
+        if data.get("token") != self.token:
+            await connection.ws.close(code=4004)  # Authentication failed
+            return None
+        if self.refuse_privileged_intents and int(data.get("intents", 0)) & _PRIVILEGED_INTENTS:
+            await connection.ws.close(code=4014)  # Disallowed intent(s)
+            return None
+        session = _Session(id=secrets.token_hex(16))
+        self._sessions[session.id] = session
+        self._current = session
+        session.socket = connection
+        ready = {
+            "v": 10,
+            "user": _user(self.bot_id, username=self.bot_name, bot=True) | {"verified": True, "flags": 0, "mfa_enabled": False},
+            "guilds": [{"id": gid, "unavailable": True} for gid in self._guilds],
+            "session_id": session.id,
+            "resume_gateway_url": self.resume_gateway_url,
+            "application": {"id": self.application_id, "flags": 1 << 19},
+            "private_channels": [],
+            "relationships": [],
+        }
+        record["op"] = "identify"
+        await self._dispatch("READY", ready)
+        for guild in self._guilds.values():
+            await self._dispatch("GUILD_CREATE", guild)
+        return session
+
+    async def _resume(self, connection: _Connection, data: dict[str, Any], record: dict[str, Any]) -> _Session | None:
+        record["op"] = "resume"
+        session = self._sessions.get(str(data.get("session_id")))
+        if session is None or data.get("token") != self.token:
+            await connection.send({"op": 9, "d": False, "s": None, "t": None})  # invalid session
+            return None
+        last = int(data.get("seq") or 0)
+        # Replay until caught up, then attach: no await between the last check and attaching,
+        # so a dispatch racing the replay is neither lost nor sent twice nor out of order.
+        while missed := [event for event in session.events if event[0] > last]:
+            for seq, event, payload in missed:
+                await connection.send({"op": 0, "s": seq, "t": event, "d": payload})
+                last = seq
+        session.socket = connection
+        await self._dispatch("RESUMED", {}, session)
+        return session
+
+    async def _dispatch(self, event: str, payload: Any, session: _Session | None = None) -> None:
+        """Sequence `event` in the current session; send it now if the client is connected."""
+        session = session or self._current
+        if session is None:
+            raise RuntimeError(f"FakeDiscord: no gateway session to dispatch {event} to (call wait_identified first)")
+        session.seq += 1
+        session.events.append((session.seq, event, payload))
+        if session.socket is not None:
+            await session.socket.send({"op": 0, "s": session.seq, "t": event, "d": payload})
+
+
+def _custom_ids(message: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    stack: list[Any] = list(message.get("components") or [])
+    while stack:
+        component = stack.pop()
+        if isinstance(component, dict):
+            if "custom_id" in component:
+                found.append(component["custom_id"])
+            stack.extend(component.get("components") or [])
+    return found

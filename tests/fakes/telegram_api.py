@@ -1,0 +1,492 @@
+"""A loopback fake of the Telegram Bot API (the methods the adapter uses), scriptable per test.
+
+Usage::
+
+    async with FakeTelegram() as fake:
+        config = {"kind": "telegram", "token": "env:TG", "api_base_url": fake.api_base_url}
+        fake.push_message(chat_id=42, user_id=7, text="hi")       # a user writes to the bot
+        ...                                                       # run the adapter
+        assert fake.sent[0]["text"] == "hello"                    # what the bot sent
+        fake.press_button(user_id=7, text="Approve")              # click the last keyboard
+        fake.fail_next("sendMessage", status=429, retry_after=0.2)
+        fake.drop_connections()                                   # cut in-flight long polls
+
+It serves `/bot<token>/<method>` like the real server (form, JSON or query parameters) and
+answers in the Bot API's `{"ok": ..., "result" | "error_code", "description"}` shape; an
+unknown token gets 401 Unauthorized.  Updates stay queued per bot until confirmed, as on
+Telegram: by a later getUpdates whose `offset` passes them, or (once `setWebhook` was
+called) by a 2xx answer of the webhook, which the fake POSTs them to in order, with the
+`X-Telegram-Bot-Api-Secret-Token` header, retrying every 50 ms until one is accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Final
+
+import aiohttp
+from aiohttp import web
+
+__all__ = ["Call", "FakeTelegram", "DEFAULT_TOKEN"]
+
+DEFAULT_TOKEN: Final = "123456:TEST-token"
+MAX_TEXT_UTF16: Final = 4096
+_SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
+# Parameters whose form value is a plain string, never JSON (a text "123" stays a string).
+_RAW_STRINGS: Final = frozenset(
+    {"text", "caption", "url", "secret_token", "callback_query_id", "action", "parse_mode", "data"}
+)
+_WEBHOOK_RETRY_S: Final = 0.05
+
+
+@dataclass(slots=True)
+class Call:
+    """One request the fake received; `status` is set once it was answered (0 = dropped)."""
+
+    method: str
+    token: str
+    payload: dict[str, Any]
+    at: float
+    status: int | None = None
+
+
+@dataclass(slots=True)
+class _Failure:
+    status: int
+    retry_after: float | None
+    description: str | None
+    drop: bool
+
+
+@dataclass(slots=True)
+class _Bot:
+    token: str
+    id: int
+    username: str
+    pending: deque[dict[str, Any]] = field(default_factory=deque)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    webhook: dict[str, Any] | None = None
+
+    def user(self) -> dict[str, Any]:
+        return {"id": self.id, "is_bot": True, "first_name": "Fake Bot", "username": self.username}
+
+    def notify(self) -> None:
+        # Waiters hold the old event; setting it wakes them, the fresh one serves the next wait.
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+class FakeTelegram:
+    """Serve the Telegram Bot API on 127.0.0.1 for one or more bot tokens.
+
+    Use as `async with FakeTelegram() as fake:`; the server listens only inside the block.
+    """
+
+    def __init__(self, *, token: str = DEFAULT_TOKEN, username: str = "fake_bot") -> None:
+        self.requests: list[Call] = []
+        self.webhook_attempts: list[tuple[int, int]] = []  # (update_id, HTTP status or 0)
+        self._bots: dict[str, _Bot] = {}
+        self._default_token = token
+        self._update_ids = itertools.count(1000)
+        self._message_ids = itertools.count(1)
+        self._callback_ids = itertools.count(1)
+        self._chats: dict[int, dict[str, Any]] = {}
+        self._messages: dict[int, tuple[str, dict[str, Any]]] = {}  # message_id -> (token, message)
+        self._failures: dict[str, deque[_Failure]] = {}
+        self._inflight: dict[int, web.Request] = {}  # id(request) -> request (unhashable)
+        self._wake = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._pusher: asyncio.Task[None] | None = None
+        self._api_base_url: str | None = None
+        self.add_bot(token, username=username)
+
+    # -- set-up -------------------------------------------------------------------------
+
+    @property
+    def api_base_url(self) -> str:
+        """Return the server root (`http://127.0.0.1:PORT`), the channel's `api_base_url`."""
+        if self._api_base_url is None:
+            raise RuntimeError("FakeTelegram is not running; use `async with FakeTelegram() as fake:`")
+        return self._api_base_url
+
+    @property
+    def token(self) -> str:
+        """Return the default bot's token."""
+        return self._default_token
+
+    def add_bot(self, token: str, *, username: str) -> None:
+        """Accept another bot token, with its own update queue and webhook."""
+        self._bots[token] = _Bot(token=token, id=int(token.split(":")[0]), username=username)
+
+    async def __aenter__(self) -> FakeTelegram:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        # Cancel a handler whose client hung up, so a dropped long poll ends at once.
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._session = aiohttp.ClientSession()
+        # Owned by this context (cancelled and awaited in __aexit__), not a TaskGroup: pytest
+        # fixtures may enter and exit the fake in different tasks, which a TaskGroup forbids.
+        self._pusher = asyncio.create_task(self._push_webhooks())
+        self._api_base_url = f"http://{host}:{port}"
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._api_base_url = None
+        pusher, self._pusher = self._pusher, None
+        try:
+            if pusher is not None:
+                pusher.cancel()
+                await asyncio.gather(pusher, return_exceptions=True)
+        finally:
+            if self._session is not None:
+                await self._session.close()
+            if self._runner is not None:
+                await self._runner.cleanup()
+
+    # -- what happened --------------------------------------------------------------------
+
+    def calls(self, method: str, *, token: str | None = None) -> list[dict[str, Any]]:
+        """Return the decoded parameters of every `method` request, in arrival order."""
+        token = token or self._default_token
+        return [c.payload for c in self.requests if c.method == method and c.token == token]
+
+    @property
+    def sent(self) -> list[dict[str, Any]]:
+        """Return the parameters of every accepted sendMessage, for any bot, in order."""
+        return [c.payload for c in self.requests if c.method == "sendMessage" and c.status == 200]
+
+    def pending(self, *, token: str | None = None) -> list[dict[str, Any]]:
+        """Return the updates not yet confirmed by the bot."""
+        return list(self._bot(token).pending)
+
+    def webhook(self, *, token: str | None = None) -> dict[str, Any] | None:
+        """Return the parameters of the bot's current setWebhook, or None."""
+        return self._bot(token).webhook
+
+    def inflight(self, method: str) -> int:
+        """Return how many `method` requests are waiting for an answer right now."""
+        return sum(1 for r in self._inflight.values() if r.match_info.get("method") == method)
+
+    async def wait_for(self, predicate: Callable[[], object], *, timeout: float = 5.0) -> None:
+        """Wait until `predicate()` is true; raise TimeoutError after `timeout` seconds."""
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await asyncio.sleep(0.01)
+
+    # -- scripting ------------------------------------------------------------------------
+
+    def push_message(
+        self,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        *,
+        chat_type: str = "private",
+        thread_id: int | None = None,
+        first_name: str | None = None,
+        username: str | None = None,
+        token: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue a user's text message to the bot and return the update (with `update_id`)."""
+        bot = self._bot(token)
+        sender: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name or f"User{user_id}"}
+        if username is not None:
+            sender["username"] = username
+        chat = self._chat(chat_id, chat_type=chat_type, sender=sender, forum=thread_id is not None)
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": sender,
+            "text": text,
+        }
+        if thread_id is not None:
+            message |= {"message_thread_id": thread_id, "is_topic_message": True}
+        return self._push(bot, {"message": message})
+
+    def push_callback(
+        self, message_id: int, user_id: int, data: str, *, token: str | None = None
+    ) -> dict[str, Any]:
+        """Queue a press on an inline button of the bot's message `message_id`; return the update."""
+        owner, message = self._messages[message_id]
+        bot = self._bot(token or owner)
+        query = {
+            "id": f"cbq-{next(self._callback_ids)}",
+            "from": {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"},
+            "message": message,
+            "chat_instance": f"ci-{message['chat']['id']}",
+            "data": data,
+        }
+        return self._push(bot, {"callback_query": query})
+
+    def press_button(
+        self, user_id: int, text: str, *, message_id: int | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        """Press the button labelled `text` on message `message_id` (default: the bot's latest
+        message with an inline keyboard); return the queued update."""
+        token = token or self._default_token
+        if message_id is None:
+            with_keyboard = [
+                mid for mid, (owner, msg) in self._messages.items() if owner == token and "reply_markup" in msg
+            ]
+            if not with_keyboard:
+                raise LookupError("the bot has sent no message with an inline keyboard")
+            message_id = with_keyboard[-1]
+        _, message = self._messages[message_id]
+        for row in message.get("reply_markup", {}).get("inline_keyboard", []):
+            for button in row:
+                if button.get("text") == text and "callback_data" in button:
+                    return self.push_callback(message_id, user_id, button["callback_data"], token=token)
+        raise LookupError(f"message {message_id} has no button {text!r}")
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        status: int = 429,
+        retry_after: float | None = None,
+        description: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next `times` requests of `method` with an error (429 carries retry_after)."""
+        if status == 429 and retry_after is None:
+            retry_after = 1
+        failure = _Failure(status, retry_after, description, drop=False)
+        self._failures.setdefault(method, deque()).extend([failure] * times)
+
+    def drop_next(self, method: str, *, times: int = 1) -> None:
+        """Close the connection of the next `times` requests of `method` without answering."""
+        failure = _Failure(0, None, None, drop=True)
+        self._failures.setdefault(method, deque()).extend([failure] * times)
+
+    def drop_connections(self) -> int:
+        """Close the connection of every request still waiting (long polls); return how many."""
+        dropped = list(self._inflight.values())
+        for request in dropped:
+            if request.transport is not None:
+                request.transport.abort()
+        return len(dropped)
+
+    # -- the server -----------------------------------------------------------------------
+
+    def _bot(self, token: str | None) -> _Bot:
+        return self._bots[token or self._default_token]
+
+    def _chat(self, chat_id: int, *, chat_type: str, sender: dict[str, Any], forum: bool) -> dict[str, Any]:
+        if chat_type == "private":
+            chat: dict[str, Any] = {"id": chat_id, "type": "private", "first_name": sender["first_name"]}
+        else:
+            chat = {"id": chat_id, "type": chat_type, "title": f"Chat {chat_id}"}
+            if forum:
+                chat["is_forum"] = True
+        self._chats[chat_id] = chat
+        return chat
+
+    def _push(self, bot: _Bot, body: dict[str, Any]) -> dict[str, Any]:
+        update = {"update_id": next(self._update_ids), **body}
+        bot.pending.append(update)
+        bot.notify()
+        self._wake.set()
+        return update
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        token = request.match_info["token"]
+        call = Call(method=method, token=token, payload=await _parameters(request), at=time.monotonic())
+        self.requests.append(call)
+        self._inflight[id(request)] = request
+        try:
+            response = await self._answer(request, call)
+        except asyncio.CancelledError:
+            call.status = 0  # the client went away (or drop_connections cut it)
+            raise
+        finally:
+            self._inflight.pop(id(request), None)
+        call.status = response.status
+        return response
+
+    async def _answer(self, request: web.Request, call: Call) -> web.Response:
+        bot = self._bots.get(call.token)
+        if bot is None:
+            return _error(401, "Unauthorized")
+        failures = self._failures.get(call.method)
+        if failures:
+            failure = failures.popleft()
+            if failure.drop:
+                if request.transport is not None:
+                    request.transport.abort()
+                await asyncio.Event().wait()  # the handler is cancelled as the connection closes
+            return _error(failure.status, failure.description, retry_after=failure.retry_after)
+        handler = _METHODS.get(call.method)
+        if handler is None:
+            return _error(404, "Not Found")
+        return await handler(self, bot, call.payload)
+
+    async def _get_me(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        return _ok(bot.user() | {"can_join_groups": True, "can_read_all_group_messages": False,
+                                 "supports_inline_queries": False})
+
+    async def _get_updates(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        if bot.webhook is not None:
+            return _error(409, "Conflict: can't use getUpdates method while webhook is active; "
+                          "use deleteWebhook to delete the webhook first")
+        offset = int(params.get("offset") or 0)
+        while bot.pending and bot.pending[0]["update_id"] < offset:
+            bot.pending.popleft()  # confirmed
+        limit = int(params.get("limit") or 100)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + float(params.get("timeout") or 0)
+        while not bot.pending and loop.time() < deadline:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await bot.changed.wait()
+            except TimeoutError:
+                break
+        return _ok(list(itertools.islice(bot.pending, limit)))
+
+    async def _send_message(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        text = params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return _error(400, "Bad Request: message text is empty")
+        if len(text.encode("utf-16-le")) // 2 > MAX_TEXT_UTF16:
+            return _error(400, "Bad Request: message is too long")
+        chat_id = int(params["chat_id"])
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private", "first_name": "User"}),
+            "from": bot.user(),
+            "text": text,
+        }
+        if params.get("message_thread_id") is not None:
+            message |= {"message_thread_id": int(params["message_thread_id"]), "is_topic_message": True}
+        if params.get("reply_markup") is not None:
+            message["reply_markup"] = params["reply_markup"]
+        self._messages[message["message_id"]] = (bot.token, message)
+        return _ok(message)
+
+    async def _edit_message_text(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        found = self._messages.get(int(params.get("message_id") or 0))
+        if found is None:
+            return _error(400, "Bad Request: message to edit not found")
+        message = found[1]
+        message["text"] = params.get("text", message["text"])
+        if "reply_markup" in params:
+            message["reply_markup"] = params["reply_markup"]
+        else:
+            message.pop("reply_markup", None)
+        return _ok(message)
+
+    async def _true(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        return _ok(True)
+
+    async def _set_webhook(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        if not params.get("url"):
+            return _error(400, "Bad Request: bad webhook: an HTTPS URL must be provided for webhook")
+        bot.webhook = params
+        self._wake.set()
+        return _ok(True)
+
+    async def _delete_webhook(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        bot.webhook = None
+        if params.get("drop_pending_updates"):
+            bot.pending.clear()
+        return _ok(True)
+
+    async def _push_webhooks(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not await self._post_pending():
+                await asyncio.sleep(_WEBHOOK_RETRY_S)
+                self._wake.set()
+
+    async def _post_pending(self) -> bool:
+        """POST each webhook bot's queued updates in order; return False if one was refused."""
+        assert self._session is not None
+        for bot in self._bots.values():
+            while bot.webhook is not None and bot.pending:
+                update = bot.pending[0]
+                headers = {}
+                if bot.webhook.get("secret_token"):
+                    headers[_SECRET_HEADER] = str(bot.webhook["secret_token"])
+                try:
+                    async with self._session.post(
+                        bot.webhook["url"], json=update, headers=headers, timeout=aiohttp.ClientTimeout(total=10)
+                    ) as response:
+                        status = response.status
+                except (aiohttp.ClientError, TimeoutError):
+                    status = 0
+                self.webhook_attempts.append((update["update_id"], status))
+                if not 200 <= status < 300:
+                    return False
+                if bot.pending and bot.pending[0] is update:
+                    bot.pending.popleft()
+        return True
+
+
+_Handler = Callable[[FakeTelegram, _Bot, dict[str, Any]], Awaitable[web.Response]]
+_METHODS: Final[dict[str, _Handler]] = {
+    "getMe": FakeTelegram._get_me,
+    "getUpdates": FakeTelegram._get_updates,
+    "sendMessage": FakeTelegram._send_message,
+    "editMessageText": FakeTelegram._edit_message_text,
+    "sendChatAction": FakeTelegram._true,
+    "answerCallbackQuery": FakeTelegram._true,
+    "setWebhook": FakeTelegram._set_webhook,
+    "deleteWebhook": FakeTelegram._delete_webhook,
+}
+
+
+async def _parameters(request: web.Request) -> dict[str, Any]:
+    """Decode query, JSON or form parameters; form values are JSON unless plain strings."""
+    params: dict[str, Any] = dict(request.query)
+    if request.content_type == "application/json":
+        body = await request.json() if request.can_read_body else {}
+        params |= body if isinstance(body, dict) else {}
+        return params
+    if request.can_read_body:
+        params |= {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+    for key, value in params.items():
+        if key not in _RAW_STRINGS and isinstance(value, str):
+            try:
+                params[key] = json.loads(value)
+            except ValueError:
+                pass
+    return params
+
+
+def _ok(result: object) -> web.Response:
+    return web.json_response({"ok": True, "result": result})
+
+
+def _error(status: int, description: str | None, *, retry_after: float | None = None) -> web.Response:
+    if description is None:
+        description = {
+            401: "Unauthorized",
+            403: "Forbidden: bot was blocked by the user",
+            429: f"Too Many Requests: retry after {retry_after}",
+        }.get(status, f"Error {status}")
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if retry_after is not None:
+        body["parameters"] = {"retry_after": retry_after}
+    return web.json_response(body, status=status)
