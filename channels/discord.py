@@ -193,6 +193,8 @@ class DiscordAdapter:
             raise _http_error(self.name, "login", exc) from exc
         except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ChannelError(self.name, f"cannot connect to Discord: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # discord.py 2.7 hits AttributeError if the first socket closes before HELLO
+            raise ChannelError(self.name, f"discord.py failed: {type(exc).__name__}: {exc}") from exc
 
     def _options(self) -> dict[str, Any]:
         return {

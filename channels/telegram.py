@@ -59,6 +59,12 @@ _CALLBACK_DATA_MAX_BYTES: Final = 64
 _PREVIEW_CHARS: Final = 600
 _APPROVAL_COMMANDS: Final = MappingProxyType({"/approve": True, "/deny": False})
 
+# PTB 22 warns about `RetryAfter.retry_after` turning into a timedelta from inside its own
+# constructor, on every 429; `_retry_after_s` reads both forms, so the warning is noise.
+warnings.filterwarnings(
+    "ignore", message=r".*attribute `retry_after` will be of type", category=PTBDeprecationWarning
+)
+
 
 class TelegramAdapter:
     """One Telegram bot; build it with `create`.
@@ -362,7 +368,7 @@ def _thread_id(thread: str | None) -> int | None:
 
 
 def _retry_after_s(exc: RetryAfter) -> float:
-    with warnings.catch_warnings():  # PTB 22 warns that the int form will become a timedelta
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", PTBDeprecationWarning)
         value = exc.retry_after
     return value.total_seconds() if isinstance(value, dtm.timedelta) else float(value)

@@ -61,8 +61,9 @@ async def serve(config: Config, config_path: Path) -> int:
             notify("STOPPING=1")
             logger.info("stopping: no new messages; draining up to {}s", runtime.config.daemon.shutdown_grace_s)
             runtime.accepting = False
-            for name in list(runtime.channels):
-                await stop_channel(runtime, name)
+            for handle in runtime.channels.values():  # stop receiving; replies can still go out
+                if handle.task is not None:
+                    handle.task.cancel()
             if not await runtime.drain(runtime.config.daemon.shutdown_grace_s):
                 logger.warning("grace period over: {} turn(s) interrupted", runtime.inflight)
     finally:

@@ -156,6 +156,8 @@ async def process_message(
     state = runtime.session(key)
     try:
         async with state.lock:
+            if not runtime.accepting:  # stopping: leave it pending for the next start
+                return Disposition.NOT_ACCEPTING
             return await _run_turn(runtime, config, route, inbound, key, state)
     finally:
         runtime.release(state)

@@ -214,6 +214,7 @@ class McpConnection:
         self._refresh.clear()
         self._end_reason = None
         ready = False
+        deadline = asyncio.get_running_loop().time() + self._connect_timeout_s
         try:
             client = Client(
                 open_transport(
@@ -226,19 +227,33 @@ class McpConnection:
                 client_info=Implementation(name=_CLIENT_NAME, version="0"),
             )
             async with AsyncExitStack() as stack:
-                try:
-                    async with asyncio.timeout(self._connect_timeout_s):
-                        await stack.enter_async_context(client)
-                        offer = await _list(client)
-                except TimeoutError:
-                    return ready, _Fault(f"no answer within {self._connect_timeout_s:g}s", permanent=False)
-                self._client = client
-                self._publish(offer)
-                ready = True
-                logger.info("MCP server {!r} connected ({} tools)", self.server, len(offer.tools))
-                self._set(ConnectionState.READY)
-                await self._serve(client)
-                self._client = None
+                async with asyncio.timeout_at(deadline):
+                    await stack.enter_async_context(client)
+                async with asyncio.TaskGroup() as group:
+                    subscribed = asyncio.Event()
+                    listener = group.create_task(self._listen(client, subscribed))
+                    try:
+                        # Subscribe before listing, so no change can fall between the two.
+                        async with asyncio.timeout_at(deadline):
+                            await subscribed.wait()
+                            offer = await _list(client)
+                    except TimeoutError:
+                        listener.cancel()
+                        raise
+                    self._client = client
+                    self._publish(offer)
+                    ready = True
+                    logger.info("MCP server {!r} connected ({} tools)", self.server, len(offer.tools))
+                    self._set(ConnectionState.READY)
+                    refresher = group.create_task(self._refresher(client))
+                    await self._wake.wait()
+                    self._client = None
+                    listener.cancel()
+                    refresher.cancel()
+        except TimeoutError:
+            if not ready:
+                return ready, _Fault(f"no answer within {self._connect_timeout_s:g}s", permanent=False)
+            return ready, _Fault("the session timed out", permanent=False)
         except Exception as exc:
             return ready, _classify(exc)
         finally:
@@ -247,23 +262,18 @@ class McpConnection:
             return ready, None
         return ready, _Fault(self._end_reason or "the session ended", permanent=False)
 
-    async def _serve(self, client: Client) -> None:
-        async with asyncio.TaskGroup() as group:
-            listener = group.create_task(self._listen(client))
-            refresher = group.create_task(self._refresher(client))
-            await self._wake.wait()
-            listener.cancel()
-            refresher.cancel()
-
-    async def _listen(self, client: Client) -> None:
+    async def _listen(self, client: Client, subscribed: asyncio.Event) -> None:
         # 2026-07-28 servers announce list changes on a `subscriptions/listen` stream; older
         # ones send `notifications/tools/list_changed`, which `_on_message` sees.
         try:
             async with client.listen(tools_list_changed=True, resources_list_changed=True) as events:
+                subscribed.set()
                 async for _event in events:
                     self._refresh.set()
         except Exception as exc:  # not offered by this server or its protocol version
             logger.debug("MCP server {!r}: no change subscription ({})", self.server, exc)
+        finally:
+            subscribed.set()
 
     async def _refresher(self, client: Client) -> None:
         while True:

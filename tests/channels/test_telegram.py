@@ -125,9 +125,8 @@ async def test_undelivered_update_is_fetched_again_after_restart(
     async with running(make_adapter(), inbox):
         (again,) = await inbox.wait(1)
         await fake.wait_for(lambda: not fake.pending())  # confirmed once delivered
-    assert isinstance(again, Inbound)
-    assert again.event_id == seen[0].event_id if isinstance(seen[0], Inbound) else False
-    assert again.event_id == str(update["update_id"])
+    assert isinstance(again, Inbound) and isinstance(seen[0], Inbound)
+    assert again.event_id == seen[0].event_id == str(update["update_id"])
 
 
 async def test_send_chunks_to_the_limit_and_keeps_code_fences(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:

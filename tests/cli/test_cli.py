@@ -108,3 +108,22 @@ def test_tools_and_policy_output(write_config: WriteConfig, capsys: pytest.Captu
     assert cli.main(["policy", "a", "--config", str(path)]) == 0
     out = capsys.readouterr().out
     assert 'tools: ["file_read", "shell"]' in out and "  interactivity: \"non_interactive\"" in out
+
+
+def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(
+        '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[agents.ops]\nprovider = "p"\nmodel = "m"\n[agents.pub]\nprovider = "p"\nmodel = "m"\n'
+        '[channels.tg]\nkind = "telegram"\ntoken = "env:TG_TOKEN"\n'
+        '[[routes]]\nchannel = "tg"\nchat = "-100*"\nagent = "ops"\nsenders = ["42"]\napprovers = ["7"]\n'
+        '[[routes]]\nchannel = "tg"\nagent = "pub"\nsenders = ["*"]\nsession = "per_chat"\n'
+    )
+    assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "42", "--config", str(path)]) == 0
+    assert capsys.readouterr().out == "routes[0]: matches -> agent 'ops', session per_sender, approvers ['7']\n"
+    assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "9", "--config", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "routes[0]: skipped (sender '9' is not in its senders list)",
+        "routes[1]: matches -> agent 'pub', session per_chat",
+    ]
+    assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--config", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "no route matches: the message would be ignored and logged"

@@ -231,3 +231,54 @@ def test_secret_references_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("ORCH_TEST_TOKEN")
     with pytest.raises(SecretError, match="environment variable ORCH_TEST_TOKEN is not set"):
         resolve_secret(SecretRef("env:ORCH_TEST_TOKEN"))
+
+
+def test_channel_and_route_errors(write_config: WriteConfig) -> None:
+    path = write_config(
+        BASE
+        + """
+        [agents.ops]
+        provider = "local"
+        model = "m"
+
+        [channels.tg]
+        kind = "telegram"
+        token = "123456:ABC-literal"
+
+        [channels.sl]
+        kind = "slack"
+        bot_token = "env:SLACK_BOT"
+
+        [channels.irc]
+        kind = "irc"
+
+        [[routes]]
+        channel = "tgg"
+        agent = "opz"
+        """
+    )
+    assert problems(path) == [
+        f"{path}: channels.tg.token: secrets must be references ('env:NAME' or 'file:PATH'), not literal values",
+        f"{path}: channels.irc.kind: unknown kind 'irc'; expected one of 'telegram', 'slack', 'discord', 'terminal'",
+    ]
+    path = write_config(
+        BASE
+        + """
+        [agents.ops]
+        provider = "local"
+        model = "m"
+
+        [channels.sl]
+        kind = "slack"
+        bot_token = "env:SLACK_BOT"
+
+        [[routes]]
+        channel = "tgg"
+        agent = "opz"
+        """
+    )
+    assert problems(path) == [
+        f"{path}: channels.sl.app_token: required for mode 'socket'",
+        f"{path}: routes[0].channel: unknown channel 'tgg'",
+        f"{path}: routes[0].agent: unknown agent 'opz' (did you mean 'ops'?)",
+    ]

@@ -94,7 +94,7 @@ class _Session:
     socket: _Connection | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Connection:
     ws: web.WebSocketResponse
     zlib_stream: bool
@@ -434,54 +434,56 @@ class FakeDiscord:
             await self._notify()
 
     async def _answer(self, request: web.Request, path: str, body: Any) -> web.StreamResponse:
-        if request.headers.get("Authorization") != f"Bot {self.token}":
-            return web.json_response({"message": "401: Unauthorized", "code": 0}, status=401)
+        # interaction callbacks are authorised by the interaction token in the path, not the bot token
+        token_in_path = path.startswith(("/interactions/", "/webhooks/"))
+        if not token_in_path and request.headers.get("Authorization") != f"Bot {self.token}":
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         failure = self._take_failure(request.method, path)
         if failure is not None:
             return failure
         method = request.method
         if method == "GET" and path == "/users/@me":
-            return web.json_response(
+            return _json(
                 _user(self.bot_id, username=self.bot_name, bot=True) | {"verified": True, "flags": 0, "mfa_enabled": False}
             )
         if method == "GET" and path == "/oauth2/applications/@me":
-            return web.json_response(self._application())
+            return _json(self._application())
         if method == "GET" and path in ("/gateway", "/gateway/bot"):
             answer: dict[str, Any] = {"url": self.gateway_url}
             if path == "/gateway/bot":
                 answer |= {"shards": 1, "session_start_limit": {
                     "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1}}
-            return web.json_response(answer)
+            return _json(answer)
         if match := re.fullmatch(r"/channels/(\d+)/messages", path):
             if method == "POST" and isinstance(body, dict):
                 message = self._bot_message(match[1], body)
                 self.created_messages.append(dict(body) | {"channel_id": match[1], "id": message["id"]})
-                return web.json_response(message)
+                return _json(message)
         if (match := re.fullmatch(r"/channels/(\d+)/typing", path)) and method == "POST":
             self.typing.append(match[1])
             return web.Response(status=204)
         if (match := re.fullmatch(r"/channels/(\d+)", path)) and method == "GET":
             if match[1] in self._channels:
-                return web.json_response(self._channels[match[1]])
-            return web.json_response({"message": "Unknown Channel", "code": 10003}, status=404)
+                return _json(self._channels[match[1]])
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
         if (match := re.fullmatch(r"/interactions/(\d+)/([^/]+)/callback", path)) and method == "POST":
             self.interaction_responses.append(dict(body or {}) | {"interaction_id": match[1]})
             if request.query.get("with_response") in ("1", "true"):
-                return web.json_response(
+                return _json(
                     {"interaction": {"id": match[1], "type": 3, "response_message_loading": False,
                                      "response_message_ephemeral": False}}
                 )
             return web.Response(status=204)
-        return web.json_response({"message": "404: Not Found", "code": 0}, status=404)
+        return _json({"message": "404: Not Found", "code": 0}, status=404)
 
     def _take_failure(self, method: str, path: str) -> web.Response | None:
         for failure in self._failures:
             if failure.remaining > 0 and failure.method == method and failure.pattern.fullmatch(path):
                 failure.remaining -= 1
                 if failure.status != 429:
-                    return web.json_response({"message": f"fake error {failure.status}", "code": 0}, status=failure.status)
+                    return _json({"message": f"fake error {failure.status}", "code": 0}, status=failure.status)
                 retry_after = failure.retry_after if failure.retry_after is not None else 0.05
-                return web.json_response(
+                return _json(
                     {"message": "You are being rate limited.", "retry_after": retry_after, "global": False},
                     status=429,
                     headers={"Retry-After": f"{retry_after:g}", "Via": "1.1 google", "X-RateLimit-Scope": "user"},
@@ -590,6 +592,13 @@ class FakeDiscord:
         session.events.append((session.seq, event, payload))
         if session.socket is not None:
             await session.socket.send({"op": 0, "s": session.seq, "t": event, "d": payload})
+
+
+def _json(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    # exactly "application/json": discord.py decodes JSON only for that exact content type
+    return web.Response(
+        body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"} | (headers or {})
+    )
 
 
 def _custom_ids(message: dict[str, Any]) -> list[str]:
