@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import aiohttp
 import discord
@@ -50,7 +50,8 @@ _PREVIEW_CHARS: Final = 1200
 _CUSTOM_ID_MAX: Final = 100
 _CUSTOM_ID: Final = re.compile(r"ap:(?P<request_id>.+):(?P<answer>[yn])")
 _AUTH_CLOSE_CODES: Final = frozenset({4004})  # Authentication failed
-# Discord refuses bursts faster than this anyway; a longer wait is a reason to give up.
+# discord.py waits out a 429 up to this long (its minimum); a longer retry_after fails the
+# send with ChannelError instead of stalling the turn.
 _MAX_RATELIMIT_WAIT_S: Final = 30.0
 _SDK_DEFAULT_BASE: Final = Route.BASE
 _SDK_DEFAULT_GATEWAY: Final = DiscordWebSocket.DEFAULT_GATEWAY
@@ -63,6 +64,7 @@ class _Endpoints:
     gateway: str | None
 
 
+_T = TypeVar("_T")
 _live: weakref.WeakSet[DiscordAdapter] = weakref.WeakSet()
 
 
@@ -138,6 +140,9 @@ class DiscordAdapter:
 
     async def run(self, deliver: Deliver, ready: Ready) -> None:
         """Log in, connect to the gateway and deliver messages and clicks until cancelled.
+
+        Deliveries are awaited one at a time, in the order Discord sent them; a button press
+        is acknowledged to Discord only after its delivery returned.
 
         Raises `ChannelAuthError` when Discord refuses the token (401 on login, gateway close
         code 4004) or the bot lacks a privileged intent it needs (message content), and
@@ -242,11 +247,10 @@ class DiscordAdapter:
         """Post `message.text` in chunks of at most 2,000 characters (the first one replying
         to `reply_to` when given). discord.py waits out 429s (retry_after, up to 5 tries,
         each wait at most 30 s); raises `ChannelError` when it gives up."""
-        client = self._require_client()
-        channel = client.get_partial_messageable(int(message.thread or message.chat))
+        channel = self._channel(message.chat, message.thread)
         reference = (
             discord.MessageReference(message_id=int(message.reply_to), channel_id=channel.id, fail_if_not_exists=False)
-            if message.reply_to
+            if message.reply_to and message.reply_to.isdigit()
             else None
         )
         for index, chunk in enumerate(chunk_text(message.text, MAX_MESSAGE_CHARS)):
@@ -255,14 +259,12 @@ class DiscordAdapter:
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat or thread."""
-        client = self._require_client()
-        channel = client.get_partial_messageable(int(prompt.thread or prompt.chat))
+        channel = self._channel(prompt.chat, prompt.thread)
         await self._call("post an approval prompt", channel.send(_prompt_text(prompt), view=_buttons(prompt.request_id)))
 
     async def typing(self, chat: str, thread: str | None) -> None:
         """Show "typing..." once (Discord keeps it for about 10 s or until the bot posts)."""
-        client = self._require_client()
-        await self._call("send typing", client.get_partial_messageable(int(thread or chat)).typing())
+        await self._call("send typing", self._channel(chat, thread).typing())
 
     async def aclose(self) -> None:
         """Disconnect, and restore discord.py's default endpoints if no Discord channel is left."""
@@ -275,13 +277,17 @@ class DiscordAdapter:
             Route.BASE = _SDK_DEFAULT_BASE
             DiscordWebSocket.DEFAULT_GATEWAY = _SDK_DEFAULT_GATEWAY
 
-    def _require_client(self) -> _GatewayClient:
+    def _channel(self, chat: str, thread: str | None) -> discord.PartialMessageable:
+        """Return the channel to post in: the thread if any (a thread is a channel), else `chat`."""
         client = self._client
         if client is None or client.user is None:
             raise ChannelError(self.name, "not connected to Discord")
-        return client
+        target = thread or chat
+        if not target.isdigit():
+            raise ChannelError(self.name, f"{target!r} is not a Discord channel id")
+        return client.get_partial_messageable(int(target))
 
-    async def _call(self, what: str, operation: Any) -> Any:
+    async def _call(self, what: str, operation: Awaitable[_T]) -> _T:
         try:
             return await operation
         except discord.HTTPException as exc:

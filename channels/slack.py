@@ -28,7 +28,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -52,8 +52,10 @@ from channels.base import (
 )
 from channels.chunking import chunk_text
 from channels.slack_payloads import approval_message, escape, from_block_actions, from_event
-from orchestrator.config.channels import SlackChannelConfig
-from orchestrator.config.secrets import SecretRef
+
+if TYPE_CHECKING:
+    from orchestrator.config import SecretRef
+    from orchestrator.config.channels import SlackChannelConfig
 
 __all__ = ["SlackAdapter", "create"]
 
@@ -184,16 +186,17 @@ class SlackAdapter:
         ping_s = self._config.socket_ping_interval_s
         grace_s = ping_s * _GRACE_PINGS
         handler = AsyncSocketModeHandler(app, self._app_token, logger=_log, web_client=client, ping_interval=ping_s)
+        connection: Any = handler  # bolt leaves connect_async / close_async unannotated
         try:
             try:
                 async with asyncio.timeout(grace_s):
-                    await handler.connect_async()
+                    await connection.connect_async()
             except TimeoutError:
                 raise ChannelError(self.name, f"socket mode: no websocket within {grace_s:g}s") from None
             ready()
             await self._watch_socket(handler, ping_s, grace_s)
         finally:
-            await handler.close_async()
+            await connection.close_async()
 
     async def _watch_socket(self, handler: AsyncSocketModeHandler, ping_s: float, grace_s: float) -> None:
         """Return never; raise `ChannelError` once the SDK has not reconnected for `grace_s`."""

@@ -22,7 +22,15 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from loguru import logger
-from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters, Update
+from telegram import (
+    Bot,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+    Update,
+)
 from telegram.constants import ChatAction, ChatType
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
@@ -140,9 +148,8 @@ class TelegramAdapter:
         yes, no = (f"{_CALLBACK_PREFIX}:{prompt.request_id}:{flag}" for flag in ("y", "n"))
         markup = None
         if len(yes.encode()) <= _CALLBACK_DATA_MAX_BYTES:
-            markup = InlineKeyboardMarkup(
-                [[InlineKeyboardButton("Approve", callback_data=yes), InlineKeyboardButton("Deny", callback_data=no)]]
-            )
+            approve = InlineKeyboardButton("Approve", callback_data=yes)
+            markup = InlineKeyboardMarkup(((approve, InlineKeyboardButton("Deny", callback_data=no)),))
         else:  # Telegram caps callback_data at 64 bytes; the text commands still work
             logger.warning("channel {}: request id too long for buttons; asking for /approve text", self.name)
         await self._call(
@@ -191,7 +198,8 @@ class TelegramAdapter:
 
     async def _poll(self, deliver: Deliver, ready: Ready) -> None:
         # A webhook left over from webhook mode would make every getUpdates fail with 409.
-        await self._call("deleteWebhook", functools.partial(self._bot.delete_webhook, drop_pending_updates=False))
+        delete = functools.partial(self._bot.delete_webhook, drop_pending_updates=False)
+        await self._call("deleteWebhook", delete)
         ready()
         timeout = dtm.timedelta(seconds=self._config.poll_timeout_s)
         self._polling = True
@@ -250,7 +258,7 @@ class TelegramAdapter:
     async def _on_webhook(self, deliver: Deliver, secret: str, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "")
         if not hmac.compare_digest(given.encode(), secret.encode()):
-            logger.warning("channel {}: webhook call with a wrong secret token from {}", self.name, request.remote)
+            logger.warning("channel {}: webhook call with a wrong secret from {}", self.name, request.remote)
             return web.Response(status=403)
         try:
             data = await request.json()
@@ -284,7 +292,12 @@ class TelegramAdapter:
         command = _approval_command(text, self._username)
         if command is not None:
             request_id, approved = command
-            return ApprovalAnswer(channel=self.name, request_id=request_id, sender=sender, approved=approved, chat=chat)
+            return ApprovalAnswer(
+                channel=self.name, request_id=request_id, sender=sender, approved=approved, chat=chat
+            )
+        # Only forum topics are threads one can post into; replies in plain groups also
+        # carry a message_thread_id, which sendMessage would reject there.
+        topic = message.message_thread_id if message.is_topic_message else None
         return Inbound(
             channel=self.name,
             chat=chat,
@@ -292,9 +305,7 @@ class TelegramAdapter:
             text=text,
             event_id=str(update_id),
             message_id=str(message.message_id),
-            # Only forum topics are threads one can post into; replies in plain groups also
-            # carry a message_thread_id, which sendMessage would reject there.
-            thread=str(message.message_thread_id) if message.is_topic_message and message.message_thread_id else None,
+            thread=str(topic) if topic else None,
             sender_name=user.full_name,
             is_direct=message.chat.type == ChatType.PRIVATE,
         )
@@ -305,14 +316,16 @@ class TelegramAdapter:
         if answer is not None:
             request_id, approved = answer
             chat = str(query.message.chat.id) if query.message is not None else None
+            sender = str(query.from_user.id)
             await deliver(
                 ApprovalAnswer(
-                    channel=self.name, request_id=request_id, sender=str(query.from_user.id), approved=approved, chat=chat
+                    channel=self.name, request_id=request_id, sender=sender, approved=approved, chat=chat
                 )
             )
             toast = "Approval sent" if approved else "Denial sent"
         try:  # acknowledged after deliver, so the client's spinner means "not recorded yet"
-            await self._call("answerCallbackQuery", functools.partial(self._bot.answer_callback_query, query.id, text=toast), retries=0)
+            acknowledge = functools.partial(self._bot.answer_callback_query, query.id, text=toast)
+            await self._call("answerCallbackQuery", acknowledge, retries=0)
         except ChannelAuthError:
             raise
         except ChannelError as exc:  # an expired query id must not stop the channel
@@ -320,7 +333,9 @@ class TelegramAdapter:
 
     # -- calling the API ------------------------------------------------------------------
 
-    async def _call(self, action: str, call: Callable[[], Awaitable[T]], *, retries: int = _RATE_LIMIT_RETRIES) -> T:
+    async def _call(
+        self, action: str, call: Callable[[], Awaitable[T]], *, retries: int = _RATE_LIMIT_RETRIES
+    ) -> T:
         """Run one Bot API call, sleeping out up to `retries` rate limits; translate its errors."""
         attempt = 0
         while True:
@@ -335,7 +350,8 @@ class TelegramAdapter:
                 logger.info("channel {}: {} rate limited; retrying in {:g}s", self.name, action, delay)
                 await asyncio.sleep(delay)
             except InvalidToken as exc:
-                raise ChannelAuthError(self.name, f"{action}: Telegram rejected the bot token ({exc.message})") from exc
+                reason = f"{action}: Telegram rejected the bot token ({exc.message})"
+                raise ChannelAuthError(self.name, reason) from exc
             except TelegramError as exc:
                 raise ChannelError(self.name, f"{action}: {exc.message}") from exc
 
@@ -344,7 +360,8 @@ def create(name: str, config: TelegramChannelConfig, *, secrets: Callable[[Secre
     """Build the adapter for `[channels.<name>]`, resolving its secrets now."""
     webhook_secret = secrets(config.webhook_secret) if config.webhook_secret is not None else None
     try:
-        return TelegramAdapter(name=name, config=config, token=secrets(config.token), webhook_secret=webhook_secret)
+        token = secrets(config.token)
+        return TelegramAdapter(name=name, config=config, token=token, webhook_secret=webhook_secret)
     except InvalidToken as exc:  # PTB refuses an empty token before any request
         raise ChannelAuthError(name, f"invalid bot token: {exc.message}") from exc
 

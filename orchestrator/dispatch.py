@@ -168,7 +168,8 @@ async def _run_turn(
 ) -> Disposition:
     adapter = runtime.channels[inbound.channel].adapter
     execution = resolve(config, route.agent, path=ConstructionPath.CHANNEL, services=runtime.services)
-    entry = runtime.transcript(key, route.agent)
+    keep = execution.knobs.max_history_messages
+    entry = runtime.transcript(key, route.agent, keep=keep)
     approver = ChannelApprover(runtime, adapter, inbound, route)
     runtime.store.mark(inbound.channel, inbound.event_id, "running")
     runtime.turn_started()
@@ -186,12 +187,12 @@ async def _run_turn(
     except asyncio.CancelledError:
         # the daemon is stopping: keep what the turn did; the row stays "running" so the
         # next start closes it and tells the user (the adapters are already stopped now)
-        runtime.persist(entry)
+        runtime.persist(entry, keep=keep)
         raise
     finally:
         state.current = None
         runtime.turn_finished()
-    runtime.persist(entry)
+    runtime.persist(entry, keep=keep)
     runtime.store.mark(inbound.channel, inbound.event_id, "done")
     if result is None:
         await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text="Stopped."))

@@ -31,3 +31,6 @@ def configure_logging(*, level: str, fmt: str) -> None:
     # third-party INFO chatter (one line per HTTP request) only when debugging
     sdk_level = logging.DEBUG if level in ("TRACE", "DEBUG") else logging.WARNING
     logging.basicConfig(handlers=[_Intercept()], level=sdk_level, force=True)
+    # HTTP client request lines carry URLs, and Telegram puts the bot token in the URL
+    for name in ("httpx", "httpx2", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)

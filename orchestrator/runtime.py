@@ -151,29 +151,29 @@ class Runtime:
         if state.users == 0 and self.sessions.get(state.key) is state:
             del self.sessions[state.key]
 
-    def transcript(self, key: str, agent: str) -> SessionTranscript:
-        """Return the open session of `key` for `agent`, loading its transcript once."""
+    def transcript(self, key: str, agent: str, *, keep: int) -> SessionTranscript:
+        """Return the open session of `key` for `agent`, loading its last `keep` messages once."""
         cached = self._transcripts.get(key)
         session_id = self.store.open_session(key, agent)
         if cached is not None and cached.session_id == session_id:
             self._transcripts.move_to_end(key)
             return cached
-        messages = self.store.load_messages(session_id)
-        entry = SessionTranscript(
-            session_id=session_id,
-            transcript=Transcript(session=str(session_id), messages=messages),
-            persisted=len(messages),
-        )
+        messages, total = self.store.load_messages(session_id, last=keep)
+        transcript = Transcript(session=str(session_id), messages=messages, dropped=total - len(messages))
+        transcript.compact(keep)  # never start the window on an orphan tool result
+        entry = SessionTranscript(session_id=session_id, transcript=transcript, persisted=total)
         self._transcripts[key] = entry
         if len(self._transcripts) > _TRANSCRIPT_CACHE:
             self._transcripts.popitem(last=False)
         return entry
 
-    def persist(self, entry: SessionTranscript) -> None:
-        """Write the transcript messages not yet stored."""
-        messages = entry.transcript.messages
-        self.store.append_messages(entry.session_id, entry.persisted, messages[entry.persisted :])
-        entry.persisted = len(messages)
+    def persist(self, entry: SessionTranscript, *, keep: int) -> None:
+        """Write the messages not yet stored, then hold only the last `keep` in memory."""
+        transcript = entry.transcript
+        fresh = transcript.messages[entry.persisted - transcript.dropped :]
+        self.store.append_messages(entry.session_id, entry.persisted, fresh)
+        entry.persisted = transcript.total
+        transcript.compact(keep)
 
     def forget_session(self, key: str) -> None:
         """Close the open session of `key`; the next message starts afresh."""

@@ -187,8 +187,11 @@ def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
 
     for name, channel in config.channels.items():
         base = f"channels.{name}"
-        if channel.kind == "telegram" and channel.mode == "webhook" and not channel.webhook_url:
-            yield ConfigProblem(shown, f"{base}.webhook_url", "required for mode 'webhook'")
+        if channel.kind == "telegram" and channel.mode == "webhook":
+            if not channel.webhook_url:
+                yield ConfigProblem(shown, f"{base}.webhook_url", "required for mode 'webhook'")
+            if channel.webhook_secret is None:
+                yield ConfigProblem(shown, f"{base}.webhook_secret", "required for mode 'webhook'")
         if channel.kind == "slack" and channel.mode == "socket" and channel.app_token is None:
             yield ConfigProblem(shown, f"{base}.app_token", "required for mode 'socket'")
         if channel.kind == "slack" and channel.mode == "http" and channel.signing_secret is None:

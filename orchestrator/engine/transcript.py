@@ -11,14 +11,35 @@ __all__ = ["Transcript"]
 class Transcript:
     """An append-only message list with a history window that never starts mid-exchange."""
 
-    __slots__ = ("messages", "parent", "session")
+    __slots__ = ("dropped", "messages", "parent", "session")
 
     def __init__(
-        self, *, session: str, messages: Iterable[dict[str, Any]] = (), parent: str | None = None
+        self,
+        *,
+        session: str,
+        messages: Iterable[dict[str, Any]] = (),
+        parent: str | None = None,
+        dropped: int = 0,
     ) -> None:
         self.session = session
         self.parent = parent
         self.messages: list[dict[str, Any]] = list(messages)
+        self.dropped = dropped  # older messages no longer held in memory (still persisted)
+
+    @property
+    def total(self) -> int:
+        """Return how many messages the session has had, including dropped ones."""
+        return self.dropped + len(self.messages)
+
+    def compact(self, keep: int) -> None:
+        """Drop all but the last `keep` messages from memory (never leaving an orphan tool result)."""
+        excess = len(self.messages) - keep
+        if excess <= 0:
+            return
+        while excess < len(self.messages) and self.messages[excess]["role"] == "tool":
+            excess += 1
+        del self.messages[:excess]
+        self.dropped += excess
 
     def append(self, message: dict[str, Any]) -> None:
         """Add one message at the end."""

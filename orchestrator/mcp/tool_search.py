@@ -92,7 +92,7 @@ class ToolSearch:
 
     def _search(self, query: str) -> list[ToolSpec]:
         exact = [s for s in self._catalog if s.name == query]
-        if exact:
+        if exact or "__" in query:  # a qualified name: that tool or nothing, never fuzzy
             return exact
         words = [w for w in query.lower().replace("__", " ").replace("_", " ").split() if w != "*"]
         if not words:

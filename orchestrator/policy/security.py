@@ -14,7 +14,10 @@ __all__ = ["SecurityPolicy"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SecurityPolicy:
-    """One agent's resolved security limits; built by the seam, read by tools."""
+    """One agent's resolved security limits; built by the seam, read by tools.
+
+    `workspace` is an absolute, fully resolved path (the seam resolves it once).
+    """
 
     agent: str
     autonomy: Autonomy
@@ -33,11 +36,12 @@ class SecurityPolicy:
         """
         if not relative:
             relative = "."
-        candidate = Path(relative)
-        if candidate.is_absolute() or ".." in candidate.parts or "\x00" in relative:
+        if os.path.isabs(relative) or "\x00" in relative or ".." in relative.replace("\\", "/").split("/"):
             raise WorkspaceEscape(relative, str(self.workspace))
-        root = self.workspace.resolve()
-        resolved = Path(os.path.realpath(root / candidate))
-        if resolved != root and root not in resolved.parents:
-            raise WorkspaceEscape(relative, str(self.workspace))
-        return resolved
+        # the workspace was resolved once by the seam: a root swapped for a symlink later
+        # does not move the jail
+        root = str(self.workspace)
+        resolved = os.path.realpath(os.path.join(root, relative))
+        if resolved != root and not resolved.startswith(root + os.sep):
+            raise WorkspaceEscape(relative, root)
+        return Path(resolved)

@@ -97,12 +97,17 @@ class ScopedToolRegistry:
         """Return the tool names, sorted."""
         return self._names
 
+    @property
+    def deferred(self) -> frozenset[str]:
+        """Return the names whose specs are found through `tool_search` instead of sent."""
+        return self._deferred
+
     def get(self, name: str) -> Tool | None:
         """Return the tool called `name`, or None when this registry does not hold it."""
         return self._by_name.get(name)
 
     def provider_specs(self) -> tuple[dict[str, Any], ...]:
-        """Return the OpenAI `tools` list sent to the provider (exactly this registry)."""
+        """Return the OpenAI `tools` list sent to the provider: every tool but the deferred."""
         return self._specs
 
 

@@ -160,6 +160,7 @@ def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
         workspace.mkdir(parents=True, exist_ok=True)
     except OSError:
         pass  # the tools report a missing workspace when they are used
+    workspace = workspace.resolve()  # the jail root, resolved once (see SecurityPolicy.confine)
     return SecurityPolicy(
         agent=name,
         autonomy=agent.autonomy,

@@ -135,12 +135,16 @@ class SessionStore:
         """Close the open session for `key` (the next message starts a fresh one)."""
         self._db.execute("UPDATE sessions SET closed = 1 WHERE key = ? AND closed = 0", (key,))
 
-    def load_messages(self, session_id: int) -> list[dict[str, Any]]:
-        """Return a session's transcript, in order."""
+    def load_messages(self, session_id: int, *, last: int | None = None) -> tuple[list[dict[str, Any]], int]:
+        """Return (the last `last` messages in order, how many the session has in all)."""
+        (total,) = self._db.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
+        ).fetchone()
         rows = self._db.execute(
-            "SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            "SELECT body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+            (session_id, -1 if last is None else last),
         ).fetchall()
-        return [json.loads(body) for (body,) in rows]
+        return [json.loads(body) for (body,) in reversed(rows)], int(total)
 
     def append_messages(self, session_id: int, start_seq: int, messages: list[dict[str, Any]]) -> None:
         """Persist messages `start_seq..` of a transcript (idempotent per seq)."""

@@ -36,10 +36,11 @@ class ToolSpec:
     read_only: bool = False
     untrusted_output: bool = False
     source: ToolSource = ToolSource.BUILTIN
+    _openai: dict[str, Any] = field(init=False, repr=False, compare=False)
 
-    def openai_spec(self) -> dict[str, Any]:
-        """Return the OpenAI `tools` entry for this tool."""
-        return {
+    def __post_init__(self) -> None:
+        # built once per spec: every registry holding this tool shares it (never mutate it)
+        wire = {
             "type": "function",
             "function": {
                 "name": self.name,
@@ -47,6 +48,11 @@ class ToolSpec:
                 "parameters": _thaw(self.parameters),
             },
         }
+        object.__setattr__(self, "_openai", wire)
+
+    def openai_spec(self) -> dict[str, Any]:
+        """Return the OpenAI `tools` entry for this tool (shared; do not mutate)."""
+        return self._openai
 
 
 def _thaw(value: Any) -> Any:

@@ -108,6 +108,10 @@ LIST_DIR_SPEC: Final = ToolSpec(
 )
 
 
+_PATH_ONLY: Final = frozenset({"path"})
+_PATH_AND_CONTENT: Final = frozenset({"path", "content"})
+
+
 def _check_names(tool: str, arguments: Mapping[str, Any], known: frozenset[str]) -> None:
     unknown = sorted(set(arguments) - known)
     if unknown:
@@ -148,7 +152,7 @@ class FileRead:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return the file's text; raises `ToolFailure` for escapes, missing or binary files."""
         tool = FILE_READ_SPEC.name
-        _check_names(tool, arguments, frozenset({"path"}))
+        _check_names(tool, arguments, _PATH_ONLY)
         path = _string(tool, arguments, "path")
         target = _confine(tool, self.policy, path)
         try:
@@ -206,7 +210,7 @@ class FileWrite:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Replace the file's content; raises `ToolFailure` for escapes and OS errors."""
         tool = FILE_WRITE_SPEC.name
-        _check_names(tool, arguments, frozenset({"path", "content"}))
+        _check_names(tool, arguments, _PATH_AND_CONTENT)
         path = _string(tool, arguments, "path")
         try:
             data = _string(tool, arguments, "content").encode("utf-8")
@@ -252,7 +256,7 @@ class ListDir:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return sorted entries, one per line; raises `ToolFailure` for escapes and non-dirs."""
         tool = LIST_DIR_SPEC.name
-        _check_names(tool, arguments, frozenset({"path"}))
+        _check_names(tool, arguments, _PATH_ONLY)
         path = _string(tool, arguments, "path", default=".")
         target = _confine(tool, self.policy, path)
         names: list[str] = []

@@ -115,6 +115,8 @@ async def test_dm_is_delivered_with_its_fields(fake: FakeDiscord, make_adapter: 
     assert any(r.path == "/gateway/bot" for r in fake.requests)
     assert fake.gateway_connections[0]["query"]["encoding"] == "json"
     assert fake.gateway_connections[0]["query"]["v"] == "10"
+    # discord.py's Client always asks for transport compression; the fake answers in kind
+    assert fake.gateway_connections[0]["query"]["compress"] == "zlib-stream"
     intents = int(fake.identify_payloads[0]["intents"])
     assert intents & (1 << 15) and intents & (1 << 12) and intents & (1 << 9) and intents & 1
 
@@ -222,6 +224,8 @@ async def test_typing_sends_one_indicator(fake: FakeDiscord, make_adapter: MakeA
     async with connected(adapter):
         await adapter.typing(DM, None)
         await adapter.typing(CHANNEL, THREAD)
+        with pytest.raises(ChannelError, match="not a Discord channel id"):
+            await adapter.typing("general", None)
     assert fake.typing == [DM, THREAD]
 
 
@@ -241,7 +245,7 @@ async def test_send_waits_out_a_429_and_retries(fake: FakeDiscord, make_adapter:
 async def test_send_gives_up_with_channel_error(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
     adapter = make_adapter()
     async with connected(adapter):
-        fake.fail_next("POST", "/channels/{id}/messages", status=429, retry_after=0.01, times=100)
+        fake.fail_next("POST", "/channels/{id}/messages", status=429, retry_after=0.01, times=5)
         with pytest.raises(ChannelError, match="429"):
             await adapter.send(Outbound(chat=DM, text="never"))
         fake.fail_next("POST", "/channels/{id}/messages", status=403)
@@ -269,6 +273,15 @@ async def test_missing_privileged_intent_is_an_auth_error(fake: FakeDiscord, mak
         await make_adapter(gateway_url=fake.gateway_url).run(Inbox().deliver, lambda: None)
     assert len(fake.gateway_connections) == 1
     assert not any(r.path == "/gateway/bot" for r in fake.requests)  # gateway_url given: not asked
+
+
+async def test_gateway_refusing_the_token_is_an_auth_error(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
+    fake.gateway_rejects_token = True
+    started = time.monotonic()
+    with pytest.raises(ChannelAuthError, match="4004"):
+        await make_adapter().run(Inbox().deliver, lambda: None)
+    assert time.monotonic() - started < 2
+    assert len(fake.gateway_connections) == 1  # discord.py did not retry
 
 
 async def test_unreachable_api_is_a_channel_error(make_adapter: MakeAdapter) -> None:

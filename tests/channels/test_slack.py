@@ -28,17 +28,19 @@ Item = Inbound | ApprovalAnswer
 
 
 class Inbox:
-    """A `deliver` callback that queues what the adapter delivers; optionally held or failing."""
+    """A `deliver` callback queueing what the adapter delivers; it can be held shut or fail."""
 
     def __init__(self) -> None:
         self.items: asyncio.Queue[Item] = asyncio.Queue()
+        self.attempts: list[Item] = []
         self.gate: asyncio.Event | None = None
-        self.fail = False
+        self.fail_text: str | None = None
 
     async def deliver(self, item: Item) -> None:
+        self.attempts.append(item)
         if self.gate is not None:
             await self.gate.wait()
-        if self.fail:
+        if isinstance(item, Inbound) and item.text == self.fail_text:
             raise RuntimeError("the store is down")
         await self.items.put(item)
 
@@ -127,13 +129,17 @@ async def test_dm_is_delivered_with_slack_ids_and_acked_after_deliver(fake: Fake
 
 async def test_failed_deliver_is_not_acknowledged_so_slack_redelivers(fake: FakeSlack) -> None:
     inbox = Inbox()
+    inbox.fail_text = "lost?"
     async with socket_adapter(fake, inbox):
-        inbox.fail = True
         failed = await fake.push_message("lost?")
-        inbox.fail = False
         delivered = await fake.push_message("next")
-        assert isinstance(await inbox.next(), Inbound)
+        item = await inbox.next()
         await fake.wait_acked(delivered)
+        async with asyncio.timeout(5):
+            while not any(isinstance(i, Inbound) and i.text == "lost?" for i in inbox.attempts):
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # time enough for an ack, had one been sent
+    assert isinstance(item, Inbound) and item.text == "next"
     assert failed not in fake.acked
 
 
@@ -315,16 +321,21 @@ async def test_sdk_reconnects_after_the_socket_drops(fake: FakeSlack) -> None:
 
 async def test_run_raises_when_the_socket_stays_down_and_a_second_run_recovers(fake: FakeSlack) -> None:
     inbox = Inbox()
+    ready = asyncio.Event()
+
+    async def break_the_socket() -> None:
+        await ready.wait()
+        fake.socket_available = False
+        await fake.drop_socket()
+
     async with make_adapter(fake) as adapter:
-        ready = asyncio.Event()
         async with asyncio.TaskGroup() as tasks:
-            first = tasks.create_task(adapter.run(inbox.deliver, ready.set))
-            await ready.wait()
-            fake.socket_available = False
-            await fake.drop_socket()
-            async with asyncio.timeout(10):
-                with pytest.raises(ChannelError, match="disconnected"):
-                    await first
+            tasks.create_task(break_the_socket())
+            started = time.monotonic()
+            with pytest.raises(ChannelError, match="disconnected for over 1.2s"):
+                async with asyncio.timeout(10):
+                    await adapter.run(inbox.deliver, ready.set)
+        assert time.monotonic() - started < 5  # 6 ping intervals of 0.2 s, not the SDK's endless retry
         fake.socket_available = True
         async with running(adapter, inbox):
             await fake.push_message("back")
@@ -336,15 +347,16 @@ async def test_run_raises_when_the_socket_stays_down_and_a_second_run_recovers(f
 
 
 @asynccontextmanager
-async def http_adapter(fake: FakeSlack, inbox: Inbox) -> AsyncIterator[str]:
+async def http_adapter(fake: FakeSlack, inbox: Inbox) -> AsyncIterator[tuple[SlackAdapter, str]]:
     adapter = make_adapter(fake, mode="http", http_port=0, http_path="/slack/events")
     async with running(adapter, inbox):
-        assert adapter.http_url is not None
-        yield adapter.http_url
+        assert adapter.http_url is not None and adapter.http_url.endswith("/slack/events")
+        yield adapter, adapter.http_url
+    assert adapter.http_url is None
 
 
 async def test_http_url_verification_is_answered(fake: FakeSlack) -> None:
-    async with http_adapter(fake, Inbox()) as url:
+    async with http_adapter(fake, Inbox()) as (_, url):
         body = {"token": "t", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"}
         status, text = await post_event(url, body, secret=SIGNING_SECRET)
     assert status == 200 and "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" in text
@@ -353,7 +365,7 @@ async def test_http_url_verification_is_answered(fake: FakeSlack) -> None:
 async def test_http_signed_event_is_delivered_and_a_retry_keeps_the_event_id(fake: FakeSlack) -> None:
     inbox = Inbox()
     body = message_event("over http", user="U0005", channel="D0005")
-    async with http_adapter(fake, inbox) as url:
+    async with http_adapter(fake, inbox) as (_, url):
         first = await post_event(url, body, secret=SIGNING_SECRET)
         retry = await post_event(url, body, secret=SIGNING_SECRET, retry_num=1)
         items = [await inbox.next(), await inbox.next()]
@@ -364,7 +376,7 @@ async def test_http_signed_event_is_delivered_and_a_retry_keeps_the_event_id(fak
 
 async def test_http_bad_signature_and_stale_timestamp_are_rejected(fake: FakeSlack) -> None:
     inbox = Inbox()
-    async with http_adapter(fake, inbox) as url:
+    async with http_adapter(fake, inbox) as (_, url):
         forged = await post_event(url, message_event("forged"), secret=SIGNING_SECRET, bad_signature=True)
         stale = await post_event(url, message_event("stale"), secret=SIGNING_SECRET, timestamp=int(time.time()) - 301)
         unsigned = await post_signed(url, "{}", secret=SIGNING_SECRET, bad_signature=True)
@@ -376,10 +388,8 @@ async def test_http_bad_signature_and_stale_timestamp_are_rejected(fake: FakeSla
 
 async def test_http_button_click_is_acked_and_delivered(fake: FakeSlack) -> None:
     inbox = Inbox()
-    async with http_adapter(fake, inbox) as url:
-        adapter_prompt = prompt("req-9")
-        async with make_adapter(fake) as sender:  # posting only needs the Web API
-            await sender.prompt_approval(adapter_prompt)
+    async with http_adapter(fake, inbox) as (adapter, url):
+        await adapter.prompt_approval(prompt("req-9"))
         payload = block_actions(fake.find_prompt("req-9"), "deny", user="U0777")
         status, _ = await post_interaction(url, payload, secret=SIGNING_SECRET)
         item = await inbox.next()

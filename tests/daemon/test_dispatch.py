@@ -148,3 +148,23 @@ async def test_restart_replays_pending_and_closes_interrupted(write_config: Writ
         lines = await terms["term"].screen.wait_for(lambda ls: "answer to the second" in ls)
     assert any('restarted while answering "first, interrupted"' in line for line in lines)
     assert contents(fake_llm, -1)[-1] == "second, still queued"
+
+
+async def test_long_sessions_keep_only_the_window_in_memory(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    extra = "[agents.helper.budget]\nmax_history_messages = 3\n"
+    path = write_config(daemon_toml(fake_llm, agent_extra=extra))
+    async with running(path) as (runtime, terms):
+        for i in range(4):
+            fake_llm.script(text(f"answer {i}"))
+            terms["term"].type(f"question {i}")
+            await terms["term"].screen.wait_for(lambda lines, i=i: f"answer {i}" in lines)
+        (entry,) = runtime._transcripts.values()
+        assert len(entry.transcript.messages) == 3 and entry.transcript.total == 8
+        stored, total = runtime.store.load_messages(entry.session_id)
+    assert total == 8 and [m["content"] for m in stored][-2:] == ["question 3", "answer 3"]
+    assert contents(fake_llm, 3) == ["question 2", "answer 2", "question 3"]
+    fake_llm.script(text("after restart"))
+    async with running(path) as (_, terms):  # a restart loads only the tail
+        terms["term"].type("question 4")
+        await terms["term"].screen.wait_for(lambda lines: "after restart" in lines)
+    assert contents(fake_llm, 4) == ["question 3", "answer 3", "question 4"]

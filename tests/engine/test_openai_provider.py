@@ -87,10 +87,18 @@ async def test_model_messages_tools_and_temperature_are_sent_as_given(fake: Fake
     async with _provider(fake.base_url) as provider:
         await provider.complete(model="qwen-7b", messages=messages, tools=tools, temperature=0.25)
     [sent] = fake.requests
-    assert sent["model"] == "qwen-7b"
-    assert sent["messages"] == messages
-    assert sent["tools"] == tools
-    assert sent["temperature"] == 0.25
+    assert sent == {"model": "qwen-7b", "messages": messages, "tools": tools, "temperature": 0.25}
+
+
+async def test_api_key_is_sent_as_bearer_token(fake: FakeOpenAI) -> None:
+    fake.script(text("ok"), text("ok"))
+    async with OpenAICompatProvider(
+        name="p", base_url=fake.base_url, api_key="sk-test-1", timeout_s=5, max_retries=0
+    ) as provider:
+        await provider.complete(model="m", messages=[{"role": "user", "content": "hi"}], tools=[], temperature=None)
+    async with _provider(fake.base_url) as keyless:
+        await keyless.complete(model="m", messages=[{"role": "user", "content": "hi"}], tools=[], temperature=None)
+    assert fake.authorizations == ["Bearer sk-test-1", "Bearer not-needed"]
 
 
 async def test_empty_tools_and_unset_temperature_are_left_out(fake: FakeOpenAI) -> None:

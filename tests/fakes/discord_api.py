@@ -26,44 +26,24 @@ A bad token gets 401 on REST and close code 4004 on IDENTIFY.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import re
 import secrets
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final
 
 from aiohttp import WSMsgType, web
+
+from tests.fakes import discord_payloads as payloads
 
 __all__ = ["FakeDiscord", "RecordedRequest"]
 
 _API: Final = "/api/v10"
 _MESSAGE_CONTENT_INTENT: Final = 1 << 15
 _PRIVILEGED_INTENTS: Final = (1 << 1) | (1 << 8) | _MESSAGE_CONTENT_INTENT
-_snowflakes = itertools.count(1_300_000_000_000_000_001)
-
-
-def _snowflake() -> str:
-    return str(next(_snowflakes))
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _user(user_id: str, *, username: str | None = None, bot: bool = False) -> dict[str, Any]:
-    return {
-        "id": user_id,
-        "username": username or f"user{user_id[-4:]}",
-        "discriminator": "0",
-        "global_name": None,
-        "avatar": None,
-        "bot": bot,
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +116,15 @@ class FakeDiscord:
         self.bot_name = bot_name
         self.application_id = bot_id
         self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.refuse_privileged_intents = False
+        self.refuse_privileged_intents = False  # close 4014 on IDENTIFY asking for one
+        self.gateway_rejects_token = False  # close 4004 on IDENTIFY (a token revoked after login)
         self.requests: list[RecordedRequest] = []
         self.created_messages: list[dict[str, Any]] = []
         self.interaction_responses: list[dict[str, Any]] = []
         self.typing: list[str] = []
         self.gateway_connections: list[dict[str, Any]] = []
         self.identify_payloads: list[dict[str, Any]] = []
+        self._bot_messages: list[dict[str, Any]] = []
         self._guilds: dict[str, dict[str, Any]] = {}
         self._channels: dict[str, dict[str, Any]] = {}
         self._failures: list[_Failure] = []
@@ -214,34 +196,11 @@ class FakeDiscord:
         Sent as GUILD_CREATE after READY; if a session is live it is sent now.
         """
         gid = str(guild_id)
-        channels = [self._text_channel(str(c), gid) for c in text_channels]
-        thread_objs = [self._thread(str(t), str(p), gid) for t, p in (threads or {}).items()]
+        channels = [payloads.text_channel(str(c), gid) for c in text_channels]
+        thread_objs = [payloads.thread(str(t), str(p), gid) for t, p in (threads or {}).items()]
         for obj in channels + thread_objs:
             self._channels[obj["id"]] = obj
-        self._guilds[gid] = {
-            "id": gid,
-            "name": f"guild {gid}",
-            "icon": None,
-            "owner_id": "1",
-            "features": [],
-            "roles": [{"id": gid, "name": "@everyone", "permissions": "0", "position": 0, "color": 0,
-                       "hoist": False, "managed": False, "mentionable": False, "flags": 0}],
-            "emojis": [],
-            "stickers": [],
-            "member_count": 2,
-            "large": False,
-            "unavailable": False,
-            "joined_at": _now(),
-            "channels": channels,
-            "threads": thread_objs,
-            "members": [],
-            "voice_states": [],
-            "presences": [],
-            "stage_instances": [],
-            "guild_scheduled_events": [],
-            "soundboard_sounds": [],
-            "preferred_locale": "en-US",
-        }
+        self._guilds[gid] = payloads.guild(gid, channels, thread_objs)
         if self._current is not None and self._current.socket is not None:
             await self._dispatch("GUILD_CREATE", self._guilds[gid])
 
@@ -271,29 +230,15 @@ class FakeDiscord:
         username: str | None = None,
     ) -> str:
         """Dispatch MESSAGE_CREATE; return the message id (pass `message_id` to redeliver one)."""
-        mid = str(message_id) if message_id is not None else _snowflake()
-        author = _user(str(author_id), username=username, bot=bot)
-        payload: dict[str, Any] = {
-            "id": mid,
-            "type": 0,
-            "channel_id": str(channel_id),
-            "author": author,
-            "content": content,
-            "timestamp": _now(),
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [_user(str(u), bot=str(u) == self.bot_id) for u in mentions],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "components": [],
-            "pinned": False,
-            "flags": 0,
-        }
-        if guild_id is not None:
-            payload["guild_id"] = str(guild_id)
-            payload["member"] = {"roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0}
+        mid = str(message_id) if message_id is not None else payloads.snowflake()
+        payload = payloads.user_message(
+            mid,
+            str(channel_id),
+            payloads.user(str(author_id), username=username, bot=bot),
+            content,
+            guild_id=None if guild_id is None else str(guild_id),
+            mentions=[payloads.user(str(u), bot=str(u) == self.bot_id) for u in mentions],
+        )
         await self._dispatch("MESSAGE_CREATE", payload)
         return mid
 
@@ -306,50 +251,18 @@ class FakeDiscord:
         guild_id: int | str | None = None,
     ) -> str:
         """Press the button `custom_id` (on the newest bot message that has it); return the interaction id."""
-        cid, uid = str(channel_id), str(user_id)
-        message = next(
-            (m for m in reversed(self.created_messages) if custom_id in _custom_ids(m)),
-            None,
-        )
-        interaction_id = _snowflake()
+        cid, gid = str(channel_id), None if guild_id is None else str(guild_id)
+        clicker = payloads.user(str(user_id))
         channel = self._channels.get(cid) or (
-            {"id": cid, "type": 1, "recipients": [_user(uid)]} if guild_id is None else self._text_channel(cid, str(guild_id))
+            {"id": cid, "type": 1, "recipients": [clicker]} if gid is None else payloads.text_channel(cid, gid)
         )
-        payload: dict[str, Any] = {
-            "id": interaction_id,
-            "application_id": self.application_id,
-            "type": 3,
-            "data": {"custom_id": custom_id, "component_type": 2},
-            "channel_id": cid,
-            "channel": channel,
-            "token": "itoken-" + secrets.token_hex(8),
-            "version": 1,
-            "app_permissions": "0",
-            "locale": "en-US",
-            "entitlements": [],
-            "authorizing_integration_owners": {"0": guild_id is not None and str(guild_id) or uid},
-            "context": 0 if guild_id is not None else 1,
-            "attachment_size_limit": 8_388_608,
-        }
-        if message is not None:
-            payload["message"] = message
-        if guild_id is not None:
-            payload["guild_id"] = str(guild_id)
-            payload["guild"] = {"id": str(guild_id), "locale": "en-US", "features": []}
-            payload["guild_locale"] = "en-US"
-            payload["member"] = {
-                "user": _user(uid),
-                "roles": [],
-                "joined_at": _now(),
-                "deaf": False,
-                "mute": False,
-                "flags": 0,
-                "permissions": "0",
-            }
-        else:
-            payload["user"] = _user(uid)
+        message = next((m for m in reversed(self._bot_messages) if custom_id in payloads.custom_ids(m)), None)
+        payload = payloads.component_interaction(
+            app_id=self.application_id, custom_id=custom_id, clicker=clicker, channel=channel,
+            guild_id=gid, message=message,
+        )
         await self._dispatch("INTERACTION_CREATE", payload)
-        return interaction_id
+        return str(payload["id"])
 
     async def drop_gateway(self, code: int = 4000) -> None:
         """Close every gateway websocket with `code` (4000 = unknown error, resumable)."""
@@ -366,55 +279,12 @@ class FakeDiscord:
         """Wait until `count` IDENTIFYs have been answered with READY."""
         await self.wait_until(lambda: sum(c.get("op") == "identify" for c in self.gateway_connections) >= count, timeout)
 
+    def _bot_user(self) -> dict[str, Any]:
+        return payloads.user(self.bot_id, username=self.bot_name, bot=True)
+
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
-
-    # -- payload builders ------------------------------------------------------------------
-
-    @staticmethod
-    def _text_channel(cid: str, gid: str) -> dict[str, Any]:
-        return {
-            "id": cid, "type": 0, "guild_id": gid, "name": f"chan-{cid[-4:]}", "position": 0,
-            "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None,
-            "rate_limit_per_user": 0, "last_message_id": None, "flags": 0,
-        }
-
-    @staticmethod
-    def _thread(tid: str, parent: str, gid: str) -> dict[str, Any]:
-        return {
-            "id": tid, "type": 11, "guild_id": gid, "parent_id": parent, "owner_id": "1",
-            "name": f"thread-{tid[-4:]}", "message_count": 0, "member_count": 1,
-            "rate_limit_per_user": 0, "flags": 0, "last_message_id": None,
-            "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
-                                "archive_timestamp": _now(), "locked": False},
-        }
-
-    def _bot_message(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        message: dict[str, Any] = {
-            "id": _snowflake(),
-            "type": 19 if body.get("message_reference") else 0,
-            "channel_id": channel_id,
-            "author": _user(self.bot_id, username=self.bot_name, bot=True),
-            "content": body.get("content") or "",
-            "timestamp": _now(),
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "components": body.get("components") or [],
-            "pinned": False,
-            "flags": body.get("flags") or 0,
-        }
-        if body.get("message_reference"):
-            message["message_reference"] = body["message_reference"]
-        channel = self._channels.get(channel_id)
-        if channel is not None:
-            message["guild_id"] = channel["guild_id"]
-        return message
 
     # -- REST ------------------------------------------------------------------------------
 
@@ -444,10 +314,10 @@ class FakeDiscord:
         method = request.method
         if method == "GET" and path == "/users/@me":
             return _json(
-                _user(self.bot_id, username=self.bot_name, bot=True) | {"verified": True, "flags": 0, "mfa_enabled": False}
+                self._bot_user() | {"verified": True, "flags": 0, "mfa_enabled": False}
             )
         if method == "GET" and path == "/oauth2/applications/@me":
-            return _json(self._application())
+            return _json(payloads.application(self.application_id, self.bot_name))
         if method == "GET" and path in ("/gateway", "/gateway/bot"):
             answer: dict[str, Any] = {"url": self.gateway_url}
             if path == "/gateway/bot":
@@ -456,7 +326,11 @@ class FakeDiscord:
             return _json(answer)
         if match := re.fullmatch(r"/channels/(\d+)/messages", path):
             if method == "POST" and isinstance(body, dict):
-                message = self._bot_message(match[1], body)
+                channel = self._channels.get(match[1])
+                message = payloads.bot_message(
+                    match[1], self._bot_user(), body, guild_id=None if channel is None else channel["guild_id"]
+                )
+                self._bot_messages.append(message)
                 self.created_messages.append(dict(body) | {"channel_id": match[1], "id": message["id"]})
                 return _json(message)
         if (match := re.fullmatch(r"/channels/(\d+)/typing", path)) and method == "POST":
@@ -489,20 +363,6 @@ class FakeDiscord:
                     headers={"Retry-After": f"{retry_after:g}", "Via": "1.1 google", "X-RateLimit-Scope": "user"},
                 )
         return None
-
-    def _application(self) -> dict[str, Any]:
-        return {
-            "id": self.application_id,
-            "name": self.bot_name,
-            "icon": None,
-            "description": "",
-            "bot_public": False,
-            "bot_require_code_grant": False,
-            "owner": _user("1", username="owner"),
-            "verify_key": "0" * 64,
-            "flags": 1 << 19,  # GATEWAY_MESSAGE_CONTENT_LIMITED
-            "team": None,
-        }
 
     # -- gateway ---------------------------------------------------------------------------
 
@@ -540,7 +400,7 @@ class FakeDiscord:
 
     async def _identify(self, connection: _Connection, data: dict[str, Any], record: dict[str, Any]) -> _Session | None:
         self.identify_payloads.append(data)
-        if data.get("token") != self.token:
+        if data.get("token") != self.token or self.gateway_rejects_token:
             await connection.ws.close(code=4004)  # Authentication failed
             return None
         if self.refuse_privileged_intents and int(data.get("intents", 0)) & _PRIVILEGED_INTENTS:
@@ -552,7 +412,7 @@ class FakeDiscord:
         session.socket = connection
         ready = {
             "v": 10,
-            "user": _user(self.bot_id, username=self.bot_name, bot=True) | {"verified": True, "flags": 0, "mfa_enabled": False},
+            "user": self._bot_user() | {"verified": True, "flags": 0, "mfa_enabled": False},
             "guilds": [{"id": gid, "unavailable": True} for gid in self._guilds],
             "session_id": session.id,
             "resume_gateway_url": self.resume_gateway_url,
@@ -599,15 +459,3 @@ def _json(data: Any, *, status: int = 200, headers: dict[str, str] | None = None
     return web.Response(
         body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"} | (headers or {})
     )
-
-
-def _custom_ids(message: dict[str, Any]) -> list[str]:
-    found: list[str] = []
-    stack: list[Any] = list(message.get("components") or [])
-    while stack:
-        component = stack.pop()
-        if isinstance(component, dict):
-            if "custom_id" in component:
-                found.append(component["custom_id"])
-            stack.extend(component.get("components") or [])
-    return found

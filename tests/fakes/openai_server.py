@@ -162,6 +162,7 @@ class FakeOpenAI:
         self.default = default
         self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
         self._queue: deque[_Scripted] = deque()
         self._ids = itertools.count(1)
         self._created = b'","object":"chat.completion","created":%d,"model":' % int(time.time())
@@ -223,6 +224,7 @@ class FakeOpenAI:
         if not isinstance(body, dict):
             return _error_response(status(400, message="request body must be a JSON object"))
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         if body.get("stream"):

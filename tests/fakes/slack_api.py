@@ -185,6 +185,14 @@ def _find_button(
     raise LookupError(f"no such button in {message.get('blocks')!r}")
 
 
+def _has_button(message: Mapping[str, Any], wanted: Callable[[Mapping[str, Any]], bool]) -> bool:
+    try:
+        _find_button(message, wanted)
+    except LookupError:
+        return False
+    return True
+
+
 class FakeSlack:
     """Serve the Slack Web API and Socket Mode on 127.0.0.1; use as `async with FakeSlack() as fake:`."""
 
@@ -309,12 +317,9 @@ class FakeSlack:
 
     def find_prompt(self, request_id: str) -> dict[str, Any]:
         """Return the last posted message with a button whose value is `request_id`."""
-        for message in reversed(self.posted):
-            try:
-                _find_button(message, lambda element: element.get("value") == request_id)
-            except LookupError:
-                continue
-            return message
+        found = [m for m in self.posted if _has_button(m, lambda element: element.get("value") == request_id)]
+        if found:
+            return found[-1]
         raise LookupError(f"no posted message has a button for request {request_id!r}")
 
     async def click(self, request_id: str, *, user: str, approve: bool = True) -> str:

@@ -53,6 +53,11 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               evidence="tests/parity/test_l2_paths.py::test_cli_run_and_listing_resolve_the_same_policy"),
     ParityRow(surface="prompt", setting="system prompt sections", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_every_path_resolves_identical_policy_modulo_knobs"),
+    ParityRow(surface="tools", setting="channel path (process_message) = cli run", owner="#4 Channels",
+              tracking=_D4, evidence="tests/parity/test_l2_paths.py::test_channel_path_resolves_the_same_policy"),
+    ParityRow(surface="approval", setting="channel prompt: requester/approvers only, timeout = deny",
+              owner="#4 Channels", tracking="issue #4 item 5",
+              evidence="tests/daemon/test_dispatch.py::test_in_channel_approval_approve_deny_outsider_and_timeout"),
     ParityRow(surface="memory", setting="memory scope (exclude_memory knob)", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_every_path_resolves_identical_policy_modulo_knobs"),
 )

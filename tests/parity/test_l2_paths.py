@@ -157,3 +157,32 @@ async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     import asyncio
 
     return await asyncio.to_thread(fn, *args)
+
+
+@pytest.mark.parametrize("agent", ["ops", "intern"])
+async def test_channel_path_resolves_the_same_policy(
+    agent: str,
+    fake_llm: FakeOpenAI,
+    write_config: Callable[..., Path],
+    seen: list[ResolvedAgentExecution],
+) -> None:
+    from tests.daemon.harness import running
+    from tests.parity.conftest import parity_toml
+
+    path = write_config(
+        parity_toml(fake_llm.base_url)
+        + f'\n[channels.term]\nkind = "terminal"\nuser = "u1"\n'
+        f'[[routes]]\nchannel = "term"\nagent = "{agent}"\nsenders = ["u1"]\n'
+    )
+    fake_llm.script(text("from the channel"))
+    async with running(path) as (runtime, terms):
+        terms["term"].type("hi")
+        await terms["term"].screen.wait_for(lambda lines: "from the channel" in lines)
+        cli_run = resolve(runtime.config, agent, path=ConstructionPath.CLI_RUN, services=Services())
+    (execution,) = seen
+    assert execution.identity.path is ConstructionPath.CHANNEL
+    assert execution.approvals.interactivity is Interactivity.CHANNEL_PROMPT
+    assert comparable(execution.describe()) == comparable(cli_run.describe())
+    request = fake_llm.requests[0]
+    assert request.get("tools", []) == list(execution.tools.provider_specs())
+    assert (request["model"], request["temperature"]) == (execution.model.model, execution.model.temperature)
