@@ -182,6 +182,8 @@ class SlackAdapter:
     async def _serve_socket(self, app: AsyncApp, client: AsyncWebClient, ready: Ready) -> None:
         if self._app_token is None:
             raise ChannelAuthError(self.name, "socket mode needs app_token")
+        # Probe the app token ourselves: the SDK's connect loop would retry a refused one forever.
+        # The URL is dropped (the SDK asks for its own); an unused Socket Mode URL just expires.
         await self._api("apps.connections.open", client.apps_connections_open(app_token=self._app_token))
         ping_s = self._config.socket_ping_interval_s
         grace_s = ping_s * _GRACE_PINGS

@@ -60,10 +60,9 @@ async def serve(config: Config, config_path: Path) -> int:
                     notify("READY=1")
             notify("STOPPING=1")
             logger.info("stopping: no new messages; draining up to {}s", runtime.config.daemon.shutdown_grace_s)
+            # stop intake: new messages are still stored (pending, answered after the next
+            # start) while adapters stay connected so in-flight turns can still reply
             runtime.accepting = False
-            for handle in runtime.channels.values():  # stop receiving; replies can still go out
-                if handle.task is not None:
-                    handle.task.cancel()
             if not await runtime.drain(runtime.config.daemon.shutdown_grace_s):
                 logger.warning("grace period over: {} turn(s) interrupted", runtime.inflight)
     finally:

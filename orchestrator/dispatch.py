@@ -124,8 +124,9 @@ async def process_message(
     """Route, de-duplicate and persist one message, then run its turn and send the reply.
 
     `accepted` resolves at the durability point (after the inbox write), which is when the
-    adapter may acknowledge the message to the platform. `replay` re-runs a message that a
-    previous process accepted but never started.
+    adapter may acknowledge the message to the platform. While the daemon is stopping,
+    messages are still accepted durably but left pending for the next start. `replay`
+    re-runs a message that a previous process accepted but never started.
     """
 
     def settle(disposition: Disposition) -> Disposition:
@@ -133,8 +134,6 @@ async def process_message(
             accepted.set_result(disposition)
         return disposition
 
-    if not runtime.accepting:
-        return settle(Disposition.NOT_ACCEPTING)
     config = runtime.config  # one generation for the whole turn
     match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender)
     if match is None:
@@ -152,6 +151,8 @@ async def process_message(
     if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
         logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
         return settle(Disposition.DUPLICATE)
+    if not runtime.accepting:  # stopping: keep it durable and pending for the next start
+        return settle(Disposition.NOT_ACCEPTING)
     settle(Disposition.ANSWERED)
     state = runtime.session(key)
     try:

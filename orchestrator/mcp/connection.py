@@ -115,7 +115,7 @@ class McpConnection:
                 if not was_ready:
                     self.failed_attempts += 1
                 if fault.permanent:
-                    logger.error("MCP server {!r} cannot be started: {}", self.server, fault.text)
+                    logger.warning("MCP server {!r} cannot be started ({}); not retrying", self.server, fault.text)
                     self._set(ConnectionState.FAILED, fault.text)
                     await self._until_closed(None)
                     break

@@ -168,3 +168,18 @@ async def test_long_sessions_keep_only_the_window_in_memory(write_config: WriteC
         terms["term"].type("question 4")
         await terms["term"].screen.wait_for(lambda lines: "after restart" in lines)
     assert contents(fake_llm, 4) == ["question 3", "answer 3", "question 4"]
+
+
+async def test_messages_during_shutdown_are_kept_for_the_next_start(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    path = write_config(daemon_toml(fake_llm))
+    late = Inbound(channel="term", chat="terminal", sender="alice", text="arrived while stopping", event_id="late")
+    async with running(path) as (runtime, _):
+        runtime.accepting = False
+        assert await process_message(runtime, late) is Disposition.NOT_ACCEPTING
+    assert fake_llm.requests == []
+    fake_llm.script(text("answered after restart"))
+    async with running(path) as (_, terms):
+        await terms["term"].screen.wait_for(lambda lines: "answered after restart" in lines)
+    assert contents(fake_llm, 0) == ["arrived while stopping"]

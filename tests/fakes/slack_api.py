@@ -222,7 +222,13 @@ class FakeSlack:
         return [call for call in self.requests if call.method == method]
 
     def fail_next(
-        self, method: str, *, status: int = 200, error: str | None = None, retry_after: int | None = None, times: int = 1
+        self,
+        method: str,
+        *,
+        status: int = 200,
+        error: str | None = None,
+        retry_after: int | None = None,
+        times: int = 1,
     ) -> None:
         """Make the next `times` calls to `method` fail (429 -> `ratelimited` with Retry-After)."""
         default = "ratelimited" if status == 429 else "internal_error"
@@ -409,7 +415,8 @@ class FakeSlack:
         message = {**args, "ts": ts}
         self.posted.append(message)
         await self._notify()
-        reply = {"type": "message", "user": self.bot_user_id, "bot_id": "B0001", "text": args.get("text", ""), "ts": ts}
+        text = args.get("text", "")
+        reply = {"type": "message", "user": self.bot_user_id, "bot_id": "B0001", "text": text, "ts": ts}
         return web.json_response({"ok": True, "channel": args["channel"], "ts": ts, "message": reply})
 
 

@@ -86,7 +86,9 @@ async def test_read_only_autonomy_keeps_only_tools_hinted_read_only(
     async with mcp_services(config, "reader") as services:
         reader = execution(config, services, "reader")
         # readOnlyHint=true only; tools without the annotation count as writing.
-        assert reader.tools.names == ("kit__counts", "kit__echo", "kit__env_value", "kit__pid")
+        assert reader.tools.names == (
+            "kit__counts", "kit__echo", "kit__env_value", "kit__header_value", "kit__pid",
+        )
         for name in reader.tools.names:
             tool = reader.tools.get(name)
             assert tool is not None and reader.approvals.rule_for(tool.spec) is ApprovalRule.ALLOW

@@ -71,6 +71,12 @@ def build(name: str = "kit") -> MCPServer:
         """Report one environment variable of this server process."""
         return os.environ.get(name, "<unset>")
 
+    @app.tool(annotations=READ_ONLY)
+    def header_value(name: str, ctx: Context) -> str:
+        """Report one HTTP request header of this call (streamable HTTP only)."""
+        headers = ctx.headers or {}
+        return str(headers.get(name.lower(), "<unset>"))
+
     @app.tool()
     def crash() -> str:
         """Exit the server process in the middle of the call."""
