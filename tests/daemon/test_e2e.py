@@ -13,16 +13,19 @@ from pathlib import Path
 
 from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text
+from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def config_text(fake: FakeOpenAI, prompt: str = "first") -> str:
+def config_text(fake: FakeOpenAI, tg: FakeTelegram, prompt: str = "first") -> str:
     return (
         provider_toml(fake.base_url)
         + f'[daemon]\nshutdown_grace_s = 20\n[agents.helper]\nprovider = "fake"\nmodel = "m"\nsystem_prompt = "{prompt}"\n'
         + '[channels.term]\nkind = "terminal"\nuser = "op"\n'
+        + f'[channels.tg]\nkind = "telegram"\ntoken = "env:E2E_TG_TOKEN"\napi_base_url = "{tg.api_base_url}"\npoll_timeout_s = 1\n'
         + '[[routes]]\nchannel = "term"\nagent = "helper"\nsenders = ["op"]\n'
+        + '[[routes]]\nchannel = "tg"\nagent = "helper"\nsenders = ["*"]\n'
     )
 
 
@@ -64,7 +67,7 @@ async def daemon(config: Path, tmp_path: Path) -> AsyncIterator[Daemon]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        cwd=ROOT, env={**os.environ, "NOTIFY_SOCKET": address},
+        cwd=ROOT, env={**os.environ, "NOTIFY_SOCKET": address, "E2E_TG_TOKEN": DEFAULT_TOKEN},
     )
     try:
         yield Daemon(proc, notify)
@@ -76,14 +79,22 @@ async def daemon(config: Path, tmp_path: Path) -> AsyncIterator[Daemon]:
 
 
 async def test_run_reload_and_drain(write_config: WriteConfig, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
-    path = write_config(config_text(fake_llm))
+    async with FakeTelegram() as tg:
+        await _run_reload_and_drain(write_config, fake_llm, tg, tmp_path)
+
+
+async def _run_reload_and_drain(write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram, tmp_path: Path) -> None:
+    path = write_config(config_text(fake_llm, tg))
     async with daemon(path, tmp_path) as d:
         await d.state("READY=1")
         fake_llm.script(text("hello op"))
         await d.say("hello")
         assert await d.reply() == "hello op"
+        fake_llm.script(text("hello telegram"))
+        tg.push_message(5, 5, "hi from telegram")
+        await tg.wait_for(lambda: [p["text"] for p in tg.sent] == ["hello telegram"], timeout=15)
 
-        path.write_text(config_text(fake_llm) + "\n[agents.helper.budget]\nmax_tool_iteration = 1\n")
+        path.write_text(config_text(fake_llm, tg) + "\n[agents.helper.budget]\nmax_tool_iteration = 1\n")
         d.proc.send_signal(signal.SIGHUP)
         await d.log_line("reload rejected, keeping the running config")
         fake_llm.script(text("still serving"))
@@ -91,13 +102,13 @@ async def test_run_reload_and_drain(write_config: WriteConfig, fake_llm: FakeOpe
         assert await d.reply() == "still serving"
         assert fake_llm.requests[-1]["messages"][0]["content"] == "first"
 
-        path.write_text(config_text(fake_llm, prompt="second"))
+        path.write_text(config_text(fake_llm, tg, prompt="second"))
         d.proc.send_signal(signal.SIGHUP)
         await d.log_line("config reloaded")
         fake_llm.latency_s = 1.0
         fake_llm.script(text("answered while draining"))
         await d.say("slow one")
-        while len(fake_llm.requests) < 3:
+        while len(fake_llm.requests) < 4:
             await asyncio.sleep(0.01)
         d.proc.send_signal(signal.SIGTERM)
         await d.state("STOPPING=1")

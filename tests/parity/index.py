@@ -60,4 +60,13 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               evidence="tests/daemon/test_dispatch.py::test_in_channel_approval_approve_deny_outsider_and_timeout"),
     ParityRow(surface="memory", setting="memory scope (exclude_memory knob)", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_every_path_resolves_identical_policy_modulo_knobs"),
+    ParityRow(surface="mcp", setting="mcp scope (servers per mcp_bundles; cli run = listing = provider specs)",
+              owner="#3 MCP", tracking="DESIGN.md §4-5, issue #3",
+              evidence="tests/parity/test_mcp_parity.py::test_mcp_scope_is_the_same_on_cli_run_and_listing"),
+    ParityRow(surface="mcp", setting="per-tool gating (names/globs, readOnlyHint, excluded_tools, connect_mcp)",
+              owner="#3 MCP", tracking="DESIGN.md §5, issue #3",
+              evidence="tests/parity/test_mcp_parity.py::test_mcp_per_tool_gating_is_identical_on_every_path"),
+    ParityRow(surface="mcp", setting="deferred tool_search scope (finds and runs only the agent's gated tools)",
+              owner="#3 MCP", tracking="issue #3 item 3",
+              evidence="tests/parity/test_mcp_parity.py::test_deferred_tool_search_scope_is_identical_on_every_path"),
 )

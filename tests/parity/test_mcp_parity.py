@@ -48,7 +48,7 @@ def mcp_parity_toml(base_url: str) -> str:
             "ops",
             bundles=["ops_tools", "ops_secret"],
             autonomy="supervised",
-            extra='tools = ["list_dir"]\nexcluded_tools = ["kit__pid"]\n'
+            extra='system_prompt = "You are ops."\ntools = ["list_dir"]\nexcluded_tools = ["kit__pid"]\n'
             '[agents.ops.approval]\nauto_approve = ["kit__echo", "list_dir"]\n',
         )
         + agent_toml("intern", bundles=["intern_lazy"], autonomy="read_only",
