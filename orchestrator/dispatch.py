@@ -45,6 +45,7 @@ class Disposition(enum.Enum):
     COMMAND = "command"
     STOPPED = "stopped"
     NOT_ACCEPTING = "not_accepting"
+    FAILED = "failed"
 
 
 async def start_channels(runtime: Runtime, *, ready_timeout_s: float = 30.0) -> None:
@@ -159,7 +160,16 @@ async def process_message(
         async with state.lock:
             if not runtime.accepting:  # stopping: leave it pending for the next start
                 return Disposition.NOT_ACCEPTING
-            return await _run_turn(runtime, config, route, inbound, key, state)
+            try:
+                return await _run_turn(runtime, config, route, inbound, key, state)
+            except Exception as exc:  # a bug in one turn must not leave the user in silence
+                logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
+                runtime.store.mark(inbound.channel, inbound.event_id, "done")
+                handle = runtime.channels.get(inbound.channel)
+                if handle is not None:
+                    note = "Sorry, something went wrong while answering; the error is logged."
+                    await _send(handle.adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=note))
+                return Disposition.FAILED
     finally:
         runtime.release(state)
 
@@ -254,7 +264,11 @@ class ChannelApprover:
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self.runtime.approvals[request.request_id] = PendingApproval(
-            channel=self.inbound.channel, chat=self.inbound.chat, allowed=self.allowed, future=future
+            channel=self.inbound.channel,
+            chat=self.inbound.chat,
+            thread=self.inbound.thread,
+            allowed=self.allowed,
+            future=future,
         )
         try:
             await self.adapter.prompt_approval(
@@ -285,9 +299,11 @@ async def answer_approval(runtime: Runtime, answer: ApprovalAnswer) -> None:
     handle = runtime.channels.get(answer.channel)
     chat = answer.chat or (pending.chat if pending else None)
 
+    thread = pending.thread if pending is not None else None
+
     async def tell(text: str) -> None:
         if handle is not None and chat is not None:
-            await _send(handle.adapter, Outbound(chat=chat, text=text))
+            await _send(handle.adapter, Outbound(chat=chat, thread=thread, text=text))
 
     if pending is None or pending.channel != answer.channel or pending.future.done():
         await tell(f"There is no pending approval {answer.request_id}.")

@@ -52,6 +52,7 @@ class PendingApproval:
 
     channel: str
     chat: str
+    thread: str | None
     allowed: frozenset[str]
     future: asyncio.Future[ApprovalDecision]
 

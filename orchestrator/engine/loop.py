@@ -177,7 +177,8 @@ class _Turn:
             except Exception as exc:  # a context source must not kill the turn
                 logger.opt(exception=exc).error("turn context failed for {}", ex.identity.agent)
                 continue
-            parts.extend(_untrusted(source, _capped(text, ex.knobs.max_tool_result_chars)) for source, text in pieces)
+            cap = ex.knobs.max_tool_result_chars
+            parts.extend(_untrusted(source, _capped(text, cap)) for source, text in pieces)
         return parts
 
     def _finish(self, text: str, stop: StopReason, *, error: str | None = None) -> TurnResult:

@@ -64,7 +64,8 @@ def bundle_problems(
                     ConfigProblem(
                         shown,
                         f"mcp.bundles.{name}.tools.{server}[{i}]",
-                        f"{what} {pattern!r} matches no tool of MCP server {server!r}" + suggest(pattern, names),
+                        f"{what} {pattern!r} matches no tool of MCP server {server!r}"
+                        + suggest(pattern, names),
                     )
                 )
         for server, entries in bundle.pinned_resources.items():

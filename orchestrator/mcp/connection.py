@@ -95,6 +95,11 @@ class McpConnection:
         self._closing = True
         self._wake.set()
 
+    @property
+    def connecting(self) -> bool:
+        """Return True while an attempt to connect is under way."""
+        return self.state is ConnectionState.CONNECTING
+
     async def settled(self) -> None:
         """Wait until the connection is ready or an attempt to connect has failed."""
         while self.state is ConnectionState.CONNECTING:
@@ -115,7 +120,9 @@ class McpConnection:
                 if not was_ready:
                     self.failed_attempts += 1
                 if fault.permanent:
-                    logger.warning("MCP server {!r} cannot be started ({}); not retrying", self.server, fault.text)
+                    logger.warning(
+                        "MCP server {!r} cannot be started ({}); not retrying", self.server, fault.text
+                    )
                     self._set(ConnectionState.FAILED, fault.text)
                     await self._until_closed(None)
                     break
@@ -131,7 +138,9 @@ class McpConnection:
             self._client = None
             self._set(ConnectionState.CLOSED)
 
-    async def call_tool(self, tool: str, arguments: Mapping[str, Any], *, display: str) -> mcp.types.CallToolResult:
+    async def call_tool(
+        self, tool: str, arguments: Mapping[str, Any], *, display: str
+    ) -> mcp.types.CallToolResult:
         """Call `tool` on the server; raises `ToolFailure` for every fault."""
         return await self._request(display, lambda client: client.call_tool(tool, dict(arguments)))
 
@@ -155,16 +164,20 @@ class McpConnection:
             if client is not None:
                 self._probe(client)  # a wedged server fails the probe and is restarted
             logger.warning("MCP server {!r}: {} timed out after {:g}s", self.server, display, timeout)
-            raise ToolFailure(display, f"MCP server {self.server!r} did not answer within {timeout:g}s") from None
+            reason = f"MCP server {self.server!r} did not answer within {timeout:g}s"
+            raise ToolFailure(display, reason) from None
         except ToolFailure:
             raise
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
-                raise ToolFailure(display, f"MCP server {self.server!r} refused the request: {exc.message}") from None
+                reason = f"MCP server {self.server!r} refused the request: {exc.message}"
+                raise ToolFailure(display, reason) from None
             logger.warning("MCP server {!r}: connection lost during {}", self.server, display)
             self._restart(client)
             raise ToolFailure(
-                display, f"the connection to MCP server {self.server!r} was lost during the call; it is being restarted"
+                display,
+                f"the connection to MCP server {self.server!r} was lost during the call; "
+                "it is being restarted",
             ) from None
         except ValidationError as exc:
             logger.warning("MCP server {!r} sent a malformed answer to {}: {}", self.server, display, exc)
@@ -177,8 +190,9 @@ class McpConnection:
     async def _ready_client(self, display: str, deadline: float) -> Client:
         failed_before = self.failed_attempts
         while True:
-            if self.state is ConnectionState.READY and self._client is not None and not self._wake.is_set():
-                return self._client  # (a set wake means the session is ending: wait for the next)
+            ending = self._wake.is_set()  # the session is ending: wait for the next one
+            if self.state is ConnectionState.READY and self._client is not None and not ending:
+                return self._client
             if self.state is ConnectionState.FAILED:
                 raise ToolFailure(display, f"MCP server {self.server!r} is unavailable: {self.last_error}")
             if self.state is ConnectionState.CLOSED:
@@ -239,7 +253,7 @@ class McpConnection:
                             offer = await _list(client)
                     except TimeoutError:
                         listener.cancel()
-                        raise
+                        return ready, _Fault(f"no answer within {self._connect_timeout_s:g}s", permanent=False)
                     self._client = client
                     self._publish(offer)
                     ready = True
@@ -251,9 +265,7 @@ class McpConnection:
                     listener.cancel()
                     refresher.cancel()
         except TimeoutError:
-            if not ready:
-                return ready, _Fault(f"no answer within {self._connect_timeout_s:g}s", permanent=False)
-            return ready, _Fault("the session timed out", permanent=False)
+            return ready, _Fault(f"no answer within {self._connect_timeout_s:g}s", permanent=False)
         except Exception as exc:
             return ready, _classify(exc)
         finally:

@@ -59,6 +59,7 @@ class McpPool:
         self._connect_timeout_s = connect_timeout_s
         self._backoff = backoff or Backoff()
         self._connections: dict[tuple[str, str | None], McpConnection] = {}
+        self._tasks: list[asyncio.Task[None]] = []
         self._group: asyncio.TaskGroup | None = None
         self._generation = 0
 
@@ -79,8 +80,10 @@ class McpPool:
         # Close gracefully even when the body failed (each session runs the transport's own
         # shutdown: stdin closed, the process waited for, then killed); the body's exception
         # then propagates unwrapped instead of inside the group's ExceptionGroup.
-        for connection in self._connections.values():
+        for connection, task in zip(self._connections.values(), self._tasks):
             connection.close()
+            if connection.connecting:
+                task.cancel()  # do not wait out a connect timeout on the way down
         group, self._group = self._group, None
         if group is not None:
             await group.__aexit__(None, None, None)
@@ -159,7 +162,9 @@ class McpPool:
                 on_offer=self._bump,
             )
             self._connections[key] = connection
-            self._group.create_task(connection.run(), name=f"mcp:{server}:{key[1] or '*'}")
+            self._tasks.append(
+                self._group.create_task(connection.run(), name=f"mcp:{server}:{key[1] or '*'}")
+            )
         return connection
 
     def _bump(self) -> None:

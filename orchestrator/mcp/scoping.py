@@ -89,7 +89,9 @@ def scope_mcp(bundles: Sequence[McpBundleConfig], *, pool: McpPool, agent: str) 
                     continue
                 name = qualified_name(server, remote.name)
                 if name is None:
-                    logger.warning("MCP tool {!r} of server {!r} has no valid function name; skipped", remote.name, server)
+                    logger.warning(
+                        "MCP tool {!r} of server {!r} has no valid function name; skipped", remote.name, server
+                    )
                     continue
                 tool = McpTool.bind(pool=pool, server=server, agent=agent, remote=remote, name=name)
                 if bundle.mode == "eager":

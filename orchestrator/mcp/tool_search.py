@@ -81,7 +81,11 @@ class ToolSearch:
         return json.dumps(
             {
                 "matches": [
-                    {"name": s.name, "description": s.description, "parameters": s.openai_spec()["function"]["parameters"]}
+                    {
+                        "name": s.name,
+                        "description": s.description,
+                        "parameters": s.openai_spec()["function"]["parameters"],
+                    }
                     for s in found[:limit]
                 ],
                 "more": max(0, len(found) - limit),

@@ -143,7 +143,9 @@ def mcp_servers_for(
     return tuple(servers)
 
 
-def _path_knobs(path: ConstructionPath, agent: AgentConfig, assembly: ScopedAssembly | None) -> ScopedAssembly:
+def _path_knobs(
+    path: ConstructionPath, agent: AgentConfig, assembly: ScopedAssembly | None
+) -> ScopedAssembly:
     forced = PATH_PROFILES[path].knobs
     if path is ConstructionPath.ACP and agent.acp_enable_mcp:
         forced = dataclasses.replace(forced, connect_mcp=True)

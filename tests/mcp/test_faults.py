@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from tests.mcp.conftest import (
     stdio_kit,
     tool_results,
     turn,
+    wait_for,
 )
 
 
@@ -136,3 +139,27 @@ async def test_servers_that_cannot_start_fail_alone(
         assert "unaffected" in tool_results(fake_llm.requests[1])[0]
         assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == ["kit__echo"]
         assert pool_of(services) is pool
+
+
+async def test_a_server_that_never_answers_times_out_and_shutdown_does_not_wait_for_it(
+    load: Callable[..., Config],
+) -> None:
+    config = load(
+        '[mcp.servers.mute]\ntransport = "stdio"\n'
+        f'command = "{sys.executable}"\nargs = ["-c", "import sys; sys.stdin.read()"]\n'
+    )
+    async with McpPool(config, backoff=FAST_BACKOFF, connect_timeout_s=0.5) as pool:
+        with pytest.raises(McpServerUnavailable) as raised:
+            await pool.ensure_connected(["mute"])
+        assert raised.value.failures == (("mute", "no answer within 0.5s"),)
+
+    slow = McpPool(config, connect_timeout_s=30)
+    async with slow:
+        waiter = asyncio.ensure_future(slow.ensure_connected(["mute"]))
+        await wait_for(lambda: [s.state for s in slow.status()] == [ConnectionState.CONNECTING])
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        started = time.monotonic()
+    assert time.monotonic() - started < 3.0  # the attempt in flight was cancelled, not waited out
+    assert slow.status()[0].state is ConnectionState.CLOSED

@@ -1,0 +1,744 @@
+"""Measure the daemon's channel path under load: 1,000 sessions over Telegram, Slack and Discord.
+
+Run from the repository root::
+
+    .venv/bin/python bench/channel_throughput.py [--turns N] [--sessions S] [--paced-rate R]
+
+Two processes, loopback only (127.0.0.1):
+
+- This process is the daemon side and nothing else: `Runtime.open`, `start_channels`, the real
+  adapters (python-telegram-bot, slack-bolt Socket Mode, discord.py gateway), `deliver` and
+  `process_message`, the SQLite session store and audit log, and an in-process zero-latency
+  provider (it answers `re: <message>` at once), so the daemon, not the LLM, is measured. Its
+  RSS is read from its own /proc/self/status: the fakes are not in that figure.
+- A child process (this file with `--platforms`) runs FakeTelegram, FakeSlack and FakeDiscord
+  and drives the sessions. It stamps a message when the fake hands it to the daemon (queued
+  for getUpdates, written to the Socket Mode websocket, dispatched on the gateway) and its
+  reply when the fake's handler receives the sendMessage / chat.postMessage / POST messages
+  call, both on the child's clock. Latency is that difference as is: it includes the fake's
+  own work on both ends and the loopback hops, so the daemon alone adds less.
+
+Phases (each session is one chat with one user; replies are checked against their message):
+
+1. warm-up: every session exchanges `--warmup` messages (closed loop).
+2. saturation: every session keeps exactly one message outstanding until `--turns` replies
+   arrived: the sustained turns/s. Latency here is queueing (Little's law: sessions / rate).
+3. paced: open-loop arrivals at `--paced-rate` turns/s, round-robin over the sessions, for
+   `--paced-seconds`: the added latency at a load the daemon sustains.
+
+RSS is sampled after the channels are ready, after warm-up and at every tenth of each phase.
+Targets are printed beside the figures, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import math
+import os
+import platform
+import re
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final
+
+_ROOT: Final = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))  # for tests.fakes when run as `python bench/channel_throughput.py`
+
+DEFAULT_TURNS: Final = 20_000
+DEFAULT_SESSIONS: Final = 1_000
+DEFAULT_WARMUP: Final = 2  # messages per session before the measured run
+DEFAULT_PACED_RATE: Final = 500.0
+DEFAULT_PACED_SECONDS: Final = 10.0
+PACED_MAX_LOAD: Final = 0.7  # never pace above this share of the measured capacity
+TICKS: Final = 10
+STALL_S: Final = 60.0  # a phase with no reply for this long is reported as stuck
+PLATFORMS: Final = ("telegram", "slack", "discord")
+AGENT: Final = "bench"
+TARGET_RATE: Final = 500.0
+TARGET_P99_S: Final = 0.020
+TARGET_RSS_MIB: Final = 150.0
+FLAT_MIB: Final = 5.0  # growth from warm-up to the end that still reads as flat
+
+TG_TOKEN_ENV: Final = "BENCH_TG_TOKEN"
+SLACK_BOT_ENV: Final = "BENCH_SLACK_BOT_TOKEN"
+SLACK_APP_ENV: Final = "BENCH_SLACK_APP_TOKEN"
+DISCORD_TOKEN_ENV: Final = "BENCH_DISCORD_TOKEN"
+
+CONFIG_TOML: Final = """\
+[daemon]
+state_dir = "{state_dir}"
+
+[providers.inprocess]
+base_url = "http://127.0.0.1:9/v1"  # never contacted: the provider is injected in-process
+
+[agents.{agent}]
+provider = "inprocess"
+model = "zero-latency"
+system_prompt = "You are a benchmark agent."
+autonomy = "full"
+
+[channels.tg]
+kind = "telegram"
+token = "env:{tg_env}"
+api_base_url = "{tg_url}"
+
+[channels.slack]
+kind = "slack"
+bot_token = "env:{slack_bot_env}"
+app_token = "env:{slack_app_env}"
+api_base_url = "{slack_url}"
+
+[channels.discord]
+kind = "discord"
+token = "env:{discord_env}"
+api_base_url = "{discord_url}"
+gateway_url = "{discord_gateway}"
+
+[[routes]]
+channel = "tg"
+agent = "{agent}"
+senders = ["*"]
+
+[[routes]]
+channel = "slack"
+agent = "{agent}"
+senders = ["*"]
+
+[[routes]]
+channel = "discord"
+agent = "{agent}"
+senders = ["*"]
+"""
+
+
+def _emit(event: str, **fields: Any) -> None:
+    """Write one protocol line (child -> parent)."""
+    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def _percentile(ordered: Sequence[float], share: float) -> float:
+    if not ordered:
+        return math.nan
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def _summary(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "n": len(ordered),
+        "p50": _percentile(ordered, 0.50),
+        "p90": _percentile(ordered, 0.90),
+        "p99": _percentile(ordered, 0.99),
+        "max": ordered[-1] if ordered else math.nan,
+    }
+
+
+# =============================================================== child: the platforms side
+
+
+@dataclass(slots=True, eq=False)
+class _Session:
+    platform: str
+    chat: str  # where the reply comes back to: Telegram chat id, Slack DM id, Discord channel id
+    user: str
+    waiting: deque[tuple[float, str]] = field(default_factory=deque)
+
+
+@dataclass(slots=True, eq=False)
+class _Phase:
+    name: str
+    closed: bool
+    target: int
+    rate: float = 0.0
+    issued: int = 0
+    pushed: int = 0
+    answered: int = 0
+    mismatches: int = 0
+    first_push: float | None = None
+    last_push: float = 0.0
+    last_reply: float = 0.0
+    cpu0: float = field(default_factory=time.process_time)
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PLATFORMS})
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one fake saw: requests per method and distinct client connections (peer ports)."""
+
+    methods: Counter[str] = field(default_factory=Counter)
+    peers: set[object] = field(default_factory=set)
+
+    def saw(self, method: str, peer: object) -> None:
+        self.methods[method] += 1
+        self.peers.add(peer)
+
+
+class _Driver:
+    """Pushes messages into the fakes and matches each reply to its session's oldest message."""
+
+    def __init__(self, sessions: list[_Session], push: Mapping[str, Callable[[_Session, str], Any]]) -> None:
+        self.sessions = sessions
+        self._by_chat = {(s.platform, s.chat): s for s in sessions}
+        self._push = push
+        self._queues: dict[str, asyncio.Queue[_Session]] = {p: asyncio.Queue() for p in PLATFORMS}
+        self._texts = itertools.count()
+        self.phase: _Phase | None = None
+        self.strays = 0
+        self.tallies = {p: _Tally() for p in PLATFORMS}
+
+    async def run_pushers(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            for name in PLATFORMS:
+                group.create_task(self._pusher(name))
+
+    async def _pusher(self, name: str) -> None:
+        queue, push = self._queues[name], self._push[name]
+        while True:
+            session = await queue.get()
+            phase = self.phase
+            text = f"m{next(self._texts)}"
+            now = time.perf_counter()
+            session.waiting.append((now, text))
+            if phase is not None:
+                if phase.first_push is None:
+                    phase.first_push = now
+                phase.last_push = now
+                phase.pushed += 1
+            result = push(session, text)
+            if asyncio.iscoroutine(result):
+                await result
+
+    def issue(self, session: _Session) -> None:
+        assert self.phase is not None
+        self.phase.issued += 1
+        self._queues[session.platform].put_nowait(session)
+
+    def reply(self, platform_name: str, chat: str, text: str) -> None:
+        """Called by a fake's handler when the daemon posts a message."""
+        now = time.perf_counter()
+        session = self._by_chat.get((platform_name, chat))
+        phase = self.phase
+        if session is None or not session.waiting or phase is None:
+            self.strays += 1
+            return
+        sent, expected = session.waiting.popleft()
+        if text != f"re: {expected}":
+            phase.mismatches += 1
+        phase.latencies[platform_name].append(now - sent)
+        phase.answered += 1
+        phase.last_reply = now
+        if phase.closed and phase.issued < phase.target:
+            self.issue(session)
+        step = max(1, phase.target // TICKS)
+        if phase.answered % step == 0 and phase.answered < phase.target:
+            _emit("tick", phase=phase.name, answered=phase.answered, elapsed=now - (phase.first_push or now))
+        if phase.answered >= phase.target:
+            phase.finished.set()
+
+    async def run_phase(self, phase: _Phase) -> dict[str, Any]:
+        self.phase = phase
+        for tally in self.tallies.values():
+            tally.methods.clear()
+            tally.peers.clear()
+        if phase.closed:
+            for session in self.sessions[: phase.target]:
+                self.issue(session)
+        else:
+            pacer = asyncio.create_task(self._pace(phase))
+        watched = 0
+        while not phase.finished.is_set():
+            try:
+                await asyncio.wait_for(phase.finished.wait(), STALL_S)
+            except TimeoutError:
+                if phase.answered == watched:
+                    break  # stuck: report what arrived
+                watched = phase.answered
+        if not phase.closed:
+            pacer.cancel()
+            await asyncio.gather(pacer, return_exceptions=True)
+        first = phase.first_push or phase.last_reply
+        everything = [x for samples in phase.latencies.values() for x in samples]
+        return {
+            "phase": phase.name,
+            "target": phase.target,
+            "answered": phase.answered,
+            "lost": phase.pushed - phase.answered,
+            "mismatches": phase.mismatches,
+            "strays": self.strays,
+            "wall_s": phase.last_reply - first,
+            "offered_rate": (phase.pushed - 1) / (phase.last_push - first) if phase.last_push > first else 0.0,
+            "latency": _summary(everything),
+            "by_platform": {p: _summary(v) for p, v in phase.latencies.items()},
+            "fake_cpu_s": time.process_time() - phase.cpu0,
+            "requests": {p: dict(t.methods) for p, t in self.tallies.items()},
+            "connections": {p: len(t.peers) for p, t in self.tallies.items()},
+        }
+
+    async def _pace(self, phase: _Phase) -> None:
+        start = time.perf_counter()
+        count = len(self.sessions)
+        for k in range(phase.target):
+            delay = start + k / phase.rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self.issue(self.sessions[k % count])
+
+
+def _fake_classes(driver_ref: list[_Driver]) -> tuple[type[Any], type[Any], type[Any]]:
+    """Subclass the test fakes so each reply reaches the driver and records stay bounded."""
+    from tests.fakes.discord_api import FakeDiscord
+    from tests.fakes.slack_api import FakeSlack
+    from tests.fakes.telegram_api import FakeTelegram
+
+    def peer(request: Any) -> object:
+        return request.transport.get_extra_info("peername") if request.transport is not None else None
+
+    class Telegram(FakeTelegram):  # type: ignore[misc]
+        async def _answer(self, request: Any, call: Any) -> Any:
+            driver = driver_ref[0]
+            driver.tallies["telegram"].saw(call.method, peer(request))
+            response = await super()._answer(request, call)
+            if call.method == "sendMessage" and response.status == 200:
+                driver.reply("telegram", str(call.payload["chat_id"]), call.payload["text"])
+            if len(self.requests) > 1000:  # the fake records every call; 20,000 turns add up
+                del self.requests[:-100]
+                self._messages.clear()
+            return response
+
+    class Slack(FakeSlack):  # type: ignore[misc]
+        async def _web_api(self, request: Any) -> Any:
+            driver_ref[0].tallies["slack"].saw(request.match_info["method"], peer(request))
+            response = await super()._web_api(request)
+            if len(self.requests) > 1000:
+                del self.requests[:-100]
+                del self.posted[:-100]
+                del self.acked[:-100]
+            return response
+
+        async def _post_message(self, args: dict[str, Any]) -> Any:
+            response = await super()._post_message(args)
+            driver_ref[0].reply("slack", str(args["channel"]), str(args.get("text", "")))
+            return response
+
+    class Discord(FakeDiscord):  # type: ignore[misc]
+        _MESSAGES = re.compile(r"/channels/(\d+)/(messages|typing)")
+
+        async def _answer(self, request: Any, path: str, body: Any) -> Any:
+            driver = driver_ref[0]
+            match = self._MESSAGES.fullmatch(path)
+            driver.tallies["discord"].saw(f"{request.method} {match[2] if match else path}", peer(request))
+            response = await super()._answer(request, path, body)
+            if match and match[2] == "messages" and request.method == "POST" and response.status == 200:
+                driver.reply("discord", match[1], body.get("content", ""))
+            if len(self.requests) > 1000:
+                del self.requests[:-100]
+                del self.created_messages[:-100]
+                del self._bot_messages[:-100]
+                del self.typing[:-100]
+                if self._current is not None:  # replayed only on RESUME, which this run never does
+                    del self._current.events[:-100]
+            return response
+
+    return Telegram, Slack, Discord
+
+
+def _sessions(count: int) -> list[_Session]:
+    """Split `count` sessions over the platforms, interleaved so round-robin mixes them."""
+    per = {p: count // 3 + (1 if i < count % 3 else 0) for i, p in enumerate(PLATFORMS)}
+    made: dict[str, list[_Session]] = {
+        "telegram": [_Session("telegram", str(5_000_000 + i), str(5_000_000 + i)) for i in range(per["telegram"])],
+        "slack": [_Session("slack", f"D{i:08d}", f"U{i:08d}") for i in range(per["slack"])],
+        "discord": [
+            _Session("discord", str(400_000_000_000_000_000 + i), str(500_000_000_000_000_000 + i))
+            for i in range(per["discord"])
+        ],
+    }
+    return [s for group in itertools.zip_longest(*made.values()) for s in group if s is not None]
+
+
+async def platforms_main(sessions: int) -> None:
+    """The child process: serve the three fakes, then run the phases the parent asks for."""
+    from tests.fakes.slack_api import message_event
+
+    driver_ref: list[_Driver] = []
+    telegram_cls, slack_cls, discord_cls = _fake_classes(driver_ref)
+    async with telegram_cls() as tg, slack_cls() as slack, discord_cls() as dc:
+
+        def push_telegram(session: _Session, text: str) -> None:
+            tg.push_message(int(session.chat), int(session.user), text)
+
+        async def push_slack(session: _Session, text: str) -> None:
+            await slack.push_event(message_event(text, user=session.user, channel=session.chat))
+
+        async def push_discord(session: _Session, text: str) -> None:
+            await dc.push_message(int(session.chat), int(session.user), text)
+
+        driver = _Driver(_sessions(sessions), {"telegram": push_telegram, "slack": push_slack, "discord": push_discord})
+        driver_ref.append(driver)
+        pushers = asyncio.create_task(driver.run_pushers())
+        _emit(
+            "listening",
+            telegram={"url": tg.api_base_url, "token": tg.token},
+            slack={"url": slack.api_base_url, "bot_token": slack.bot_token, "app_token": slack.app_token},
+            discord={"url": dc.api_base_url, "gateway": dc.gateway_url, "token": dc.token},
+            sessions={p: sum(s.platform == p for s in driver.sessions) for p in PLATFORMS},
+        )
+        reader = asyncio.StreamReader()
+        loop = asyncio.get_running_loop()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        try:
+            while line := await reader.readline():
+                command = json.loads(line)
+                if command["cmd"] == "quit":
+                    break
+                phase = _Phase(
+                    name=command["phase"], closed=command["mode"] == "closed",
+                    target=command["turns"], rate=command.get("rate", 0.0),
+                )
+                _emit("done", **await driver.run_phase(phase))
+        finally:
+            pushers.cancel()
+            await asyncio.gather(pushers, return_exceptions=True)
+
+
+# ================================================================ parent: the daemon side
+
+
+class EchoProvider:
+    """A `Provider` without I/O: answers `re: <last user message>` at once."""
+
+    __slots__ = ()
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        temperature: float | None,
+    ) -> Any:
+        from orchestrator.providers import Completion
+
+        return Completion(text=f"re: {messages[-1]['content']}")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    """Return VmRSS of a process in MiB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS line")
+
+
+@dataclass(slots=True)
+class PhaseResult:
+    name: str
+    fake: dict[str, Any]
+    daemon_cpu_s: float
+    ticks: list[tuple[int, float, float]]  # (answered, seconds into the phase, RSS MiB), last = the end
+
+
+class Child:
+    """The platforms process and its line protocol."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def event(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = await self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the platforms process exited (code {await self.proc.wait()})")
+        parsed: dict[str, Any] = json.loads(line)
+        return parsed
+
+    async def send(self, **command: Any) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
+        await self.proc.stdin.drain()
+
+    async def phase(self, name: str, mode: str, turns: int, rate: float = 0.0) -> PhaseResult:
+        print(f"  {name}: {turns:,} turns ({mode}{f', {rate:.0f}/s' if rate else ''}) ...", flush=True)
+        cpu0 = time.process_time()
+        await self.send(cmd="run", phase=name, mode=mode, turns=turns, rate=rate)
+        ticks: list[tuple[int, float, float]] = []
+        while (event := await self.event())["event"] == "tick":
+            ticks.append((event["answered"], event["elapsed"], rss_mib()))
+        cpu = time.process_time() - cpu0
+        ticks.append((event["answered"], event["wall_s"], rss_mib()))
+        return PhaseResult(name=name, fake=event, daemon_cpu_s=cpu, ticks=ticks)
+
+
+def write_config(folder: Path, listening: Mapping[str, Any]) -> Path:
+    os.environ[TG_TOKEN_ENV] = listening["telegram"]["token"]
+    os.environ[SLACK_BOT_ENV] = listening["slack"]["bot_token"]
+    os.environ[SLACK_APP_ENV] = listening["slack"]["app_token"]
+    os.environ[DISCORD_TOKEN_ENV] = listening["discord"]["token"]
+    path = folder / "config.toml"
+    path.write_text(
+        CONFIG_TOML.format(
+            state_dir=folder / "state",
+            agent=AGENT,
+            tg_env=TG_TOKEN_ENV,
+            tg_url=listening["telegram"]["url"],
+            slack_bot_env=SLACK_BOT_ENV,
+            slack_app_env=SLACK_APP_ENV,
+            slack_url=listening["slack"]["url"],
+            discord_env=DISCORD_TOKEN_ENV,
+            discord_url=listening["discord"]["url"],
+            discord_gateway=listening["discord"]["gateway"],
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+@dataclass(slots=True)
+class RunFigures:
+    sessions: Mapping[str, int]
+    ready_s: float
+    rss_ready: float
+    warmup: PhaseResult
+    saturated: PhaseResult
+    paced: PhaseResult
+    paced_rate: float
+    tasks_ready: int
+    tasks_end: int
+    leftovers: Mapping[str, int]
+    rss_hwm: float
+    elapsed_s: float
+
+
+async def daemon_main(args: argparse.Namespace) -> RunFigures:
+    """The parent process: the daemon's runtime and channels against the child's fakes."""
+    from orchestrator.config import load_config
+    from orchestrator.dispatch import start_channels
+    from orchestrator.logs import configure_logging
+    from orchestrator.providers import ProviderPool
+    from orchestrator.runtime import Runtime
+    from orchestrator.seam import Services
+    from orchestrator.store import AuditLog
+
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--platforms", "--sessions", str(args.sessions),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=_ROOT,
+    )
+    child = Child(proc)
+    try:
+        listening = await child.event()
+        with tempfile.TemporaryDirectory(prefix="channel-throughput-") as tmp:
+            path = write_config(Path(tmp), listening)
+            config = load_config(path)
+            configure_logging(level=config.daemon.log_level, fmt=config.daemon.log_format)
+            provider = EchoProvider()
+            state = config.state_path()
+            with AuditLog(state / "audit.sqlite3") as audit:
+                services = Services(audit=audit, providers=ProviderPool(factory=lambda binding: provider))
+                async with Runtime.open(config, config_path=path, services=services) as runtime:
+                    t0 = time.perf_counter()
+                    await start_channels(runtime, ready_timeout_s=30)
+                    ready_s = time.perf_counter() - t0
+                    down = [n for n, h in runtime.channels.items() if not h.ready.is_set()]
+                    if down:
+                        raise SystemExit(f"channels not ready: {', '.join(down)}")
+                    rss_ready, tasks_ready = rss_mib(), len(asyncio.all_tasks())
+                    print(f"channels ready in {ready_s:.2f} s; RSS {rss_ready:.1f} MiB", flush=True)
+                    warmup = await child.phase("warm-up", "closed", args.warmup * args.sessions)
+                    saturated = await child.phase("saturated", "closed", args.turns)
+                    capacity = saturated.fake["answered"] / saturated.fake["wall_s"]
+                    rate = min(args.paced_rate, PACED_MAX_LOAD * capacity)
+                    paced = await child.phase("paced", "open", round(rate * args.paced_seconds), rate)
+                    await asyncio.sleep(0.2)  # let the last sends' tasks finish
+                    tasks_end = len(asyncio.all_tasks())
+                    leftovers = {
+                        "runtime.sessions": len(runtime.sessions),
+                        "runtime.approvals": len(runtime.approvals),
+                        "runtime.inflight": runtime.inflight,
+                        # private, read here only to show these stay bounded
+                        "runtime._spawned": len(runtime._spawned),
+                        "runtime._transcripts": len(runtime._transcripts),
+                    }
+                    hwm = _hwm_mib()
+        await child.send(cmd="quit")
+        await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return RunFigures(
+        sessions=listening["sessions"], ready_s=ready_s, rss_ready=rss_ready, warmup=warmup,
+        saturated=saturated, paced=paced, paced_rate=rate, tasks_ready=tasks_ready, tasks_end=tasks_end,
+        leftovers=leftovers, rss_hwm=hwm, elapsed_s=time.perf_counter() - started,
+    )
+
+
+def _hwm_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return math.nan
+
+
+# ----------------------------------------------------------------------------------- report
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _verdict(ok: bool) -> str:
+    return "meets" if ok else "MISSES"
+
+
+def _per_turn(requests: Mapping[str, Mapping[str, int]], answered: Mapping[str, int]) -> str:
+    parts = []
+    for name in PLATFORMS:
+        count = max(1, answered[name])
+        shown = ", ".join(f"{m} {n / count:.2f}" for m, n in sorted(requests[name].items()))
+        parts.append(f"{name}: {shown}")
+    return "; ".join(parts)
+
+
+def report(f: RunFigures, args: argparse.Namespace) -> None:
+    sat, paced, warm = f.saturated.fake, f.paced.fake, f.warmup.fake
+    rate = sat["answered"] / sat["wall_s"]
+    steady = _steady_rate(f.saturated)
+    lat = paced["latency"]
+    rss_warm = f.warmup.ticks[-1][2]
+    rss_end = f.paced.ticks[-1][2]
+    growth = rss_end - rss_warm
+    peak = max(m for phase in (f.warmup, f.saturated, f.paced) for _, _, m in phase.ticks)
+    sessions = " / ".join(f"{n} {p.capitalize()}" for p, n in f.sessions.items())
+    versions = ", ".join(
+        f"{pkg} {metadata.version(pkg)}" for pkg in ("python-telegram-bot", "slack_bolt", "discord.py", "aiohttp")
+    )
+    print(
+        f"\nchannel throughput: Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"{sum(f.sessions.values()):,} sessions ({sessions}); {versions}\n"
+        f"daemon side in this process (RSS below); fakes and driver in a child process\n"
+    )
+    rows = [
+        ("figure", "value", "target", "verdict"),
+        (f"sustained turns/s, saturated ({sat['answered']:,} turns)",
+         f"{rate:,.0f} (steady middle 80%: {steady:,.0f})", f">= {TARGET_RATE:.0f}", _verdict(rate >= TARGET_RATE)),
+        (f"latency p50 / p99, paced at {paced['offered_rate']:.0f}/s ({lat['n']:,} turns)",
+         f"{_ms(lat['p50'])} / {_ms(lat['p99'])}", f"p99 < {TARGET_P99_S * 1000:.0f} ms",
+         _verdict(lat["p99"] < TARGET_P99_S)),
+        ("RSS channels ready / after warm-up / end",
+         f"{f.rss_ready:.1f} / {rss_warm:.1f} / {rss_end:.1f} MiB", f"< {TARGET_RSS_MIB:.0f} MiB",
+         _verdict(peak < TARGET_RSS_MIB)),
+        (f"RSS growth warm-up -> end ({sat['answered'] + paced['answered']:,} turns)",
+         f"{growth:+.1f} MiB (peak sampled {peak:.1f}, VmHWM {f.rss_hwm:.1f})", f"flat (< {FLAT_MIB:.0f} MiB)",
+         _verdict(growth < FLAT_MIB)),
+    ]
+    for i, (name, value, target, verdict) in enumerate(rows):
+        print(f"{name:<52} {value:<44} {target:<18} {verdict}")
+        if i == 0:
+            print("-" * 124)
+
+    print("\nlatency by phase and platform (fake hands the message over -> fake receives the reply):")
+    for result in (warm, sat, paced):
+        whole = result["latency"]
+        print(
+            f"  {result['phase']:<10} {result['answered']:>6,} turns in {result['wall_s']:6.1f} s "
+            f"({result['answered'] / result['wall_s']:,.0f}/s): p50 {_ms(whole['p50'])}, p90 {_ms(whole['p90'])}, "
+            f"p99 {_ms(whole['p99'])}, max {_ms(whole['max'])}"
+        )
+        for name, s in result["by_platform"].items():
+            print(f"      {name:<9} {s['n']:>6,}: p50 {_ms(s['p50'])}, p99 {_ms(s['p99'])}, max {_ms(s['max'])}")
+
+    print("\nRSS of the daemon side (MiB) at each tenth of a phase:")
+    for phase in (f.saturated, f.paced):
+        print(f"  {phase.name:<10} " + "  ".join(f"{n:>6,}:{m:6.1f}" for n, _, m in phase.ticks))
+
+    print("\nCPU (user+sys seconds; 2 CPUs means each process may use one):")
+    for phase in (f.saturated, f.paced):
+        wall = phase.fake["wall_s"]
+        n = max(1, phase.fake["answered"])
+        print(
+            f"  {phase.name:<10} daemon {phase.daemon_cpu_s:6.1f} s = {phase.daemon_cpu_s / wall:4.0%} of a CPU, "
+            f"{phase.daemon_cpu_s / n * 1e3:.2f} ms per turn; fakes+driver {phase.fake['fake_cpu_s']:6.1f} s = "
+            f"{phase.fake['fake_cpu_s'] / wall:4.0%}"
+        )
+
+    answered = {p: s["n"] for p, s in sat["by_platform"].items()}
+    print("\nHTTP/API requests per turn seen by the fakes (saturated phase):")
+    print("  " + _per_turn(sat["requests"], answered).replace("; ", "\n  "))
+    print("  client connections opened (distinct peer ports): "
+          + ", ".join(f"{p} {n:,}" for p, n in sat["connections"].items()))
+
+    problems = {
+        phase["phase"]: (phase["lost"], phase["mismatches"])
+        for phase in (warm, sat, paced) if phase["lost"] or phase["mismatches"]
+    }
+    print(
+        f"""
+checks:
+  replies matched to their message in every phase: {"yes" if not problems else f"NO {problems}"}; \
+replies to nobody: {paced['strays']}
+  asyncio tasks alive: channels ready {f.tasks_ready}, end {f.tasks_end}; \
+{", ".join(f"{k} {v}" for k, v in f.leftovers.items())}
+notes:
+  latency includes the fakes' own work (JSON, aiohttp, the child's event loop) on both ends.
+  saturated latency is queueing: {sum(f.sessions.values()):,} sessions with one message each outstanding \
+/ {rate:,.0f} turns/s ~ {sum(f.sessions.values()) / rate:.2f} s.
+  paced rate: min(--paced-rate {args.paced_rate:g}, {PACED_MAX_LOAD:.0%} of the measured capacity) = \
+{f.paced_rate:.0f}/s, for {args.paced_seconds:g} s.
+  history: the agent keeps the default max_history_messages = 40 (20 turns); a session gets \
+{(args.warmup * args.sessions + sat['answered'] + paced['answered']) / sum(f.sessions.values()):.0f} turns here.
+  whole bench: {f.elapsed_s:.0f} s."""
+    )
+
+
+def _steady_rate(phase: PhaseResult) -> float:
+    """Turns/s between the first and the last tick (10% .. 90%): no ramp-up, no drain."""
+    ticks = phase.ticks[:-1]
+    if len(ticks) < 2 or ticks[-1][1] <= ticks[0][1]:
+        return math.nan
+    return (ticks[-1][0] - ticks[0][0]) / (ticks[-1][1] - ticks[0][1])
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=DEFAULT_TURNS, help=f"saturated turns (default {DEFAULT_TURNS:,})")
+    parser.add_argument("--sessions", type=int, default=DEFAULT_SESSIONS, help=f"default {DEFAULT_SESSIONS:,}")
+    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up messages per session")
+    parser.add_argument("--paced-rate", type=float, default=DEFAULT_PACED_RATE, help="turns/s in the paced phase")
+    parser.add_argument("--paced-seconds", type=float, default=DEFAULT_PACED_SECONDS)
+    parser.add_argument("--platforms", action="store_true", help=argparse.SUPPRESS)  # the child process
+    args = parser.parse_args()
+    if args.platforms:
+        asyncio.run(platforms_main(args.sessions))
+        return
+    if args.turns < args.sessions:
+        parser.error("--turns must be at least --sessions (every session has a message outstanding)")
+    print(
+        f"channel throughput: {args.sessions:,} sessions, warm-up {args.warmup * args.sessions:,} turns, "
+        f"saturated {args.turns:,} turns, paced up to {args.paced_rate:g}/s for {args.paced_seconds:g} s",
+        flush=True,
+    )
+    figures = asyncio.run(daemon_main(args))
+    report(figures, args)
+
+
+if __name__ == "__main__":
+    cli()
