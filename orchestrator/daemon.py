@@ -81,7 +81,12 @@ async def reload_config(runtime: Runtime, config_path: Path) -> bool:
             logger.error("reload rejected, keeping the running config: {}", problem)
         return False
     old_channels = runtime.config.channels
+    servers_changed = new.mcp.servers != runtime.config.mcp.servers
     runtime.swap_config(new)
+    if servers_changed:  # the pool was built for the old server table
+        logger.warning("[mcp.servers] changed: restart the daemon to connect the new servers")
+    else:
+        await runtime.connect_mcp()
     for name in list(runtime.channels):
         if name not in new.channels or new.channels[name] != old_channels.get(name):
             await stop_channel(runtime, name)

@@ -107,18 +107,52 @@ class Runtime:
     async def open(
         cls, config: Config, *, config_path: Path | None = None, services: Services | None = None
     ) -> AsyncIterator[Runtime]:
-        """Open the store and services; on exit cancel every task, then close in reverse."""
+        """Open the store, services and MCP pool (connecting the servers routed agents use).
+
+        On exit every task is cancelled, then everything closes in reverse order.
+        """
         state = config.state_path()
         async with AsyncExitStack() as stack:
             if services is None:
                 audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
-                services = Services(audit=audit)
+                pool = None
+                if config.mcp.servers:
+                    from orchestrator.mcp import McpPool
+
+                    pool = await stack.enter_async_context(McpPool(config))
+                services = Services(audit=audit, mcp=pool)
             stack.push_async_callback(services.providers.aclose)
             store = stack.enter_context(SessionStore(state / "sessions.sqlite3"))
             tasks = await stack.enter_async_context(asyncio.TaskGroup())
             runtime = cls(config=config, config_path=config_path, services=services, store=store, tasks=tasks)
             stack.push_async_callback(runtime._cancel_everything)
+            await runtime.connect_mcp()
             yield runtime
+
+    async def connect_mcp(self) -> None:
+        """Connect every MCP server a routed agent reaches on the channel path; log failures.
+
+        A server that does not come up keeps retrying in the background; until it does, the
+        agents using it simply have none of its tools (never another agent's).
+        """
+        pool = self.services.mcp
+        if pool is None:
+            return
+        from orchestrator.mcp import McpServerUnavailable, bundle_problems
+        from orchestrator.seam import ConstructionPath, mcp_servers_for
+
+        async def connect(agent: str) -> None:
+            servers = mcp_servers_for(self.config, agent, path=ConstructionPath.CHANNEL)
+            try:
+                await pool.ensure_connected(servers, agent=agent)
+            except McpServerUnavailable as exc:
+                logger.error("agent {}: {}", agent, exc)
+
+        await asyncio.gather(*(connect(name) for name in sorted(self.config.agents)))
+        offers = {name: pool.offer(name, None) for name in self.config.mcp.servers}
+        shown = str(self.config_path or "config")
+        for problem in bundle_problems(self.config, offers, shown=shown):
+            logger.warning("{}", problem)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str | None = None) -> asyncio.Task[None]:
         """Run `coro` in the runtime's TaskGroup; its failure is logged, never fatal."""

@@ -144,3 +144,43 @@ async def test_restart_does_not_answer_twice(write_config: WriteConfig, fake_llm
         await tg.wait_for(lambda: len(replies(tg, TOKEN_A)) == 2, timeout=10)
     assert [t for _, t in replies(tg, TOKEN_A)] == ["ops-model: only once", "ops-model: next"]
     assert len([r for r in fake_llm.requests if r["model"] == "ops-model"]) == 2
+
+
+async def test_two_agents_with_different_mcp_bundles_never_cross(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    from tests.mcp.conftest import bundle, stdio_kit
+
+    toml = two_bots_toml(fake_llm, tg).replace(
+        'tools = ["file_write", "list_dir"]', 'tools = ["list_dir"]\nmcp_bundles = ["ops_kit"]'
+    ).replace('tools = ["file_read"]', 'tools = ["file_read"]\nmcp_bundles = ["intern_kit"]')
+    toml += stdio_kit("kit") + bundle("ops_kit", servers={"kit": ["write_note", "counts"]})
+    toml += bundle("intern_kit", servers={"kit": ["echo"]})
+    path = write_config(toml)
+
+    def model(request: dict[str, Any]) -> Reply:
+        last = request["messages"][-1]
+        names = sorted(t["function"]["name"] for t in request.get("tools", []))
+        if last["role"] == "tool":
+            return text(f"{request['model']} saw: {last['content'][:60]}")
+        if request["model"] == "ops-model":
+            assert names == ["kit__counts", "kit__write_note", "list_dir"]
+            if "count" in last["content"]:
+                return tool_call("kit__counts", {})
+            return tool_call("kit__write_note", {"text": last["content"]})
+        assert names == ["file_read", "kit__echo"]
+        # the intern's model tries the ops agent's tool by its exact name
+        return tool_call("kit__write_note", {"text": "intern sneaking in"})
+
+    fake_llm.default = model
+    async with daemon(path):
+        for i in range(3):
+            tg.push_message(10, 10, f"note {i}", token=TOKEN_A)
+            tg.push_message(30 + i, 30 + i, f"hi {i}", token=TOKEN_B)
+        await tg.wait_for(lambda: len(replies(tg, TOKEN_A)) == 3 and len(replies(tg, TOKEN_B)) == 3, timeout=30)
+        tg.push_message(10, 10, "count please", token=TOKEN_A)
+        await tg.wait_for(lambda: len(replies(tg, TOKEN_A)) == 4, timeout=15)
+    intern_replies = [t for _, t in replies(tg, TOKEN_B)]
+    assert all("is not available to this agent" in t for t in intern_replies)
+    final = [t for _, t in replies(tg, TOKEN_A)][-1]
+    assert '"write_note": 3' in final  # the server ran write_note for ops only, never for the intern
