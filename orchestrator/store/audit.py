@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 from types import TracebackType
 
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule
+from orchestrator.store.sqlite import open_database
 
 __all__ = ["AuditLog"]
 
@@ -33,16 +33,8 @@ class AuditLog:
     """Append-only approval audit table in `<state_dir>/audit.sqlite3`; a context manager."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-        except sqlite3.Error:
-            self._db.close()
-            raise
+        self._db = open_database(path, _SCHEMA)
 
     def __enter__(self) -> AuditLog:
         return self

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
+
+from orchestrator.store.sqlite import open_database
 
 __all__ = ["InboxRow", "SessionStore"]
 
@@ -60,16 +61,8 @@ class SessionStore:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.Error:
-            self._db.close()
-            raise
+        self._db = open_database(path, _SCHEMA)
 
     def __enter__(self) -> SessionStore:
         return self

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from orchestrator.config import load_config
-from orchestrator.dispatch import start_channels
-from orchestrator.runtime import Runtime
 from tests.conftest import WriteConfig, provider_toml
+from tests.daemon.platforms import daemon, echo_model
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -64,18 +60,6 @@ senders = ["*"]
     )
 
 
-def echo_model(request: dict[str, Any]) -> Reply:
-    """Answer '<model>: <last user text>' so each reply names the agent that produced it."""
-    last = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
-    return text(f"{request['model']}: {last}")
-
-
-@asynccontextmanager
-async def daemon(path: Path) -> AsyncIterator[Runtime]:
-    async with Runtime.open(load_config(path), config_path=path) as runtime:
-        await start_channels(runtime, ready_timeout_s=10)
-        assert all(h.ready.is_set() for h in runtime.channels.values())
-        yield runtime
 
 
 @pytest.fixture

@@ -9,14 +9,13 @@ from orchestrator.config import Config
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.mcp import DEFERRED_SECTION
 from orchestrator.policy import ApprovalRule
-from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, mcp_servers_for, resolve
+from orchestrator.seam import ConstructionPath, ScopedAssembly, mcp_servers_for, resolve
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
 from tests.mcp.conftest import (
     agent_toml,
     bundle,
     execution,
-    mcp_names,
     mcp_services,
     sent_tools,
     server_counts,

@@ -8,7 +8,7 @@ from pathlib import Path
 from orchestrator.config import Config
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.policy import Interactivity
-from orchestrator.seam import PATH_PROFILES, ConstructionPath, Services, resolve
+from orchestrator.seam import PATH_PROFILES, Services, resolve
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
 
 TURN_PATHS = [p for p, profile in PATH_PROFILES.items() if profile.runs_turns]
