@@ -20,14 +20,18 @@ Two processes, loopback only (127.0.0.1):
 
 Phases (each session is one chat with one user; replies are checked against their message):
 
-1. warm-up: every session exchanges `--warmup` messages (closed loop).
+1. warm-up: every session exchanges `--warmup` messages (closed loop per session). The default,
+   20, fills each session's history window (the default max_history_messages = 40), so memory
+   growth after it is not the bounded transcript cache filling up.
 2. saturation: every session keeps exactly one message outstanding until `--turns` replies
    arrived: the sustained turns/s. Latency here is queueing (Little's law: sessions / rate).
 3. paced: open-loop arrivals at `--paced-rate` turns/s, round-robin over the sessions, for
    `--paced-seconds`: the added latency at a load the daemon sustains.
 
 RSS is sampled after the channels are ready, after warm-up and at every tenth of each phase.
-Targets are printed beside the figures, never asserted.
+CPU used by other processes on the machine during each phase is printed too: figures taken
+while something else competes for the two CPUs are not comparable. Targets are printed beside
+the figures, never asserted.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ if str(_ROOT) not in sys.path:
 
 DEFAULT_TURNS: Final = 20_000
 DEFAULT_SESSIONS: Final = 1_000
-DEFAULT_WARMUP: Final = 2  # messages per session before the measured run
+DEFAULT_WARMUP: Final = 20  # messages per session: fills the default 40-message history window
 DEFAULT_PACED_RATE: Final = 500.0
 DEFAULT_PACED_SECONDS: Final = 10.0
 PACED_MAX_LOAD: Final = 0.7  # never pace above this share of the measured capacity
@@ -162,6 +166,8 @@ class _Phase:
     closed: bool
     target: int
     rate: float = 0.0
+    quota: int = 0  # closed loop: at most this many messages per session (0 = no limit)
+    sent: Counter[_Session] = field(default_factory=Counter)
     issued: int = 0
     pushed: int = 0
     answered: int = 0
@@ -224,6 +230,7 @@ class _Driver:
     def issue(self, session: _Session) -> None:
         assert self.phase is not None
         self.phase.issued += 1
+        self.phase.sent[session] += 1
         self._queues[session.platform].put_nowait(session)
 
     def reply(self, platform_name: str, chat: str, text: str) -> None:
@@ -240,7 +247,7 @@ class _Driver:
         phase.latencies[platform_name].append(now - sent)
         phase.answered += 1
         phase.last_reply = now
-        if phase.closed and phase.issued < phase.target:
+        if phase.closed and phase.issued < phase.target and (not phase.quota or phase.sent[session] < phase.quota):
             self.issue(session)
         step = max(1, phase.target // TICKS)
         if phase.answered % step == 0 and phase.answered < phase.target:
@@ -253,22 +260,22 @@ class _Driver:
         for tally in self.tallies.values():
             tally.methods.clear()
             tally.peers.clear()
-        if phase.closed:
-            for session in self.sessions[: phase.target]:
-                self.issue(session)
-        else:
-            pacer = asyncio.create_task(self._pace(phase))
-        watched = 0
-        while not phase.finished.is_set():
-            try:
-                await asyncio.wait_for(phase.finished.wait(), STALL_S)
-            except TimeoutError:
-                if phase.answered == watched:
-                    break  # stuck: report what arrived
-                watched = phase.answered
-        if not phase.closed:
-            pacer.cancel()
-            await asyncio.gather(pacer, return_exceptions=True)
+        async with asyncio.TaskGroup() as group:
+            if phase.closed:
+                for session in self.sessions[: phase.target]:
+                    self.issue(session)
+            else:
+                pacer = group.create_task(self._pace(phase))
+            watched = 0
+            while not phase.finished.is_set():
+                try:
+                    await asyncio.wait_for(phase.finished.wait(), STALL_S)
+                except TimeoutError:
+                    if phase.answered == watched:
+                        break  # stuck: report what arrived
+                    watched = phase.answered
+            if not phase.closed:
+                pacer.cancel()
         first = phase.first_push or phase.last_reply
         everything = [x for samples in phase.latencies.values() for x in samples]
         return {
@@ -306,7 +313,7 @@ def _fake_classes(driver_ref: list[_Driver]) -> tuple[type[Any], type[Any], type
     def peer(request: Any) -> object:
         return request.transport.get_extra_info("peername") if request.transport is not None else None
 
-    class Telegram(FakeTelegram):  # type: ignore[misc]
+    class Telegram(FakeTelegram):
         async def _answer(self, request: Any, call: Any) -> Any:
             driver = driver_ref[0]
             driver.tallies["telegram"].saw(call.method, peer(request))
@@ -318,7 +325,7 @@ def _fake_classes(driver_ref: list[_Driver]) -> tuple[type[Any], type[Any], type
                 self._messages.clear()
             return response
 
-    class Slack(FakeSlack):  # type: ignore[misc]
+    class Slack(FakeSlack):
         async def _web_api(self, request: Any) -> Any:
             driver_ref[0].tallies["slack"].saw(request.match_info["method"], peer(request))
             response = await super()._web_api(request)
@@ -333,7 +340,7 @@ def _fake_classes(driver_ref: list[_Driver]) -> tuple[type[Any], type[Any], type
             driver_ref[0].reply("slack", str(args["channel"]), str(args.get("text", "")))
             return response
 
-    class Discord(FakeDiscord):  # type: ignore[misc]
+    class Discord(FakeDiscord):
         _MESSAGES = re.compile(r"/channels/(\d+)/(messages|typing)")
 
         async def _answer(self, request: Any, path: str, body: Any) -> Any:
@@ -405,8 +412,8 @@ async def platforms_main(sessions: int) -> None:
                 if command["cmd"] == "quit":
                     break
                 phase = _Phase(
-                    name=command["phase"], closed=command["mode"] == "closed",
-                    target=command["turns"], rate=command.get("rate", 0.0),
+                    name=command["phase"], closed=command["mode"] == "closed", target=command["turns"],
+                    rate=command.get("rate", 0.0), quota=command.get("quota", 0),
                 )
                 _emit("done", **await driver.run_phase(phase))
         finally:
@@ -438,6 +445,14 @@ class EchoProvider:
         return None
 
 
+def machine_busy_s() -> float:
+    """Return the CPU seconds all processes have used since boot (/proc/stat, not idle or iowait)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int | str = "self") -> float:
     """Return VmRSS of a process in MiB."""
     with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -452,6 +467,7 @@ class PhaseResult:
     name: str
     fake: dict[str, Any]
     daemon_cpu_s: float
+    others_cpu_s: float  # CPU the rest of the machine used meanwhile
     ticks: list[tuple[int, float, float]]  # (answered, seconds into the phase, RSS MiB), last = the end
 
 
@@ -474,16 +490,17 @@ class Child:
         self.proc.stdin.write(json.dumps(command).encode() + b"\n")
         await self.proc.stdin.drain()
 
-    async def phase(self, name: str, mode: str, turns: int, rate: float = 0.0) -> PhaseResult:
+    async def phase(self, name: str, mode: str, turns: int, *, rate: float = 0.0, quota: int = 0) -> PhaseResult:
         print(f"  {name}: {turns:,} turns ({mode}{f', {rate:.0f}/s' if rate else ''}) ...", flush=True)
-        cpu0 = time.process_time()
-        await self.send(cmd="run", phase=name, mode=mode, turns=turns, rate=rate)
+        cpu0, busy0 = time.process_time(), machine_busy_s()
+        await self.send(cmd="run", phase=name, mode=mode, turns=turns, rate=rate, quota=quota)
         ticks: list[tuple[int, float, float]] = []
         while (event := await self.event())["event"] == "tick":
             ticks.append((event["answered"], event["elapsed"], rss_mib()))
-        cpu = time.process_time() - cpu0
+        cpu, busy = time.process_time() - cpu0, machine_busy_s() - busy0
         ticks.append((event["answered"], event["wall_s"], rss_mib()))
-        return PhaseResult(name=name, fake=event, daemon_cpu_s=cpu, ticks=ticks)
+        others = max(0.0, busy - cpu - event["fake_cpu_s"])
+        return PhaseResult(name=name, fake=event, daemon_cpu_s=cpu, others_cpu_s=others, ticks=ticks)
 
 
 def write_config(folder: Path, listening: Mapping[str, Any]) -> Path:
@@ -561,11 +578,11 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
                         raise SystemExit(f"channels not ready: {', '.join(down)}")
                     rss_ready, tasks_ready = rss_mib(), len(asyncio.all_tasks())
                     print(f"channels ready in {ready_s:.2f} s; RSS {rss_ready:.1f} MiB", flush=True)
-                    warmup = await child.phase("warm-up", "closed", args.warmup * args.sessions)
+                    warmup = await child.phase("warm-up", "closed", args.warmup * args.sessions, quota=args.warmup)
                     saturated = await child.phase("saturated", "closed", args.turns)
                     capacity = saturated.fake["answered"] / saturated.fake["wall_s"]
                     rate = min(args.paced_rate, PACED_MAX_LOAD * capacity)
-                    paced = await child.phase("paced", "open", round(rate * args.paced_seconds), rate)
+                    paced = await child.phase("paced", "open", round(rate * args.paced_seconds), rate=rate)
                     await asyncio.sleep(0.2)  # let the last sends' tasks finish
                     tasks_end = len(asyncio.all_tasks())
                     leftovers = {
@@ -640,6 +657,8 @@ def report(f: RunFigures, args: argparse.Namespace) -> None:
         ("figure", "value", "target", "verdict"),
         (f"sustained turns/s, saturated ({sat['answered']:,} turns)",
          f"{rate:,.0f} (steady middle 80%: {steady:,.0f})", f">= {TARGET_RATE:.0f}", _verdict(rate >= TARGET_RATE)),
+        ("  of which per platform (turns/s)",
+         ", ".join(f"{p} {s['n'] / sat['wall_s']:,.0f}" for p, s in sat["by_platform"].items()), "-", "-"),
         (f"latency p50 / p99, paced at {paced['offered_rate']:.0f}/s ({lat['n']:,} turns)",
          f"{_ms(lat['p50'])} / {_ms(lat['p99'])}", f"p99 < {TARGET_P99_S * 1000:.0f} ms",
          _verdict(lat["p99"] < TARGET_P99_S)),
@@ -670,14 +689,15 @@ def report(f: RunFigures, args: argparse.Namespace) -> None:
     for phase in (f.saturated, f.paced):
         print(f"  {phase.name:<10} " + "  ".join(f"{n:>6,}:{m:6.1f}" for n, _, m in phase.ticks))
 
-    print("\nCPU (user+sys seconds; 2 CPUs means each process may use one):")
-    for phase in (f.saturated, f.paced):
+    print("\nCPU seconds (user+sys) per phase, and share of one CPU over its wall time:")
+    for phase in (f.warmup, f.saturated, f.paced):
         wall = phase.fake["wall_s"]
         n = max(1, phase.fake["answered"])
         print(
-            f"  {phase.name:<10} daemon {phase.daemon_cpu_s:6.1f} s = {phase.daemon_cpu_s / wall:4.0%} of a CPU, "
-            f"{phase.daemon_cpu_s / n * 1e3:.2f} ms per turn; fakes+driver {phase.fake['fake_cpu_s']:6.1f} s = "
-            f"{phase.fake['fake_cpu_s'] / wall:4.0%}"
+            f"  {phase.name:<10} daemon {phase.daemon_cpu_s:5.1f} s ({phase.daemon_cpu_s / wall:4.0%}, "
+            f"{phase.daemon_cpu_s / n * 1e3:.2f} ms per turn); fakes+driver {phase.fake['fake_cpu_s']:5.1f} s "
+            f"({phase.fake['fake_cpu_s'] / wall:4.0%}); other processes {phase.others_cpu_s:5.1f} s "
+            f"({phase.others_cpu_s / wall:4.0%})"
         )
 
     answered = {p: s["n"] for p, s in sat["by_platform"].items()}
@@ -703,8 +723,10 @@ notes:
 / {rate:,.0f} turns/s ~ {sum(f.sessions.values()) / rate:.2f} s.
   paced rate: min(--paced-rate {args.paced_rate:g}, {PACED_MAX_LOAD:.0%} of the measured capacity) = \
 {f.paced_rate:.0f}/s, for {args.paced_seconds:g} s.
-  history: the agent keeps the default max_history_messages = 40 (20 turns); a session gets \
-{(args.warmup * args.sessions + sat['answered'] + paced['answered']) / sum(f.sessions.values()):.0f} turns here.
+  history: the agent keeps the default max_history_messages = 40; warm-up gave every session \
+{args.warmup} turns ({2 * args.warmup} messages) first.
+  other processes: CPU the rest of the machine used during a phase; above a few % the figures are
+  disturbed (2 CPUs: the daemon and the fakes need one each).
   whole bench: {f.elapsed_s:.0f} s."""
     )
 

@@ -9,7 +9,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from orchestrator.config import Config
+    from orchestrator.memory import MemoryStore
     from orchestrator.policy import ApprovalDecision, ApprovalRequest
 
 __all__ = ["main"]
@@ -155,6 +158,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
 
     from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
     from orchestrator.mcp import McpPool
+    from orchestrator.peripherals import PeripheralPool
     from orchestrator.policy import Interactivity
     from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, mcp_servers_for, resolve
     from orchestrator.store import AuditLog
@@ -164,13 +168,17 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
 
     async def run() -> int:
-        async with McpPool(config) as pool:
+        # Ports open on the first peripheral tool call of this turn, and close on exit.
+        async with McpPool(config) as pool, PeripheralPool() as peripherals:
             await pool.ensure_connected(mcp_servers_for(config, args.name), agent=args.name)
-            return await turn(pool)
+            return await turn(pool, peripherals)
 
-    async def turn(pool: McpPool) -> int:
-        with AuditLog(config.state_path() / "audit.sqlite3") as audit:
-            services = Services(audit=audit, mcp=pool)
+    async def turn(pool: McpPool, peripherals: PeripheralPool) -> int:
+        with (
+            AuditLog(config.state_path() / "audit.sqlite3") as audit,
+            _memory_store(config, args.name, ConstructionPath.CLI_RUN) as memory,
+        ):
+            services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
             try:
                 execution = resolve(
                     config,
@@ -187,6 +195,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
                     Transcript(session="cli"),
                     args.message,
                     approver=_tty_approver if interactive else None,
+                    actor=_cli_user(),
                 )
             finally:
                 await services.providers.aclose()
@@ -218,24 +227,52 @@ async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
 def _execution(args: argparse.Namespace) -> Any:
     import asyncio
 
+    from orchestrator.peripherals import PeripheralPool
     from orchestrator.seam import ConstructionPath, Services, mcp_servers_for, resolve
 
     config = _load(args)
     path = ConstructionPath(args.path)
+    # Never entered, so it cannot open a port: listing shows the tools a path would get.
+    peripherals = PeripheralPool()
     servers = mcp_servers_for(config, args.name, path=path)
-    if not servers:
-        return resolve(config, args.name, path=path, services=Services())
-    return asyncio.run(_resolve_connected(config, args.name, path, servers))
+    # Bind the memory tools to the store as a turn would; no turn runs, so it closes at once.
+    with _memory_store(config, args.name, path) as memory:
+        if not servers:
+            return resolve(config, args.name, path=path, services=Services(memory=memory, peripherals=peripherals))
+        return asyncio.run(_resolve_connected(config, args.name, path, servers, memory, peripherals))
 
 
-async def _resolve_connected(config: Config, name: str, path: Any, servers: tuple[str, ...]) -> Any:
+async def _resolve_connected(
+    config: Config, name: str, path: Any, servers: tuple[str, ...], memory: Any, peripherals: Any
+) -> Any:
     from orchestrator.mcp import McpPool
     from orchestrator.seam import Services, resolve
 
     # Connect what the agent's bundles need, read their listings, and disconnect.
     async with McpPool(config) as pool:
         await pool.ensure_connected(servers, agent=name)
-        return resolve(config, name, path=path, services=Services(mcp=pool))
+        return resolve(config, name, path=path, services=Services(mcp=pool, memory=memory, peripherals=peripherals))
+
+
+def _memory_store(config: Config, name: str, path: Any) -> AbstractContextManager[MemoryStore | None]:
+    from contextlib import nullcontext
+
+    from orchestrator.memory import MemoryStore
+    from orchestrator.seam import uses_memory
+
+    # Opened only when the seam says the agent has memory on this path: no store, no tools.
+    if not uses_memory(config, name, path=path):
+        return nullcontext(None)
+    return MemoryStore(config.state_path() / "memory.sqlite3")
+
+
+def _cli_user() -> str | None:
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (OSError, KeyError):  # no login name (e.g. an unnamed container uid)
+        return None
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:

@@ -187,7 +187,10 @@ async def _run_turn(
     try:
         async with asyncio.TaskGroup() as group:
             turn = group.create_task(
-                run_tool_call_loop(execution, entry.transcript, inbound.text, approver=approver)
+                run_tool_call_loop(
+                    execution, entry.transcript, inbound.text, approver=approver,
+                    actor=f"{inbound.channel}:{inbound.sender}",
+                )
             )
             state.current = turn
             typing = group.create_task(_keep_typing(adapter, inbound))

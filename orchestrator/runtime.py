@@ -15,6 +15,7 @@ from loguru import logger
 from orchestrator.config import Config, resolve_secret
 from orchestrator.config.secrets import SecretRef
 from orchestrator.engine import Transcript
+from orchestrator.memory import MemoryStore
 from orchestrator.policy import ApprovalDecision
 from orchestrator.seam import Services
 from orchestrator.store import AuditLog, SessionStore
@@ -115,12 +116,17 @@ class Runtime:
         async with AsyncExitStack() as stack:
             if services is None:
                 audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
+                memory = stack.enter_context(MemoryStore(state / "memory.sqlite3"))
                 pool = None
                 if config.mcp.servers:
                     from orchestrator.mcp import McpPool
 
                     pool = await stack.enter_async_context(McpPool(config))
-                services = Services(audit=audit, mcp=pool)
+                from orchestrator.peripherals import PeripheralPool
+
+                # Opens no port: each opens on its first tool call (a reload may add some).
+                peripherals = await stack.enter_async_context(PeripheralPool())
+                services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
             stack.push_async_callback(services.providers.aclose)
             store = stack.enter_context(SessionStore(state / "sessions.sqlite3"))
             tasks = await stack.enter_async_context(asyncio.TaskGroup())

@@ -90,6 +90,8 @@ class ShellConfig(_Model):
     """`[agents.X.shell]`: the commands the `shell` tool may run (absent = none)."""
 
     allowed_commands: Names = ()
+    # globs refused as any whole argv element (built-in `shell` and skill shell tools)
+    denied_args: Names = ()
 
 
 class HttpFetchConfig(_Model):
@@ -167,6 +169,9 @@ class PeripheralConfig(_Model):
     baud: int = Field(default=115_200, gt=0)
     protocol: Literal["jsonl"] = "jsonl"
     commands: Names = ()
+    # Commands that only read (allowed under autonomy "read_only"); absent = none.
+    read_only_commands: Names = ()
+    timeout_s: float = Field(default=5.0, gt=0)
 
 
 class Config(_Model):

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 from orchestrator.config.models import AgentConfig, Config
+from orchestrator.config.skill_checks import check_skills
 from orchestrator.errors import ConfigProblem
 
 __all__ = ["check_references", "find_skill_dirs"]
 
 _GLOB_CHARS = frozenset("*?[")
+# What OpenAI-compatible APIs accept as a function name (peripheral tools are `<name>__<command>`).
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Tools the seam itself adds (the deferred-MCP search): valid in excluded_tools and the
 # approval lists, never in `tools` (an agent gets it through a deferred bundle).
 SEAM_TOOL_NAMES = frozenset({"tool_search"})
@@ -28,8 +32,10 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
 
     problems: list[ConfigProblem] = []
     problems.extend(_check_mcp(config, shown))
+    problems.extend(_check_peripherals(config, shown))
     problems.extend(_check_channels(config, shown))
     skill_dirs = find_skill_dirs(config)
+    problems.extend(check_skills(config, shown=shown, skill_dirs=skill_dirs))
     namespaces = set(config.mcp.servers) | set(config.peripherals) | set(skill_dirs)
     for name, agent in config.agents.items():
         file = config.origin_of(name)
@@ -86,7 +92,7 @@ def _check_agent(
         ("approval.always_ask", agent.approval.always_ask),
     ):
         for i, entry in enumerate(entries):
-            problem = _check_reference(entry, builtins | SEAM_TOOL_NAMES, namespaces)
+            problem = _check_reference(entry, builtins | SEAM_TOOL_NAMES | _memory_tool_names(), namespaces)
             if problem:
                 yield f"{key}[{i}]", problem
 
@@ -99,6 +105,8 @@ def _check_grant(entry: str, builtins: frozenset[str]) -> str | None:
             f"{entry!r} looks like an MCP/skill/peripheral tool; those are granted through "
             "mcp_bundles, skills and peripherals, not tools"
         )
+    if entry in _memory_tool_names():
+        return f"{entry!r} is a memory tool; memory tools are granted by [memory] scope = \"agent\", not tools"
     if _GLOB_CHARS & set(entry):
         if not any(fnmatchcase(b, entry) for b in builtins):
             return f"pattern {entry!r} matches no built-in tool"
@@ -106,6 +114,12 @@ def _check_grant(entry: str, builtins: frozenset[str]) -> str | None:
     if entry not in builtins:
         return f"unknown tool {entry!r}" + suggest(entry, builtins)
     return None
+
+
+def _memory_tool_names() -> frozenset[str]:
+    from orchestrator.memory import MEMORY_TOOL_NAMES
+
+    return MEMORY_TOOL_NAMES
 
 
 def _check_reference(entry: str, builtins: frozenset[str], namespaces: set[str]) -> str | None:
@@ -166,6 +180,32 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
                         f"{base}.tools.{ref}[{i}]",
                         f"list the server's own tool names: {entry[len(ref) + 2:]!r}, not {entry!r}",
                     )
+
+
+def _check_peripherals(config: Config, shown: str) -> Iterator[ConfigProblem]:
+    from orchestrator.config.loader import suggest
+
+    ports: dict[str, str] = {}
+    for name, device in config.peripherals.items():
+        base = f"peripherals.{name}"
+        if "__" in name:
+            yield ConfigProblem(shown, base, "peripheral names may not contain '__'")
+        for i, command in enumerate(device.commands):
+            if not _FUNCTION_NAME.fullmatch(f"{name}__{command}"):
+                yield ConfigProblem(
+                    shown, f"{base}.commands[{i}]",
+                    f"tool name '{name}__{command}' is not a valid function name "
+                    "(letters, digits, '_' and '-', at most 64 characters)",
+                )
+        for i, command in enumerate(device.read_only_commands):
+            if command not in device.commands:
+                yield ConfigProblem(
+                    shown, f"{base}.read_only_commands[{i}]",
+                    f"{command!r} is not one of this peripheral's commands" + suggest(command, device.commands),
+                )
+        other = ports.setdefault(device.port, name)
+        if other != name:
+            yield ConfigProblem(shown, f"{base}.port", f"{device.port!r} is already peripherals.{other}'s port")
 
 
 def _check_secret_value(name: str, value: str) -> str | None:

@@ -62,19 +62,21 @@ async def run_tool_call_loop(
     message: str,
     *,
     approver: Approver | None = None,
+    actor: str | None = None,
 ) -> TurnResult:
     """Run one turn: model, tools it may call, model again, until a final answer or a budget.
 
     Only tools in `execution.tools` ever run; every call is re-checked against the
-    execution's approvals and budgets. Cancellation propagates after the transcript has
-    been closed cleanly (every tool call answered).
+    execution's approvals and budgets; `actor` (the person the turn runs for, e.g. the
+    channel sender) keys the hourly action budget together with the agent. Cancellation
+    propagates after the transcript has been closed cleanly (every tool call answered).
     """
     if type(execution) is not ResolvedAgentExecution:
         raise SealViolation("the engine's execution argument")
     for observer in _observers:
         observer(execution)
     transcript.append({"role": "user", "content": message})
-    turn = _Turn(execution, transcript, approver)
+    turn = _Turn(execution, transcript, approver, actor)
     try:
         async with asyncio.timeout(execution.knobs.turn_timeout_s):
             return await turn.run()
@@ -89,14 +91,19 @@ async def run_tool_call_loop(
 
 
 class _Turn:
-    __slots__ = ("approver", "executed", "execution", "pending", "transcript")
+    __slots__ = ("actor", "approver", "executed", "execution", "pending", "transcript")
 
     def __init__(
-        self, execution: ResolvedAgentExecution, transcript: Transcript, approver: Approver | None
+        self,
+        execution: ResolvedAgentExecution,
+        transcript: Transcript,
+        approver: Approver | None,
+        actor: str | None = None,
     ) -> None:
         self.execution = execution
         self.transcript = transcript
         self.approver = approver
+        self.actor = actor
         self.executed: list[str] = []
         self.pending: list[ToolCall] = []
 
@@ -203,7 +210,9 @@ class _Turn:
         )
         if decision.verdict is not Verdict.APPROVED:
             return decision.model_message(call.name)
-        if not ex.ledger.try_consume(ex.identity.agent, ex.knobs.max_actions_per_hour):
+        # One budget per (agent, person): one busy sender cannot spend everyone else's.
+        budget_key = f"{ex.identity.agent}:{self.actor or '-'}"
+        if not ex.ledger.try_consume(budget_key, ex.knobs.max_actions_per_hour):
             return (
                 f"Error: the action budget of {ex.knobs.max_actions_per_hour} tool calls per hour "
                 f"is spent. {call.name!r} was not run."

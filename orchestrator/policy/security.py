@@ -26,6 +26,9 @@ class SecurityPolicy:
     http_allowed_hosts: tuple[str, ...]
     http_allow_private_addresses: bool
     http_max_bytes: int
+    # `[agents.X.shell] denied_args`: globs refused as any whole argv element, for the
+    # `shell` built-in and skill shell tools alike.
+    shell_denied_args: tuple[str, ...] = ()
 
     def confine(self, relative: str) -> Path:
         """Return `relative` resolved inside the workspace.

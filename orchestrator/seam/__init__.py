@@ -10,7 +10,7 @@ from orchestrator.seam.execution import (
 from orchestrator.seam.ledger import ActionLedger
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext, assemble
-from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve
+from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
 from orchestrator.seam.services import Services
 
 __all__ = [
@@ -32,4 +32,5 @@ __all__ = [
     "assemble",
     "mcp_servers_for",
     "resolve",
+    "uses_memory",
 ]

@@ -16,6 +16,9 @@ from orchestrator.tools import BUILTIN_TOOLS, Tool, ToolSource
 
 if TYPE_CHECKING:
     from orchestrator.mcp import McpPool, McpScope
+    from orchestrator.memory import MemoryStore
+    from orchestrator.peripherals import PeripheralPool
+    from orchestrator.seam.execution import MemoryScope
 
 __all__ = ["PromptSection", "ScopedToolRegistry", "TurnContext", "assemble"]
 
@@ -119,11 +122,14 @@ def assemble(
     assembly: ScopedAssembly,
     security: SecurityPolicy,
     mcp: McpPool | None = None,
+    memory: MemoryStore | None = None,
+    memory_scope: MemoryScope | None = None,
+    peripherals: PeripheralPool | None = None,
 ) -> ScopedToolRegistry:
     """Build one agent's registry; every source passes the same policy, knobs only narrow.
 
     Order (DESIGN.md section 4): peripherals (when connected) -> built-in allowed/excluded
-    filter -> memory strip -> MCP bundles with per-tool gating (eager, or deferred behind
+    filter, with the memory tools bound to `memory` and `memory_scope` -> memory strip -> MCP bundles with per-tool gating (eager, or deferred behind
     `tool_search`) and pinned resources, from `mcp`'s current listings -> skills ->
     read-only autonomy -> `caller_allowed` -> final `excluded_tools` subtraction over
     everything (`tool_search` included) -> deferred MCP tools settled against what is left.
@@ -131,17 +137,18 @@ def assemble(
     tools: dict[str, Tool] = {}
     sections: list[PromptSection] = []
     if assembly.connect_peripherals:
-        tools.update(_peripheral_tools(config, agent))
+        tools.update(_peripheral_tools(config, agent, peripherals))
     for name, builtin in BUILTIN_TOOLS.items():
         if is_granted(name, allowed=agent.tools, excluded=agent.excluded_tools):
             tools[name] = builtin.bind(security)
+    tools.update(_memory_tools(agent_name, memory, memory_scope))
     if assembly.exclude_memory:
         for name in MEMORY_TOOL_NAMES:
             tools.pop(name, None)
     mcp_scope = _mcp_tools(config, agent_name, agent, mcp) if assembly.connect_mcp else None
     if mcp_scope is not None:
         tools.update(mcp_scope.tools())
-    skill_tools, skill_sections = _skill_tools(config, agent)
+    skill_tools, skill_sections = _skill_tools(config, agent, security)
     tools.update(skill_tools)
     if agent.autonomy == "read_only":
         tools = {n: t for n, t in tools.items() if t.spec.read_only}
@@ -162,6 +169,9 @@ def assemble(
         if tool.spec.name != name or (
             (source is ToolSource.BUILTIN and name not in BUILTIN_TOOLS)
             or (source is ToolSource.MCP and "__" not in name)
+            or (source is ToolSource.PERIPHERAL and "__" not in name)
+            or (source is ToolSource.SKILL and name.split("__", 1)[0] not in agent.skills)
+            or (source is ToolSource.MEMORY and name not in MEMORY_TOOL_NAMES)
         ):
             raise SealViolation(f"tool {name!r} registered under a foreign name")
     return ScopedToolRegistry(
@@ -173,10 +183,29 @@ def assemble(
     )
 
 
-def _peripheral_tools(config: Config, agent: AgentConfig) -> dict[str, Tool]:
-    # Hook point for the peripherals surface (serial devices): not built yet, so an agent
-    # listing `peripherals` gets no tools from them; omission is never a grant.
-    return {}
+def _peripheral_tools(config: Config, agent: AgentConfig, pool: PeripheralPool | None) -> dict[str, Tool]:
+    # `<name>__<command>` for each peripheral the agent lists; only called when the path
+    # connects peripherals, and registering opens no port (the pool opens on first call).
+    # No pool (nothing to call through) grants nothing: omission is never a grant.
+    if pool is None or not agent.peripherals:
+        return {}
+    from orchestrator.peripherals import peripheral_tools
+
+    tools: dict[str, Tool] = {}
+    for name in agent.peripherals:
+        if name in config.peripherals:
+            tools.update(peripheral_tools(name, config.peripherals[name], pool=pool))
+    return tools
+
+
+def _memory_tools(agent_name: str, store: MemoryStore | None, scope: MemoryScope | None) -> dict[str, Tool]:
+    # Bound here to (store, agent, read_from), so a tool can only write as this agent and
+    # read this agent plus its read_from. No store (nothing opened) or no scope grants none.
+    if store is None or scope is None or scope.mode != "agent":
+        return {}
+    from orchestrator.memory import memory_tools
+
+    return memory_tools(store, agent=agent_name, read_from=scope.read_from)
 
 
 def _mcp_tools(config: Config, agent_name: str, agent: AgentConfig, mcp: McpPool | None) -> McpScope | None:
@@ -190,6 +219,22 @@ def _mcp_tools(config: Config, agent_name: str, agent: AgentConfig, mcp: McpPool
     return scope_mcp(bundles, pool=mcp, agent=agent_name)
 
 
-def _skill_tools(config: Config, agent: AgentConfig) -> tuple[dict[str, Tool], list[PromptSection]]:
-    # Hook point for the skills surface (SKILL.md prompt sections and skill tools).
-    return {}, []
+def _skill_tools(
+    config: Config, agent: AgentConfig, security: SecurityPolicy
+) -> tuple[dict[str, Tool], list[PromptSection]]:
+    # Each skill the agent lists: its SKILL.md section, and its tools as `<skill>__<tool>`
+    # bound to the agent's own SecurityPolicy (the filters after this apply to them).
+    # Parsed once per config generation by the catalog; nothing is read per turn.
+    if not agent.skills:
+        return {}, []
+    from orchestrator.skills import bind_skill_tools, skill_catalog
+
+    catalog = skill_catalog(config)
+    tools: dict[str, Tool] = {}
+    sections: list[PromptSection] = []
+    for name in agent.skills:
+        skill = catalog.load(name)
+        tools.update(bind_skill_tools(skill, security))
+        section, text = skill.prompt_section()
+        sections.append(PromptSection(name=section, text=text))
+    return tools, sections

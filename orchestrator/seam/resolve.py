@@ -22,7 +22,7 @@ from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssem
 from orchestrator.seam.registry import assemble
 from orchestrator.seam.services import Services
 
-__all__ = ["InteractivityNotAllowed", "mcp_servers_for", "resolve"]
+__all__ = ["InteractivityNotAllowed", "mcp_servers_for", "resolve", "uses_memory"]
 
 
 class InteractivityNotAllowed(OrchestratorError):
@@ -90,7 +90,12 @@ def _resolve(
     if mode not in profile.allowed_interactivity:
         raise InteractivityNotAllowed(path, mode)
     security = _security(config, name, agent)
-    registry = assemble(config, name, agent, assembly=knobs, security=security, mcp=services.mcp)
+    memory = _memory(agent, knobs)
+    registry = assemble(
+        config, name, agent, assembly=knobs, security=security, mcp=services.mcp,
+        memory=services.memory, memory_scope=memory,
+        peripherals=services.peripherals,
+    )
     sections = registry.prompt_sections
     binding = _binding(config, agent)
     return ResolvedAgentExecution(
@@ -111,7 +116,7 @@ def _resolve(
         ),
         knobs=_knobs(agent).capped_by(ceiling),
         assembly=knobs,
-        memory=_memory(agent, knobs),
+        memory=memory,
         skills=agent.skills,
         mcp_bundles=agent.mcp_bundles if knobs.connect_mcp else (),
         prompt_sections=sections,
@@ -143,6 +148,21 @@ def mcp_servers_for(
     return tuple(servers)
 
 
+def uses_memory(
+    config: Config,
+    agent: str,
+    *,
+    path: ConstructionPath = ConstructionPath.CLI_RUN,
+    assembly: ScopedAssembly | None = None,
+) -> bool:
+    """Return whether `agent` has a memory scope on `path`: open the memory store before resolving.
+
+    False for an unknown agent (`resolve()` reports it) and on a path that strips memory.
+    """
+    policy = config.agents.get(agent)
+    return policy is not None and _memory(policy, _path_knobs(path, policy, assembly)).mode != "none"
+
+
 def _path_knobs(
     path: ConstructionPath, agent: AgentConfig, assembly: ScopedAssembly | None
 ) -> ScopedAssembly:
@@ -168,6 +188,7 @@ def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
         autonomy=agent.autonomy,
         workspace=workspace,
         shell_allowed_commands=frozenset(agent.shell.allowed_commands),
+        shell_denied_args=agent.shell.denied_args,
         http_allowed_hosts=agent.http_fetch.allowed_hosts,
         http_allow_private_addresses=agent.http_fetch.allow_private_addresses,
         http_max_bytes=agent.http_fetch.max_bytes,

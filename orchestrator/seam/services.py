@@ -13,6 +13,8 @@ from orchestrator.seam.ledger import ActionLedger
 if TYPE_CHECKING:
     from orchestrator.config.models import Config
     from orchestrator.mcp import McpPool
+    from orchestrator.memory import MemoryStore
+    from orchestrator.peripherals import PeripheralPool
     from orchestrator.seam.execution import ResolvedAgentExecution
 
 __all__ = ["Services"]
@@ -27,6 +29,10 @@ class Services:
     ledger: ActionLedger = field(default_factory=ActionLedger)
     # The daemon's MCP connections; None grants no MCP tools (nothing is connected).
     mcp: McpPool | None = None
+    # Every agent's memories; None grants no memory tools (no store is open).
+    memory: MemoryStore | None = None
+    # The daemon's serial ports (opened on first call); None grants no peripheral tools.
+    peripherals: PeripheralPool | None = None
     # resolve() results per config generation; a new generation starts empty.
     cache: WeakKeyDictionary[Config, dict[tuple[object, ...], ResolvedAgentExecution]] = field(
         default_factory=WeakKeyDictionary

@@ -21,6 +21,7 @@ class ToolSource(enum.Enum):
     MCP = "mcp"
     SKILL = "skill"
     PERIPHERAL = "peripheral"
+    MEMORY = "memory"
     SEAM = "seam"
 
 

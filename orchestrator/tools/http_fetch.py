@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from orchestrator.policy import SecurityPolicy
 
-__all__ = ["HTTP_FETCH", "HTTP_FETCH_SPEC", "HttpFetch"]
+__all__ = ["HTTP_FETCH", "HTTP_FETCH_SPEC", "HttpFetch", "fetch_url"]
 
 _TOOL: Final = "http_fetch"
 _SCHEMES: Final = frozenset({"http", "https"})
@@ -79,33 +79,44 @@ class HttpFetch:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return "HTTP <status>\\n<content-type>\\n\\n<text>"; raises `ToolFailure` if refused."""
-        url = _url_argument(arguments)
-        target = await self._check(url)
-        return await _fetch(target, self.policy.http_max_bytes)
+        return await fetch_url(_url_argument(arguments), self.policy, tool=_TOOL)
 
-    async def _check(self, url: str) -> _Target:
-        parts = urlsplit(url)
-        if parts.scheme.lower() not in _SCHEMES:
-            raise ToolFailure(_TOOL, f"refused {url!r}: only http and https URLs are fetched")
-        host = parts.hostname
-        if not host:
-            raise ToolFailure(_TOOL, f"refused {url!r}: the URL names no host")
-        port = _port(url, parts)
-        allowed = self.policy.http_allowed_hosts
-        if allowed and not any(fnmatch.fnmatchcase(host, p.lower()) for p in allowed):
-            hosts = ", ".join(allowed)
-            raise ToolFailure(
-                _TOOL, f"refused {url!r}: host {host!r} is not in the allowed hosts ({hosts})"
-            )
-        addresses = await _resolve(host, port)
-        if not self.policy.http_allow_private_addresses:
-            for _, address in addresses:
-                if not _is_public(ipaddress.ip_address(address)):
-                    raise ToolFailure(
-                        _TOOL,
-                        f"refused {url!r}: {host} resolves to non-public address {address}",
-                    )
-        return _Target(url=url, host=host, port=port, addresses=addresses)
+
+async def fetch_url(url: str, policy: SecurityPolicy, *, tool: str, method: str = "GET") -> str:
+    """Send one bodiless request under `policy`'s network limits and report the response.
+
+    The one guarded fetch for every tool that reaches the network (`http_fetch`, skill
+    http tools): scheme, allowed hosts, then DNS resolution with every address checked
+    against the private-address guard, and the connection pinned to the checked
+    addresses. Returns "HTTP <status>\\n<content-type>\\n\\n<text>"; raises
+    `ToolFailure` (naming `tool`) when refused or when the request fails.
+    """
+    target = await _check(url, policy, tool)
+    return await _fetch(target, policy.http_max_bytes, tool=tool, method=method)
+
+
+async def _check(url: str, policy: SecurityPolicy, tool: str) -> _Target:
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in _SCHEMES:
+        raise ToolFailure(tool, f"refused {url!r}: only http and https URLs are fetched")
+    host = parts.hostname
+    if not host:
+        raise ToolFailure(tool, f"refused {url!r}: the URL names no host")
+    port = _port(url, parts, tool)
+    allowed = policy.http_allowed_hosts
+    if allowed and not any(fnmatch.fnmatchcase(host, p.lower()) for p in allowed):
+        hosts = ", ".join(allowed)
+        raise ToolFailure(
+            tool, f"refused {url!r}: host {host!r} is not in the allowed hosts ({hosts})"
+        )
+    addresses = await _resolve(host, port, tool)
+    if not policy.http_allow_private_addresses:
+        for _, address in addresses:
+            if not _is_public(ipaddress.ip_address(address)):
+                raise ToolFailure(
+                    tool, f"refused {url!r}: {host} resolves to non-public address {address}"
+                )
+    return _Target(url=url, host=host, port=port, addresses=addresses)
 
 
 def _url_argument(arguments: Mapping[str, Any]) -> str:
@@ -123,17 +134,19 @@ def _url_argument(arguments: Mapping[str, Any]) -> str:
     return url.strip()
 
 
-def _port(url: str, parts: SplitResult) -> int:
+def _port(url: str, parts: SplitResult, tool: str) -> int:
     try:
         explicit = parts.port
     except ValueError:
-        raise ToolFailure(_TOOL, f"refused {url!r}: invalid port") from None
+        raise ToolFailure(tool, f"refused {url!r}: invalid port") from None
     if explicit is not None:
         return explicit
     return 443 if parts.scheme.lower() == "https" else 80
 
 
-async def _resolve(host: str, port: int) -> tuple[tuple[socket.AddressFamily, str], ...]:
+async def _resolve(
+    host: str, port: int, tool: str
+) -> tuple[tuple[socket.AddressFamily, str], ...]:
     try:
         literal = ipaddress.ip_address(host)
     except ValueError:
@@ -147,7 +160,7 @@ async def _resolve(host: str, port: int) -> tuple[tuple[socket.AddressFamily, st
             host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
         )
     except (socket.gaierror, UnicodeError) as exc:
-        raise ToolFailure(_TOOL, f"cannot resolve host {host!r}: {exc}") from exc
+        raise ToolFailure(tool, f"cannot resolve host {host!r}: {exc}") from exc
     found = tuple(
         dict.fromkeys(
             (socket.AddressFamily(family), str(sockaddr[0]))
@@ -156,7 +169,7 @@ async def _resolve(host: str, port: int) -> tuple[tuple[socket.AddressFamily, st
         )
     )
     if not found:
-        raise ToolFailure(_TOOL, f"cannot resolve host {host!r}: no IP addresses")
+        raise ToolFailure(tool, f"cannot resolve host {host!r}: no IP addresses")
     return found
 
 
@@ -200,14 +213,14 @@ def _pinned_resolver(target: _Target) -> AbstractResolver:
     return PinnedResolver()
 
 
-async def _fetch(target: _Target, max_bytes: int) -> str:
+async def _fetch(target: _Target, max_bytes: int, *, tool: str, method: str) -> str:
     import aiohttp
 
     connector = aiohttp.TCPConnector(resolver=_pinned_resolver(target), use_dns_cache=False)
     try:
         async with (
             aiohttp.ClientSession(connector=connector, trust_env=False) as session,
-            session.get(target.url, allow_redirects=False) as response,
+            session.request(method, target.url, allow_redirects=False) as response,
         ):
             body, truncated = await _read_capped(response.content, max_bytes)
             text = body.decode(response.charset or "utf-8", errors="replace")
@@ -220,9 +233,9 @@ async def _fetch(target: _Target, max_bytes: int) -> str:
             content_type = response.headers.get("Content-Type", "")
             return f"HTTP {response.status}\n{content_type}\n\n{text}"
     except LookupError as exc:
-        raise ToolFailure(_TOOL, f"{target.url}: unknown charset: {exc}") from exc
+        raise ToolFailure(tool, f"{target.url}: unknown charset: {exc}") from exc
     except (aiohttp.ClientError, OSError) as exc:
-        raise ToolFailure(_TOOL, f"{target.url}: {type(exc).__name__}: {exc}") from exc
+        raise ToolFailure(tool, f"{target.url}: {type(exc).__name__}: {exc}") from exc
 
 
 class _Readable(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from orchestrator.tools.base import BuiltinTool, ToolSpec
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
 
-__all__ = ["MAX_OUTPUT_BYTES", "SHELL", "SHELL_SPEC", "Shell"]
+__all__ = ["MAX_OUTPUT_BYTES", "SHELL", "SHELL_SPEC", "Shell", "run_command"]
 
 MAX_OUTPUT_BYTES: Final = 64 * 1024
 _CHUNK: Final = 16 * 1024
@@ -68,49 +69,60 @@ class Shell:
         return SHELL_SPEC
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
-        """Run the command and report its exit code and output.
+        """Run the command and report its exit code and output (see `run_command`)."""
+        return await run_command(_argv(arguments), self.policy, tool=SHELL_SPEC.name)
 
-        Raises `ToolFailure` for a refused or missing command. The command's process
-        group does not outlive the call: background children are killed when it exits,
-        and on cancellation (a tool timeout) the whole group is killed and reaped
-        before the `CancelledError` propagates.
-        """
-        argv = _argv(arguments)
-        self._check_allowed(argv[0])
-        if not self.policy.workspace.is_dir():
-            raise ToolFailure(
-                SHELL_SPEC.name, f"workspace {self.policy.workspace} is not a directory"
-            )
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=self.policy.workspace,
-                env=_child_environment(self.policy),
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise ToolFailure(SHELL_SPEC.name, f"command not found: {argv[0]!r}") from None
-        except OSError as exc:
-            raise ToolFailure(
-                SHELL_SPEC.name, f"cannot run {argv[0]!r}: {exc.strerror or exc}"
-            ) from exc
-        return await _supervise(process)
 
-    def _check_allowed(self, command: str) -> None:
-        # Exact match only: "rm" never grants "/bin/rm" or "./rm", and vice versa.
-        allowed = self.policy.shell_allowed_commands
-        if command in allowed:
-            return
-        if not allowed:
-            reason = f"command {command!r} refused: no commands are allowed for this agent"
-        else:
-            reason = (
-                f"command {command!r} refused; allowed commands: {', '.join(sorted(allowed))}"
-            )
-        raise ToolFailure(SHELL_SPEC.name, reason)
+async def run_command(argv: Sequence[str], policy: SecurityPolicy, *, tool: str) -> str:
+    """Run `argv` under `policy` (allowlist, argument rules, workspace) and report the result.
+
+    The one runner for every command an agent starts (the `shell` built-in and skill shell
+    tools). Raises `ToolFailure` (naming `tool`) for a refused or missing command. The
+    command's process group does not outlive the call: background children are killed when
+    it exits, and on cancellation (a tool timeout) the whole group is killed and reaped
+    before the `CancelledError` propagates.
+    """
+    _check_allowed(argv[0], policy, tool)
+    _check_arguments(argv, policy, tool)
+    if not policy.workspace.is_dir():
+        raise ToolFailure(tool, f"workspace {policy.workspace} is not a directory")
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=policy.workspace,
+            env=_child_environment(policy),
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise ToolFailure(tool, f"command not found: {argv[0]!r}") from None
+    except OSError as exc:
+        raise ToolFailure(tool, f"cannot run {argv[0]!r}: {exc.strerror or exc}") from exc
+    return await _supervise(process)
+
+
+def _check_allowed(command: str, policy: SecurityPolicy, tool: str) -> None:
+    # Exact match only: "rm" never grants "/bin/rm" or "./rm", and vice versa.
+    allowed = policy.shell_allowed_commands
+    if command in allowed:
+        return
+    if not allowed:
+        reason = f"command {command!r} refused: no commands are allowed for this agent"
+    else:
+        reason = f"command {command!r} refused; allowed commands: {', '.join(sorted(allowed))}"
+    raise ToolFailure(tool, reason)
+
+
+def _check_arguments(argv: Sequence[str], policy: SecurityPolicy, tool: str) -> None:
+    # `[agents.X.shell] denied_args`: whole-element globs, refused anywhere in argv.
+    for index, item in enumerate(argv):
+        for pattern in policy.shell_denied_args:
+            if fnmatch.fnmatchcase(item, pattern):
+                raise ToolFailure(
+                    tool, f"argv[{index}] {item!r} refused: it matches denied argument {pattern!r}"
+                )
 
 
 def _argv(arguments: Mapping[str, Any]) -> tuple[str, ...]:

@@ -19,6 +19,11 @@ def parity_toml(base_url: str) -> str:
 base_url = "{base_url}"
 max_retries = 0
 
+[peripherals.arm]
+port = "/dev/orchestrator-parity-arm"
+commands = ["status", "move"]
+read_only_commands = ["status"]
+
 [agents.ops]
 provider = "fake"
 model = "ops-model"
@@ -27,6 +32,7 @@ system_prompt = "You are ops."
 autonomy = "supervised"
 tools = ["file_*", "list_dir", "shell"]
 excluded_tools = ["file_write"]
+peripherals = ["arm"]
 
 [agents.ops.approval]
 auto_approve = ["list_dir", "file_read"]
@@ -56,6 +62,7 @@ system_prompt = "You are the intern."
 autonomy = "read_only"
 tools = ["*"]
 excluded_tools = ["http_fetch"]
+peripherals = ["arm"]
 """
 
 

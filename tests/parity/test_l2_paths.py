@@ -18,6 +18,7 @@ import pytest
 from orchestrator import cli
 from orchestrator.config import Config
 from orchestrator.engine import add_turn_observer
+from orchestrator.peripherals import PeripheralPool
 from orchestrator.policy import Interactivity
 from orchestrator.seam import (
     PATH_PROFILES,
@@ -34,7 +35,15 @@ PER_PATH_KEYS = ("path", "assembly")
 DECLARED_DIFFERENCES: dict[ConstructionPath, dict[str, Any]] = {
     # ACP fast boot: MCP withheld (connect_mcp=False) and memory stripped (exclude_memory).
     ConstructionPath.ACP: {"memory": {"mode": "none", "read_from": []}, "mcp_bundles": []},
+    # Listing never opens hardware (connect_peripherals=False): the peripheral tools are absent.
+    ConstructionPath.LISTING: {"tools": lambda tools: [t for t in tools if not t.startswith("arm__")]},
 }
+
+
+def declared(path: ConstructionPath, baseline: dict[str, Any]) -> dict[str, Any]:
+    """Return what `path` must resolve: the baseline with the path's declared differences applied."""
+    changes = DECLARED_DIFFERENCES.get(path, {})
+    return {**baseline, **{k: v(baseline[k]) if callable(v) else v for k, v in changes.items()}}
 
 
 def comparable(described: dict[str, Any]) -> dict[str, Any]:
@@ -73,10 +82,12 @@ async def test_cli_run_and_listing_resolve_the_same_policy(
     assert execution.identity.path is ConstructionPath.CLI_RUN
     code, listing_policy = run_cli(["policy", agent, "--path", "listing", "--json", "--config", str(path)], capsys)
     listed = json.loads(listing_policy)
-    assert comparable(listed) == comparable(execution.describe())
+    assert comparable(listed) == declared(ConstructionPath.LISTING, comparable(execution.describe()))
     assert listed["assembly"] == {**execution.assembly.describe(), "connect_peripherals": False}
     code, tools_json = run_cli(["tools", agent, "--json", "--config", str(path)], capsys)
-    assert [row["name"] for row in json.loads(tools_json)] == list(execution.tools.names)
+    listed_names = [row["name"] for row in json.loads(tools_json)]
+    assert listed_names == declared(ConstructionPath.LISTING, {"tools": list(execution.tools.names)})["tools"]
+    assert "arm__status" in execution.tools and "arm__status" not in listed_names  # the knob is live
     # the model binding the provider actually received
     request = fake_llm.requests[0]
     assert request["model"] == execution.model.model == f"{agent}-model"
@@ -96,7 +107,9 @@ async def test_provider_is_sent_exactly_the_registry(
     (execution,) = seen
     request = fake_llm.requests[0]
     assert request["tools"] == list(execution.tools.provider_specs())
-    assert [t["function"]["name"] for t in request["tools"]] == ["file_read", "list_dir", "shell"]
+    assert [t["function"]["name"] for t in request["tools"]] == [
+        "arm__move", "arm__status", "file_read", "list_dir", "memory_forget", "memory_recall", "memory_store", "shell",
+    ]
     assert request["messages"][0] == {"role": "system", "content": "You are ops."}
 
 
@@ -122,12 +135,17 @@ async def test_every_path_resolves_identical_policy_modulo_knobs(
     agent: str, fake_llm: FakeOpenAI, parity_config: Callable[[FakeOpenAI], tuple[Path, Config]]
 ) -> None:
     _, config = parity_config(fake_llm)
-    services = Services()
+    # an unentered pool: it registers peripheral tools but can never open a port
+    services = Services(peripherals=PeripheralPool())
     baseline = comparable(resolve(config, agent, path=ConstructionPath.CLI_RUN, services=services).describe())
     for path in ConstructionPath:
         described = comparable(resolve(config, agent, path=path, services=services).describe())
-        expected = {**baseline, **DECLARED_DIFFERENCES.get(path, {})}
-        assert described == expected, path
+        assert described == declared(path, baseline), path
+    # the declared listing difference is live: the peripheral tools exist on every other path
+    # (the intern, read_only, keeps only the read-only command)
+    assert [t for t in baseline["tools"] if t.startswith("arm__")] == (
+        ["arm__move", "arm__status"] if agent == "ops" else ["arm__status"]
+    )
     # the values really are the agent's own, not defaults
     assert baseline["knobs"]["max_tool_iterations"] == (7 if agent == "ops" else 10)
     assert baseline["memory"] == (
@@ -178,11 +196,15 @@ async def test_channel_path_resolves_the_same_policy(
     async with running(path) as (runtime, terms):
         terms["term"].type("hi")
         await terms["term"].screen.wait_for(lambda lines: "from the channel" in lines)
-        cli_run = resolve(runtime.config, agent, path=ConstructionPath.CLI_RUN, services=Services())
+        cli_run = resolve(
+            runtime.config, agent, path=ConstructionPath.CLI_RUN,
+            services=Services(memory=runtime.services.memory, peripherals=runtime.services.peripherals),
+        )
     (execution,) = seen
     assert execution.identity.path is ConstructionPath.CHANNEL
     assert execution.approvals.interactivity is Interactivity.CHANNEL_PROMPT
     assert comparable(execution.describe()) == comparable(cli_run.describe())
+    assert "arm__status" in execution.tools  # the daemon registers peripherals (opened on first call)
     request = fake_llm.requests[0]
     assert request.get("tools", []) == list(execution.tools.provider_specs())
     assert (request["model"], request["temperature"]) == (execution.model.model, execution.model.temperature)

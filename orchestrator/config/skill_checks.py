@@ -1,0 +1,53 @@
+"""Config checks for skills: every skill an agent uses loads cleanly, and skill tool names exist."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from orchestrator.config.models import Config
+from orchestrator.errors import ConfigError, ConfigProblem
+
+__all__ = ["check_skills"]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def check_skills(config: Config, *, shown: str, skill_dirs: dict[str, Path]) -> Iterator[ConfigProblem]:
+    """Yield the problems of the skills agents use, once per skill, and of `<skill>__<tool>` names.
+
+    Loading here (through the generation's catalog) is what makes a broken skill stop
+    `orchestrator check` and the daemon's start; `resolve()` later reuses the same load.
+    """
+    from orchestrator.config.loader import suggest
+    from orchestrator.skills import skill_catalog
+
+    catalog = skill_catalog(config)
+    used = dict.fromkeys(s for agent in config.agents.values() for s in agent.skills if s in skill_dirs)
+    tools: dict[str, frozenset[str]] = {}
+    for name in used:
+        clash = "MCP server" if name in config.mcp.servers else "peripheral" if name in config.peripherals else None
+        if clash:
+            yield ConfigProblem(
+                shown, "skills.dirs", f"skill {name!r} has the name of a {clash}; their tool names would collide"
+            )
+        try:
+            tools[name] = frozenset(t.name for t in catalog.load(name).tools)
+        except ConfigError as exc:
+            yield from exc.problems
+    for agent_name, agent in config.agents.items():
+        file = config.origin_of(agent_name)
+        for key, entries in (
+            ("excluded_tools", agent.excluded_tools),
+            ("approval.auto_approve", agent.approval.auto_approve),
+            ("approval.always_ask", agent.approval.always_ask),
+        ):
+            for i, entry in enumerate(entries):
+                skill, sep, tool = entry.partition("__")
+                if not sep or skill not in tools or _GLOB_CHARS & set(tool) or tool in tools[skill]:
+                    continue
+                yield ConfigProblem(
+                    file,
+                    f"agents.{agent_name}.{key}[{i}]",
+                    f"skill {skill!r} declares no tool {tool!r}" + suggest(tool, tools[skill]),
+                )
