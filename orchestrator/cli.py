@@ -99,6 +99,19 @@ def _parser() -> argparse.ArgumentParser:
     policy.add_argument("--path", choices=_PATH_CHOICES, default="cli_run", help="construction path")
     policy.add_argument("--json", action="store_true", help="print JSON")
     policy.set_defaults(handler=_cmd_policy)
+
+    sop = command("sop", "run a standard operating procedure ([sops.NAME]) step by step; print the result")
+    sop.add_argument("name", help="SOP name")
+    sop.add_argument("-m", "--message", default="", help="extra context for the first step")
+    sop.set_defaults(handler=_cmd_sop)
+
+    schedules = command("schedules", "list every [[schedules]] entry with its next run time")
+    schedules.add_argument("--json", action="store_true", help="print JSON")
+    schedules.set_defaults(handler=_cmd_schedules)
+
+    acp = command("acp", "serve one agent over the Agent Client Protocol on stdio (for editors)")
+    acp.add_argument("--agent", required=True, help="agent name")
+    acp.set_defaults(handler=_cmd_acp)
     return parser
 
 
@@ -171,12 +184,13 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         # Ports open on the first peripheral tool call of this turn, and close on exit.
         async with McpPool(config) as pool, PeripheralPool() as peripherals:
             await pool.ensure_connected(mcp_servers_for(config, args.name), agent=args.name)
+            await _connect_delegates(config, args.name, pool)
             return await turn(pool, peripherals)
 
     async def turn(pool: McpPool, peripherals: PeripheralPool) -> int:
         with (
             AuditLog(config.state_path() / "audit.sqlite3") as audit,
-            _memory_store(config, args.name, ConstructionPath.CLI_RUN) as memory,
+            _memory_store(config, args.name, ConstructionPath.CLI_RUN, delegating=True) as memory,
         ):
             services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
             try:
@@ -206,6 +220,29 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         return 0 if result.stop is StopReason.COMPLETED else 1
 
     return asyncio.run(run())
+
+
+def _cmd_sop(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from orchestrator.policy import Interactivity
+    from orchestrator.sop import SopStatus, run_sop_standalone
+
+    config = _load(args)
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    result = asyncio.run(
+        run_sop_standalone(
+            config, args.name, context=args.message,
+            approver=_tty_approver if interactive else None,
+            interactivity=Interactivity.INTERACTIVE if interactive else Interactivity.NON_INTERACTIVE,
+            actor=_cli_user(),
+        )
+    )
+    if result.status is not SopStatus.COMPLETED:
+        print(f"error: {result.message}", file=sys.stderr)
+        return 1
+    print(result.output)
+    return 0
 
 
 async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
@@ -254,14 +291,35 @@ async def _resolve_connected(
         return resolve(config, name, path=path, services=Services(mcp=pool, memory=memory, peripherals=peripherals))
 
 
-def _memory_store(config: Config, name: str, path: Any) -> AbstractContextManager[MemoryStore | None]:
+async def _connect_delegates(config: Config, name: str, pool: Any) -> None:
+    from loguru import logger
+
+    from orchestrator.mcp import McpServerUnavailable
+    from orchestrator.seam import ConstructionPath, delegation_reach, mcp_servers_for
+
+    # A delegated turn resolves its target's own bundles: connect them too. One that does not
+    # come up only leaves that target without its tools.
+    for target in delegation_reach(config, name):
+        try:
+            await pool.ensure_connected(mcp_servers_for(config, target, path=ConstructionPath.DELEGATE), agent=target)
+        except McpServerUnavailable as exc:
+            logger.warning("delegate target {}: {}", target, exc)
+
+
+def _memory_store(
+    config: Config, name: str, path: Any, *, delegating: bool = False
+) -> AbstractContextManager[MemoryStore | None]:
     from contextlib import nullcontext
 
     from orchestrator.memory import MemoryStore
-    from orchestrator.seam import uses_memory
+    from orchestrator.seam import ConstructionPath, delegation_reach, uses_memory
 
-    # Opened only when the seam says the agent has memory on this path: no store, no tools.
-    if not uses_memory(config, name, path=path):
+    # Opened only when the seam says the agent (or, for a turn, an agent it may delegate
+    # to) has memory on this path: no store, no tools.
+    targets = delegation_reach(config, name) if delegating else ()
+    if not uses_memory(config, name, path=path) and not any(
+        uses_memory(config, t, path=ConstructionPath.DELEGATE) for t in targets
+    ):
         return nullcontext(None)
     return MemoryStore(config.state_path() / "memory.sqlite3")
 
@@ -299,6 +357,37 @@ def _cmd_tools(args: argparse.Namespace) -> int:
         for r in rows:
             ro = "read-only" if r["read_only"] else "writes"
             print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}")
+    return 0
+
+
+def _cmd_acp(args: argparse.Namespace) -> int:
+    import asyncio
+
+    config = _load(args)  # a config error is reported on stderr before any protocol traffic
+    from orchestrator.acp import serve_acp
+
+    return asyncio.run(serve_acp(config, args.agent))
+
+
+def _cmd_schedules(args: argparse.Namespace) -> int:
+    import json
+
+    from orchestrator.scheduler import schedule_rows
+
+    rows = [row.describe() for row in schedule_rows(_load(args))]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no schedules")
+    for row in rows:
+        runs = f"sop {row['sop']}" if row["sop"] else f"agent {row['agent']}"
+        line = f"{row['name']}  {runs}  {row['trigger']}  next {row['next_run'] or 'never'}"
+        if row["last_run"]:
+            line += f"  last {row['last_run']} ({row['last_status']})"
+        if row["deliver_to"]:
+            line += f"  -> {row['deliver_to']}"
+        print(line)
     return 0
 
 

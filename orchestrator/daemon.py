@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 from loguru import logger
@@ -13,6 +14,7 @@ from orchestrator.dispatch import replay_unfinished, start_channel, start_channe
 from orchestrator.errors import ConfigError
 from orchestrator.logs import configure_logging
 from orchestrator.runtime import Runtime
+from orchestrator.scheduler import start_schedules
 from orchestrator.systemd import notify, watchdog_interval_s
 
 __all__ = ["reload_config", "run_daemon", "serve"]
@@ -34,7 +36,11 @@ async def serve(config: Config, config_path: Path) -> int:
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGHUP, reload.set)
     try:
-        async with Runtime.open(config, config_path=config_path) as runtime:
+        async with Runtime.open(config, config_path=config_path) as runtime, AsyncExitStack() as gateway:
+            if runtime.config.gateway is not None:  # aiohttp's server side is imported only then
+                from orchestrator.gateway import open_gateway
+
+                await gateway.enter_async_context(open_gateway(runtime))
             unfinished = runtime.store.unfinished()
             await start_channels(runtime)
             for name, handle in runtime.channels.items():
@@ -42,6 +48,7 @@ async def serve(config: Config, config_path: Path) -> int:
                     logger.error("channel {} is down: {}", name, handle.failed)
             await replay_unfinished(runtime, unfinished)
             runtime.store.prune_inbox()
+            await start_schedules(runtime)  # after channels: a run may deliver to one
             up = sorted(n for n, h in runtime.channels.items() if h.failed is None)
             logger.info("ready: channels {}", ", ".join(up) or "none")
             notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
@@ -82,7 +89,11 @@ async def reload_config(runtime: Runtime, config_path: Path) -> bool:
         return False
     old_channels = runtime.config.channels
     servers_changed = new.mcp.servers != runtime.config.mcp.servers
+    if new.gateway != runtime.config.gateway:  # its socket and token are bound at start
+        logger.warning("[gateway] changed: restart the daemon to apply it (agents reload now)")
     runtime.swap_config(new)
+    if runtime.scheduler is not None:
+        runtime.scheduler.sync(new)
     if servers_changed:  # the pool was built for the old server table
         logger.warning("[mcp.servers] changed: restart the daemon to connect the new servers")
     else:

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import enum
 import json
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from loguru import logger
 
@@ -20,7 +20,7 @@ from channels import (
 )
 from channels.supervisor import supervise
 from orchestrator.config.channels import RouteConfig
-from orchestrator.engine import TurnResult, run_tool_call_loop
+from orchestrator.engine import run_tool_call_loop
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 from orchestrator.routing import match_route, session_key
 from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Disposition", "deliver", "process_message", "replay_unfinished", "start_channels"]
 
 _TYPING_EVERY_S: Final = 4.0
+_T = TypeVar("_T")
 _PREVIEW_CHARS: Final = 300
 
 
@@ -149,6 +150,10 @@ async def process_message(
         settle(Disposition.COMMAND)
         await _command(runtime, inbound, key, command)
         return Disposition.COMMAND
+    if command == "/sop":
+        settle(Disposition.COMMAND)
+        await _sop_command(runtime, config, route, inbound, key)
+        return Disposition.COMMAND
     if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
         logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
         return settle(Disposition.DUPLICATE)
@@ -216,7 +221,7 @@ async def _run_turn(
     return Disposition.ANSWERED
 
 
-async def _stoppable(turn: asyncio.Task[TurnResult]) -> TurnResult | None:
+async def _stoppable(turn: asyncio.Task[_T]) -> _T | None:
     """Await a turn; None when `/stop` cancelled it (the caller's own cancellation propagates)."""
     try:
         return await turn
@@ -225,6 +230,54 @@ async def _stoppable(turn: asyncio.Task[TurnResult]) -> TurnResult | None:
         if current is not None and current.cancelling():
             raise
         return None
+
+
+async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inbound: Inbound, key: str) -> None:
+    """`/sop NAME [context]`: run an SOP in this chat's session; approvals are asked in the chat."""
+    from orchestrator.policy import Interactivity
+    from orchestrator.sop import SopStatus, UnknownSop, run_sop
+
+    adapter = runtime.channels[inbound.channel].adapter
+    parts = inbound.text.strip().split(maxsplit=2)
+
+    async def reply(text: str) -> None:
+        await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id))
+
+    if len(parts) < 2 or parts[1] not in config.sops:
+        await reply(str(UnknownSop(parts[1], sorted(config.sops))) if len(parts) > 1 else "Usage: /sop NAME [context]")
+        return
+    state = runtime.session(key)
+    try:
+        async with state.lock:
+            runtime.turn_started()
+            try:
+                async with asyncio.TaskGroup() as group:
+                    task = group.create_task(
+                        run_sop(
+                            config, parts[1], services=runtime.services,
+                            approver=ChannelApprover(runtime, adapter, inbound, route),
+                            interactivity=Interactivity.CHANNEL_PROMPT,
+                            context=parts[2] if len(parts) > 2 else "", initiator=route.agent,
+                            actor=f"{inbound.channel}:{inbound.sender}", session=key,
+                        )
+                    )
+                    state.current = task
+                    result = await _stoppable(task)
+            except Exception as exc:  # a bug in one SOP must not leave the user in silence
+                logger.opt(exception=exc).error("SOP {} failed", parts[1])
+                await reply("Sorry, something went wrong while running the SOP; the error is logged.")
+                return
+            finally:
+                state.current = None
+                runtime.turn_finished()
+    finally:
+        runtime.release(state)
+    if result is None:
+        await reply("Stopped.")
+    elif result.status is SopStatus.COMPLETED:
+        await reply(result.output or "(no reply)")
+    else:
+        await reply(f"SOP {parts[1]!r} {result.status.value}: {result.message}")
 
 
 async def _command(runtime: Runtime, inbound: Inbound, key: str, command: str) -> None:

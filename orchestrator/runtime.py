@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Coroutine
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from loguru import logger
 
@@ -22,10 +22,12 @@ from orchestrator.store import AuditLog, SessionStore
 
 if TYPE_CHECKING:
     from channels import ChannelAdapter
+    from orchestrator.scheduler import ScheduleRunner
 
 __all__ = ["ChannelHandle", "PendingApproval", "Runtime", "SessionState", "SessionTranscript"]
 
 _TRANSCRIPT_CACHE: Final = 2048
+_T = TypeVar("_T")
 
 
 @dataclass(eq=False)
@@ -102,6 +104,8 @@ class Runtime:
         self.idle.set()
         self._transcripts: OrderedDict[str, SessionTranscript] = OrderedDict()
         self._spawned: set[asyncio.Task[None]] = set()
+        self.scheduler: ScheduleRunner | None = None  # set by `start_schedules`
+        self._stack: AsyncExitStack | None = None
 
     @classmethod
     @asynccontextmanager
@@ -132,6 +136,7 @@ class Runtime:
             tasks = await stack.enter_async_context(asyncio.TaskGroup())
             runtime = cls(config=config, config_path=config_path, services=services, store=store, tasks=tasks)
             stack.push_async_callback(runtime._cancel_everything)
+            runtime._stack = stack
             await runtime.connect_mcp()
             yield runtime
 
@@ -173,6 +178,11 @@ class Runtime:
         self._spawned.add(task)
         task.add_done_callback(self._spawned.discard)
         return task
+
+    async def enter_async_context(self, component: AbstractAsyncContextManager[_T]) -> _T:
+        """Enter a component started after `open()`; it exits before every task is cancelled."""
+        assert self._stack is not None, "the runtime is not open"
+        return await self._stack.enter_async_context(component)
 
     def secret(self, ref: SecretRef) -> str:
         """Resolve a secret reference relative to the config file."""

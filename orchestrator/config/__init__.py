@@ -1,6 +1,6 @@
 """Strict TOML configuration: frozen models, one-line-per-problem errors, secret references."""
 
-from orchestrator.config.loader import AGENTS_DIR_NAME, load_config, parse_config
+from orchestrator.config.loader import AGENTS_DIR_NAME, dotted, load_config, parse_config
 from orchestrator.config.models import (
     AgentConfig,
     ApprovalConfig,
@@ -19,7 +19,9 @@ from orchestrator.config.models import (
     ShellConfig,
     SkillsConfig,
 )
+from orchestrator.config.gateway import GatewayConfig
 from orchestrator.config.references import find_skill_dirs
+from orchestrator.config.schedules import DeliverTo, ScheduleConfig
 from orchestrator.config.secrets import resolve_secret
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "BudgetConfig",
     "Config",
     "DaemonConfig",
+    "GatewayConfig",
     "HttpFetchConfig",
     "McpBundleConfig",
     "McpConfig",
@@ -38,8 +41,11 @@ __all__ = [
     "PeripheralConfig",
     "ProviderConfig",
     "SecretRef",
+    "ScheduleConfig",
+    "DeliverTo",
     "ShellConfig",
     "SkillsConfig",
+    "dotted",
     "find_skill_dirs",
     "load_config",
     "parse_config",

@@ -8,6 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from orchestrator.config.channels import ChannelConfig, RouteConfig
+from orchestrator.config.gateway import GatewayConfig
+from orchestrator.config.schedules import ScheduleConfig
+from orchestrator.config.sops import SopConfig
 from orchestrator.config.secrets import SecretRef
 
 __all__ = [
@@ -45,6 +48,8 @@ class DaemonConfig(_Model):
     log_level: Literal["TRACE", "DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     shutdown_grace_s: float = Field(default=30.0, ge=0)
+    # how deep `delegate` calls may nest (a top-level turn is depth 0)
+    max_delegation_depth: int = Field(default=3, ge=1, le=10)
 
 
 class ProviderConfig(_Model):
@@ -185,6 +190,9 @@ class Config(_Model):
     peripherals: dict[str, PeripheralConfig] = Field(default_factory=dict)
     channels: dict[str, ChannelConfig] = Field(default_factory=dict)
     routes: tuple[RouteConfig, ...] = ()
+    gateway: GatewayConfig | None = None
+    schedules: tuple[ScheduleConfig, ...] = ()
+    sops: dict[str, SopConfig] = Field(default_factory=dict)
 
     _source: Path | None = PrivateAttr(default=None)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

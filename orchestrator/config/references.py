@@ -7,8 +7,11 @@ from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from orchestrator.config.gateway import check_gateway
 from orchestrator.config.models import AgentConfig, Config
+from orchestrator.config.schedule_checks import check_schedules
 from orchestrator.config.skill_checks import check_skills
+from orchestrator.config.sop_checks import check_sops
 from orchestrator.errors import ConfigProblem
 
 __all__ = ["check_references", "find_skill_dirs"]
@@ -19,6 +22,8 @@ _FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Tools the seam itself adds (the deferred-MCP search): valid in excluded_tools and the
 # approval lists, never in `tools` (an agent gets it through a deferred bundle).
 SEAM_TOOL_NAMES = frozenset({"tool_search"})
+# Seam tools an agent is granted by naming them exactly in `tools` (never by a glob).
+DELEGATE_TOOL_NAME = "delegate"
 # `[mcp.servers.X] env` / `headers` names whose values must be secret references.
 _SECRET_WORDS = frozenset(
     {"TOKEN", "SECRET", "KEY", "APIKEY", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS",
@@ -34,9 +39,15 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
     problems.extend(_check_mcp(config, shown))
     problems.extend(_check_peripherals(config, shown))
     problems.extend(_check_channels(config, shown))
+    problems.extend(check_gateway(config.gateway, shown=shown))
+    problems.extend(check_schedules(config, shown=shown))
     skill_dirs = find_skill_dirs(config)
     problems.extend(check_skills(config, shown=shown, skill_dirs=skill_dirs))
     namespaces = set(config.mcp.servers) | set(config.peripherals) | set(skill_dirs)
+    known_tools = BUILTIN_NAMES | SEAM_TOOL_NAMES | {DELEGATE_TOOL_NAME} | _memory_tool_names()
+    problems.extend(
+        check_sops(config, shown=shown, check_tool=lambda t: _check_reference(t, known_tools, namespaces))
+    )
     for name, agent in config.agents.items():
         file = config.origin_of(name)
         base = f"agents.{name}"
@@ -84,6 +95,8 @@ def _check_agent(
                 yield f"{key}[{i}]", f"unknown {label} {ref!r}" + suggest(ref, known_names)
     for i, entry in enumerate(agent.tools):
         problem = _check_grant(entry, builtins)
+        if entry == DELEGATE_TOOL_NAME:
+            problem = None if agent.delegates else "'delegate' grants nothing without a non-empty delegates list"
         if problem:
             yield f"tools[{i}]", problem
     for key, entries in (
@@ -92,7 +105,9 @@ def _check_agent(
         ("approval.always_ask", agent.approval.always_ask),
     ):
         for i, entry in enumerate(entries):
-            problem = _check_reference(entry, builtins | SEAM_TOOL_NAMES | _memory_tool_names(), namespaces)
+            problem = _check_reference(
+                entry, builtins | SEAM_TOOL_NAMES | {DELEGATE_TOOL_NAME} | _memory_tool_names(), namespaces
+            )
             if problem:
                 yield f"{key}[{i}]", problem
 

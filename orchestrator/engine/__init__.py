@@ -1,5 +1,6 @@
 """The turn engine: the tool-call loop, transcripts and providers."""
 
+from orchestrator.engine.events import ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.loop import (
     StopReason,
     TurnObserver,
@@ -8,12 +9,19 @@ from orchestrator.engine.loop import (
     run_tool_call_loop,
 )
 from orchestrator.engine.transcript import Transcript
+from orchestrator.engine.turn_scope import CurrentTurn, current_turn
 
 __all__ = [
+    "CurrentTurn",
     "StopReason",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "Transcript",
+    "TurnEvent",
+    "TurnEvents",
     "TurnObserver",
     "TurnResult",
     "add_turn_observer",
+    "current_turn",
     "run_tool_call_loop",
 ]

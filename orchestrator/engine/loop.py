@@ -12,6 +12,8 @@ from typing import Any, Final
 from loguru import logger
 
 from orchestrator.providers.base import ToolCall
+from orchestrator.engine.events import ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
+from orchestrator.engine.turn_scope import CurrentTurn, current_turn, enter_turn, leave_turn
 from orchestrator.engine.transcript import Transcript
 from orchestrator.errors import OrchestratorError, ProviderError, SealViolation, ToolFailure
 from orchestrator.policy import Approver, Verdict
@@ -63,12 +65,14 @@ async def run_tool_call_loop(
     *,
     approver: Approver | None = None,
     actor: str | None = None,
+    events: TurnEvents | None = None,
 ) -> TurnResult:
     """Run one turn: model, tools it may call, model again, until a final answer or a budget.
 
     Only tools in `execution.tools` ever run; every call is re-checked against the
     execution's approvals and budgets; `actor` (the person the turn runs for, e.g. the
-    channel sender) keys the hourly action budget together with the agent. Cancellation
+    channel sender) keys the hourly action budget together with the agent; `events`, when
+    given, is awaited as each tool call starts and finishes. Cancellation
     propagates after the transcript has been closed cleanly (every tool call answered).
     """
     if type(execution) is not ResolvedAgentExecution:
@@ -76,9 +80,17 @@ async def run_tool_call_loop(
     for observer in _observers:
         observer(execution)
     transcript.append({"role": "user", "content": message})
-    turn = _Turn(execution, transcript, approver, actor)
+    turn = _Turn(execution, transcript, approver, actor, events)
+    # Seam tools (delegate) read the caller's remaining budgets and approver from here.
+    outer = current_turn()
+    turn.scope = CurrentTurn(
+        execution=execution, session=transcript.session, approver=approver, actor=actor,
+        deadline=asyncio.get_running_loop().time() + execution.knobs.turn_timeout_s,
+        depth=outer.depth + 1 if outer is not None else 0,
+    )
+    token = enter_turn(turn.scope)
     try:
-        async with asyncio.timeout(execution.knobs.turn_timeout_s):
+        async with asyncio.timeout_at(turn.scope.deadline):
             return await turn.run()
     except TimeoutError:
         turn.close_pending("the turn ran out of time")
@@ -88,10 +100,12 @@ async def run_tool_call_loop(
     except asyncio.CancelledError:
         turn.close_pending("the turn was cancelled")
         raise
+    finally:
+        leave_turn(token)
 
 
 class _Turn:
-    __slots__ = ("actor", "approver", "executed", "execution", "pending", "transcript")
+    __slots__ = ("actor", "approver", "events", "executed", "execution", "pending", "scope", "transcript")
 
     def __init__(
         self,
@@ -99,13 +113,16 @@ class _Turn:
         transcript: Transcript,
         approver: Approver | None,
         actor: str | None = None,
+        events: TurnEvents | None = None,
     ) -> None:
         self.execution = execution
         self.transcript = transcript
         self.approver = approver
         self.actor = actor
+        self.events = events
         self.executed: list[str] = []
         self.pending: list[ToolCall] = []
+        self.scope: CurrentTurn | None = None
 
     def close_pending(self, why: str) -> None:
         for call in self.pending:
@@ -152,6 +169,8 @@ class _Turn:
             self.transcript.append(assistant)
             self.pending = list(completion.tool_calls)
             iteration += 1
+            if self.scope is not None:
+                self.scope.iteration = iteration
             if iteration > knobs.max_tool_iterations:
                 self.close_pending(f"the tool-iteration budget ({knobs.max_tool_iterations}) is spent")
                 return self._finish(
@@ -160,9 +179,13 @@ class _Turn:
                 )
             while self.pending:
                 call = self.pending[0]
+                await self._emit(ToolCallStarted(call_id=call.id, tool=call.name, arguments=call.arguments))
+                ran_before = len(self.executed)
                 result = await self._execute(call)
                 self.pending.pop(0)
                 self.transcript.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                ran = len(self.executed) > ran_before
+                await self._emit(ToolCallFinished(call_id=call.id, tool=call.name, ran=ran, output=result))
                 signature = (call.name, call.arguments, result)
                 repeats = repeats + 1 if signature == last else 1
                 last = signature
@@ -173,6 +196,14 @@ class _Turn:
                         "arguments and got the same result.",
                         StopReason.NO_PROGRESS,
                     )
+
+    async def _emit(self, event: TurnEvent) -> None:
+        if self.events is None:
+            return
+        try:
+            await self.events(event)
+        except Exception as exc:  # an observer must not end the turn
+            logger.opt(exception=exc).warning("turn event observer failed for {}", self.execution.identity.agent)
 
     async def _turn_context(self) -> list[str]:
         # Read once per turn (pinned MCP resources); outside content is data, never instructions.

@@ -1,6 +1,7 @@
 """The one resolve seam: every construction path turns agent policy into an execution here."""
 
 from orchestrator.seam.approval import ApprovalManager
+from orchestrator.seam.delegation import DELEGATE_TOOL_NAME, delegation_reach
 from orchestrator.seam.execution import (
     AgentIdentity,
     MemoryScope,
@@ -14,6 +15,7 @@ from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, 
 from orchestrator.seam.services import Services
 
 __all__ = [
+    "DELEGATE_TOOL_NAME",
     "PATH_PROFILES",
     "ActionLedger",
     "AgentIdentity",
@@ -30,6 +32,7 @@ __all__ = [
     "Services",
     "TurnContext",
     "assemble",
+    "delegation_reach",
     "mcp_servers_for",
     "resolve",
     "uses_memory",

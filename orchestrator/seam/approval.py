@@ -127,6 +127,31 @@ class ApprovalManager:
         self._record(request, decision, rule)
         return decision
 
+    async def confirm(
+        self, action: str, details: Mapping[str, Any], *, session: str, approver: Approver | None
+    ) -> ApprovalDecision:
+        """Ask a human to confirm `action` whatever the autonomy (an SOP step); audited.
+
+        Without an operator (non-interactive surface, no approver, timeout) the answer is
+        NO_DECISION, which callers must treat as "do not run".
+        """
+        request = ApprovalRequest(
+            request_id=uuid.uuid4().hex[:8],
+            agent=self.agent,
+            session=session,
+            tool=action,
+            arguments=details,
+            timeout_s=self.timeout_s,
+        )
+        if self.interactivity is Interactivity.NON_INTERACTIVE or approver is None:
+            decision = ApprovalDecision(
+                verdict=Verdict.NO_DECISION, decided_by=None, reason="this surface has no operator to ask"
+            )
+        else:
+            decision = await self._ask(approver, request)
+        self._record(request, decision, ApprovalRule.ASK)
+        return decision
+
     async def _ask(self, approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
         try:
             async with asyncio.timeout(self.timeout_s):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from orchestrator.memory import MemoryStore
     from orchestrator.peripherals import PeripheralPool
     from orchestrator.seam.execution import MemoryScope
+    from orchestrator.seam.services import Services
 
 __all__ = ["PromptSection", "ScopedToolRegistry", "TurnContext", "assemble"]
 
@@ -125,6 +126,7 @@ def assemble(
     memory: MemoryStore | None = None,
     memory_scope: MemoryScope | None = None,
     peripherals: PeripheralPool | None = None,
+    delegation: Services | None = None,
 ) -> ScopedToolRegistry:
     """Build one agent's registry; every source passes the same policy, knobs only narrow.
 
@@ -142,6 +144,7 @@ def assemble(
         if is_granted(name, allowed=agent.tools, excluded=agent.excluded_tools):
             tools[name] = builtin.bind(security)
     tools.update(_memory_tools(agent_name, memory, memory_scope))
+    tools.update(_delegate_tools(config, agent_name, agent, delegation))
     if assembly.exclude_memory:
         for name in MEMORY_TOOL_NAMES:
             tools.pop(name, None)
@@ -196,6 +199,14 @@ def _peripheral_tools(config: Config, agent: AgentConfig, pool: PeripheralPool |
         if name in config.peripherals:
             tools.update(peripheral_tools(name, config.peripherals[name], pool=pool))
     return tools
+
+
+def _delegate_tools(config: Config, agent_name: str, agent: AgentConfig, services: Services | None) -> dict[str, Tool]:
+    # `delegate`, bound to the services a target is resolved with; the filters after this
+    # (read_only autonomy, caller_allowed, excluded_tools) apply to it like to any tool.
+    from orchestrator.seam.delegation import delegate_tools
+
+    return delegate_tools(config, agent_name, agent, services)
 
 
 def _memory_tools(agent_name: str, store: MemoryStore | None, scope: MemoryScope | None) -> dict[str, Tool]:

@@ -53,6 +53,11 @@ def resolve(
     # The MCP listing generation is part of the key: a list-changed refresh re-applies
     # each agent's gating on its next turn, without a restart.
     mcp_generation = services.mcp.generation if services.mcp is not None else None
+    if ceiling is not None:  # a delegation's remaining budget differs per call: never cached
+        return _resolve(
+            config, agent, path=path, services=services, assembly=assembly,
+            interactivity=interactivity, parent=parent, ceiling=ceiling,
+        )
     key = (agent, path, assembly, interactivity, parent, ceiling, mcp_generation)
     per_generation = services.cache.get(config)
     if per_generation is None:
@@ -94,7 +99,7 @@ def _resolve(
     registry = assemble(
         config, name, agent, assembly=knobs, security=security, mcp=services.mcp,
         memory=services.memory, memory_scope=memory,
-        peripherals=services.peripherals,
+        peripherals=services.peripherals, delegation=services,
     )
     sections = registry.prompt_sections
     binding = _binding(config, agent)

@@ -9,6 +9,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
+from orchestrator.config import dotted
 from orchestrator.errors import ConfigProblem
 from orchestrator.skills.arguments import ArgType, ArgumentSpec
 from orchestrator.skills.templates import ArgvTemplate, UrlTemplate, parse_argv, parse_url
@@ -69,8 +70,6 @@ def parse_manifest(
     raw: Mapping[str, Any], *, file: str, skill: str
 ) -> tuple[tuple[SkillToolDef, ...], list[ConfigProblem]]:
     """Return the declared tools, or () and one problem per defect (each naming `file`)."""
-    from orchestrator.config.loader import dotted
-
     try:
         manifest = _Manifest.model_validate(raw)
     except ValidationError as exc:

@@ -1,6 +1,7 @@
-"""SQLite-backed state: the approval audit log, sessions, transcripts and the durable inbox."""
+"""SQLite-backed state: the approval audit log, sessions, transcripts, the durable inbox, schedules."""
 
 from orchestrator.store.audit import AuditLog
+from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
 
-__all__ = ["AuditLog", "InboxRow", "SessionStore"]
+__all__ = ["AuditLog", "InboxRow", "ScheduleLog", "ScheduleRecord", "SessionStore"]

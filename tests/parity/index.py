@@ -133,4 +133,80 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="shell", setting="[agents.X.shell] denied_args (built-in shell and skill shell tools)",
               owner="#5 Security", tracking="issue #5 item 4",
               evidence="tests/skills/test_tools.py::test_denied_args_refuse_the_builtin_shell_and_skill_tools_alike"),
+    ParityRow(surface="tools", setting="ACP path (`orchestrator acp`) = cli run modulo connect_mcp/exclude_memory; "
+              "provider sent exactly the listing", owner="#6 ACP", tracking="issue #6 item 5",
+              evidence="tests/parity/test_acp_parity.py::test_acp_turn_resolves_cli_run_policy_modulo_its_knobs"),
+    ParityRow(surface="tools", setting="ACP fast boot: no memory or MCP tools sent; acp_enable_mcp grants the "
+              "bundles", owner="#6 ACP", tracking="issue #6 item 5",
+              evidence="tests/acp/test_acp.py::test_acp_enable_mcp_connects_the_agents_bundles"),
+    ParityRow(surface="approval", setting="ACP approvals via session/request_permission (allow, reject, audited)",
+              owner="#6 ACP", tracking="issue #6 item 5",
+              evidence="tests/acp/test_acp.py::test_approval_through_request_permission_allow_and_reject"),
+    ParityRow(surface="engine", setting="ACP session/cancel ends the turn; pending tool calls are closed",
+              owner="#6 ACP", tracking="issue #6 item 5",
+              evidence="tests/acp/test_acp.py::test_cancel_while_approval_is_pending_closes_the_tool_call"),
+    ParityRow(surface="tools", setting="schedule path (fired by APScheduler) = cli run modulo caller_allowed "
+              "(`tools`) and non-interactivity; provider sent exactly the registry", owner="#6 Schedules",
+              tracking="issue #6 item 6",
+              evidence="tests/parity/test_schedule_parity.py::test_schedule_path_resolves_cli_run_policy_modulo_narrowing"),
+    ParityRow(surface="approval", setting="schedule runs have no operator: approval-needing calls denied",
+              owner="#6 Schedules", tracking="issue #6 item 6",
+              evidence="tests/scheduler/test_schedules.py::test_fired_run_is_narrowed_non_interactive_and_delivered"),
+    ParityRow(surface="tools", setting="gateway chat (POST /api/agents/{a}/messages) and library (Agent.from_config) "
+              "= cli run; provider sent the same tools and binding", owner="#6 Gateway/Library",
+              tracking="issue #6 items 1-2",
+              evidence="tests/parity/test_gateway_library_parity.py::"
+              "test_gateway_chat_and_library_resolve_the_cli_run_policy"),
+    ParityRow(surface="mcp", setting="gateway chat and library get the agent's MCP bundles (deferred included)",
+              owner="#6 Gateway/Library", tracking="issue #6 items 1-2",
+              evidence="tests/parity/test_gateway_library_parity.py::"
+              "test_library_opens_the_agents_mcp_bundles_like_cli_run"),
+    ParityRow(surface="tools", setting="gateway listing (GET /api/agents/{a}/tools) = cli run minus peripherals "
+              "(connect_peripherals=False); deferred MCP tools listed", owner="#6 Gateway", tracking="issue #6 item 1",
+              evidence="tests/gateway/test_gateway.py::"
+              "test_listing_is_the_cli_run_registry_minus_peripherals_with_deferred_mcp_marked"),
+    ParityRow(surface="approval", setting="gateway chat is non-interactive: approval-needing calls denied, audited",
+              owner="#6 Gateway", tracking="issue #6 item 1",
+              evidence="tests/gateway/test_gateway.py::test_chat_turn_is_non_interactive_and_denies_what_needs_approval"),
+    ParityRow(surface="approval", setting="library: default deny; a supplied approver makes it interactive",
+              owner="#6 Library", tracking="issue #6 item 2",
+              evidence="tests/library/test_library.py::test_supplied_approver_makes_the_turn_interactive_and_decides"),
+    ParityRow(surface="tools", setting="delegate path = the target's own cli-run policy modulo parent and the "
+              "caller's remaining budgets (ceiling); provider sent exactly the target's registry",
+              owner="#6 Delegation", tracking="issue #6 item 3",
+              evidence="tests/parity/test_delegate_sop_parity.py::"
+              "test_delegate_path_resolves_the_targets_cli_run_policy_modulo_ceiling"),
+    ParityRow(surface="memory", setting="delegate from `orchestrator agent`: the target's memory/MCP are opened "
+              "for it (same policy as its cli run)", owner="#6 Delegation", tracking="issue #6 item 3",
+              evidence="tests/parity/test_delegate_sop_parity.py::"
+              "test_delegate_from_orchestrator_agent_opens_what_the_target_needs"),
+    ParityRow(surface="tools", setting="delegated agent never uses a tool only its caller has; parent "
+              "conversation never reaches its provider", owner="#6 Delegation", tracking="issue #6 items 3, 7",
+              evidence="tests/seam/test_delegate.py::test_delegate_runs_the_target_under_its_own_narrower_policy"),
+    ParityRow(surface="tools", setting="delegate only towards `delegates`; only by exact grant; filters apply",
+              owner="#6 Delegation", tracking="issue #6 item 3",
+              evidence="tests/seam/test_delegate.py::test_delegate_refuses_a_target_outside_delegates"),
+    ParityRow(surface="budget", setting="max_delegation_depth; each level capped by its caller's iterations",
+              owner="#6 Delegation", tracking="issue #6 item 3",
+              evidence="tests/seam/test_delegate.py::test_delegation_depth_is_limited"),
+    ParityRow(surface="approval", setting="delegated agent asks through the caller surface's approver and mode",
+              owner="#6 Delegation", tracking="issue #6 item 3",
+              evidence="tests/seam/test_delegate.py::test_delegated_agent_asks_through_the_callers_channel_approver"),
+    ParityRow(surface="tools", setting="SOP step path = the step agent's own cli-run policy modulo parent and "
+              "step `tools` (caller_allowed); provider sent exactly the step registry", owner="#6 SOPs",
+              tracking="issue #6 item 4",
+              evidence="tests/parity/test_delegate_sop_parity.py::"
+              "test_sop_step_path_resolves_the_step_agents_cli_run_policy_modulo_step_tools"),
+    ParityRow(surface="tools", setting="SOP step naming a narrower agent cannot use the SOP agent's tools; "
+              "child transcript gets only the previous step's output", owner="#6 SOPs", tracking="issue #6 items 4, 7",
+              evidence="tests/sop/test_sop.py::test_cli_sop_step_runs_as_a_second_agent_with_its_narrower_policy"),
+    ParityRow(surface="approval", setting="SOP requires_confirmation: non-interactive surface stops the SOP",
+              owner="#6 SOPs", tracking="issue #6 item 4",
+              evidence="tests/sop/test_sop.py::test_confirmation_on_a_non_interactive_surface_stops_the_sop"),
+    ParityRow(surface="approval", setting="SOP from a chat: confirmation asked in the chat (channel mode); "
+              "chat history never reaches a step", owner="#6 SOPs", tracking="issue #6 item 4",
+              evidence="tests/sop/test_sop.py::test_sop_from_a_chat_asks_in_the_chat_and_never_sees_the_chat_history"),
+    ParityRow(surface="tools", setting="SOP step that cannot be re-assembled fails the SOP closed",
+              owner="#6 SOPs", tracking="issue #6 item 4",
+              evidence="tests/sop/test_sop.py::test_a_step_that_cannot_be_reassembled_fails_the_sop_closed"),
 )

@@ -34,7 +34,12 @@ from tests.fakes.openai_server import FakeOpenAI, text
 PER_PATH_KEYS = ("path", "assembly")
 DECLARED_DIFFERENCES: dict[ConstructionPath, dict[str, Any]] = {
     # ACP fast boot: MCP withheld (connect_mcp=False) and memory stripped (exclude_memory).
-    ConstructionPath.ACP: {"memory": {"mode": "none", "read_from": []}, "mcp_bundles": []},
+    # The memory tools go with the memory scope (absent from a baseline resolved without a store).
+    ConstructionPath.ACP: {
+        "memory": {"mode": "none", "read_from": []},
+        "mcp_bundles": [],
+        "tools": lambda tools: [t for t in tools if not t.startswith("memory_")],
+    },
     # Listing never opens hardware (connect_peripherals=False): the peripheral tools are absent.
     ConstructionPath.LISTING: {"tools": lambda tools: [t for t in tools if not t.startswith("arm__")]},
 }

@@ -1,0 +1,207 @@
+"""`orchestrator acp --agent A`: one agent over the Agent Client Protocol on stdio (fast boot).
+
+stdout carries the protocol and nothing else: the protocol streams are bound first, then
+`sys.stdout` is pointed at stderr, so a stray print can never corrupt a frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import sys
+import uuid
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from acp import PROTOCOL_VERSION, RequestError, run_agent, stdio_streams
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    StopReason as AcpStopReason,
+)
+from loguru import logger
+
+from orchestrator.acp.session import AcpSession
+from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
+from orchestrator.seam import ConstructionPath, Services, mcp_servers_for, resolve, uses_memory
+
+if TYPE_CHECKING:
+    import acp
+
+    from orchestrator.config import Config
+    from orchestrator.seam import ResolvedAgentExecution
+
+__all__ = ["AcpServer", "serve_acp"]
+
+_PATH: Final = ConstructionPath.ACP
+_STOP: Final[dict[StopReason, AcpStopReason]] = {
+    StopReason.COMPLETED: "end_turn",
+    StopReason.ITERATION_CAP: "max_turn_requests",
+    StopReason.TIMEOUT: "end_turn",
+    StopReason.NO_PROGRESS: "end_turn",
+    StopReason.PROVIDER_ERROR: "end_turn",
+}
+_STDIO_LIMIT: Final = 16 * 1024 * 1024
+
+
+async def serve_acp(config: Config, agent: str) -> int:
+    """Serve `agent` on stdin/stdout until the client closes stdin; return the exit code.
+
+    Opens only what the ACP path's resolved policy needs: MCP servers only when the agent
+    sets `acp_enable_mcp`, the memory store never (the path strips memory). Raises
+    `UnknownAgent` before any protocol traffic when the agent is not configured.
+    """
+    async with AsyncExitStack() as stack:
+        services = await _open_services(config, agent, stack)
+        resolve(config, agent, path=_PATH, services=services)  # fail before speaking, not mid-session
+        reader, writer = await stdio_streams(limit=_STDIO_LIMIT)
+        sys.stdout = sys.stderr  # the real stdout now belongs to the protocol writer alone
+        server = AcpServer(config=config, agent=agent, services=services)
+        logger.debug("acp: serving agent {} on stdio", agent)
+        try:
+            await run_agent(cast("acp.Agent", server), writer, reader)
+        finally:
+            await server.aclose()
+            sys.stdout = sys.__stdout__
+    return 0
+
+
+async def _open_services(config: Config, agent: str, stack: AsyncExitStack) -> Services:
+    from orchestrator.peripherals import PeripheralPool
+    from orchestrator.store import AuditLog
+
+    mcp = None
+    servers = mcp_servers_for(config, agent, path=_PATH)
+    if servers:  # only with `acp_enable_mcp`: the fast path connects nothing
+        from orchestrator.mcp import McpPool
+
+        mcp = await stack.enter_async_context(McpPool(config))
+        await mcp.ensure_connected(servers, agent=agent)
+    memory = None
+    if uses_memory(config, agent, path=_PATH):
+        from orchestrator.memory import MemoryStore
+
+        memory = stack.enter_context(MemoryStore(config.state_path() / "memory.sqlite3"))
+    peripherals = await stack.enter_async_context(PeripheralPool())  # opens a port on first call only
+    audit = stack.enter_context(AuditLog(config.state_path() / "audit.sqlite3"))
+    services = Services(audit=audit, mcp=mcp, memory=memory, peripherals=peripherals)
+    stack.push_async_callback(services.providers.aclose)
+    return services
+
+
+class AcpServer:
+    """The ACP agent side: initialize, session/new, session/prompt, session/cancel."""
+
+    def __init__(self, *, config: Config, agent: str, services: Services) -> None:
+        self._config = config
+        self._agent = agent
+        self._services = services
+        self._sessions: dict[str, AcpSession] = {}
+        self._client: acp.Client | None = None
+        self._client_name = "client"
+        self._actor = _acp_user()
+
+    def on_connect(self, conn: acp.Client) -> None:
+        """Keep the client side of the connection (updates and permission requests go there)."""
+        self._client = conn
+
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
+        """Answer the handshake: our protocol version and what we support."""
+        if client_info is not None and getattr(client_info, "name", None):
+            self._client_name = str(client_info.name)
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=False, prompt_capabilities=PromptCapabilities(embedded_context=True)
+            ),
+            agent_info=Implementation(name="orchestrator", title=f"orchestrator: {self._agent}", version="0.1.0"),
+        )
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        """Start an in-memory session; the client's cwd and MCP servers grant nothing."""
+        if mcp_servers:
+            logger.info("ignoring {} MCP server(s) offered by the ACP client: policy decides MCP", len(mcp_servers))
+        if self._client is None:
+            raise RequestError.internal_error({"reason": "no client connection"})
+        session_id = uuid.uuid4().hex
+        self._sessions[session_id] = AcpSession(
+            session_id=session_id,
+            client=self._client,
+            decided_by=f"acp:{self._client_name}",
+            transcript=Transcript(session=f"acp:{session_id}"),
+        )
+        logger.debug("acp: session {} started for {}", session_id, self._agent)
+        return NewSessionResponse(session_id=session_id)
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        """Run one turn, streaming tool calls and the reply; `cancelled` when session/cancel cut it."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})
+        if session.turn is not None:
+            raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
+        execution: ResolvedAgentExecution = resolve(
+            self._config, self._agent, path=_PATH, services=self._services
+        )
+        try:
+            async with asyncio.TaskGroup() as group:
+                turn = session.turn = group.create_task(
+                    run_tool_call_loop(
+                        execution,
+                        session.transcript,
+                        _prompt_text(prompt),
+                        approver=session.approve,
+                        actor=self._actor,
+                        events=session.on_event,
+                    )
+                )
+        finally:
+            session.turn = None
+            session.current_call = None
+        session.transcript.compact(execution.knobs.max_history_messages)
+        if turn.cancelled():
+            await session.fail_open_calls("not run: the turn was cancelled")
+            return PromptResponse(stop_reason="cancelled")
+        result = turn.result()
+        logger.debug("acp: session {} turn ended: {}", session_id, result.stop.value)
+        if result.text:
+            await session.say(result.text)
+        return PromptResponse(stop_reason=_STOP[result.stop])
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """Cancel the session's running turn (the engine closes its pending tool calls)."""
+        session = self._sessions.get(session_id)
+        if session is not None and session.turn is not None and not session.turn.done():
+            session.turn.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel every running turn (the client went away)."""
+        for session in self._sessions.values():
+            if session.turn is not None:
+                session.turn.cancel()
+
+
+def _prompt_text(blocks: list[Any]) -> str:
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource_link":
+            parts.append(f"[{block.name}]({block.uri})")
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(f"{block.resource.uri}:\n{block.resource.text}")
+    return "\n\n".join(parts)
+
+
+def _acp_user() -> str | None:
+    try:
+        return f"acp:{getpass.getuser()}"
+    except (OSError, KeyError):  # no login name (e.g. an unnamed container uid)
+        return None

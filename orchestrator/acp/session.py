@@ -1,0 +1,97 @@
+"""One ACP session: its transcript, its running turn, and the client as its event sink and approver."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from acp import start_tool_call, text_block, tool_content, update_agent_message_text, update_tool_call
+from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+from orchestrator.engine import ToolCallFinished, ToolCallStarted, Transcript, TurnEvent
+from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
+
+if TYPE_CHECKING:
+    from acp import Client
+
+__all__ = ["AcpSession"]
+
+_ALLOW: Final = "allow"
+_REJECT: Final = "reject"
+_OPTIONS: Final = (
+    PermissionOption(option_id=_ALLOW, name="Allow", kind="allow_once"),
+    PermissionOption(option_id=_REJECT, name="Reject", kind="reject_once"),
+)
+
+
+@dataclass(kw_only=True, eq=False)
+class AcpSession:
+    """A session's state; lives in memory for the life of the `orchestrator acp` process."""
+
+    session_id: str
+    client: Client
+    decided_by: str  # who answers approvals, as the audit log records it: "acp:<client name>"
+    transcript: Transcript
+    turn: asyncio.Task[Any] | None = None
+    # Tool calls reported as started whose finish the client has not been told yet.
+    open_calls: dict[str, str] = field(default_factory=dict)
+    current_call: str | None = None
+
+    async def say(self, text: str) -> None:
+        """Stream one agent message chunk to the client."""
+        await self.client.session_update(session_id=self.session_id, update=update_agent_message_text(text))
+
+    async def on_event(self, event: TurnEvent) -> None:
+        """Report the engine's tool calls to the client as ACP tool-call updates."""
+        if isinstance(event, ToolCallStarted):
+            self.current_call = event.call_id
+            self.open_calls[event.call_id] = event.tool
+            update: Any = start_tool_call(
+                event.call_id, event.tool, kind="other", status="pending", raw_input=_decoded(event.arguments)
+            )
+        elif isinstance(event, ToolCallFinished):
+            self.open_calls.pop(event.call_id, None)
+            update = update_tool_call(
+                event.call_id,
+                status="completed" if event.ran else "failed",
+                content=[tool_content(text_block(event.output))],
+                raw_output=event.output,
+            )
+        else:  # pragma: no cover - TurnEvent is a closed union
+            return
+        await self.client.session_update(session_id=self.session_id, update=update)
+
+    async def fail_open_calls(self, why: str) -> None:
+        """Tell the client that calls cut off by a cancellation never finished."""
+        for call_id in list(self.open_calls):
+            update = update_tool_call(call_id, status="failed", content=[tool_content(text_block(why))])
+            await self.client.session_update(session_id=self.session_id, update=update)
+        self.open_calls.clear()
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask the client through `session/request_permission` (an `Approver`)."""
+        call = ToolCallUpdate(
+            tool_call_id=self.current_call or request.request_id,
+            title=request.tool,
+            status="pending",
+            raw_input=dict(request.arguments),
+        )
+        response = await self.client.request_permission(
+            session_id=self.session_id, tool_call=call, options=list(_OPTIONS)
+        )
+        outcome = response.outcome
+        if isinstance(outcome, AllowedOutcome) and outcome.option_id == _ALLOW:
+            return ApprovalDecision(verdict=Verdict.APPROVED, decided_by=self.decided_by, reason="allowed in the ACP client")
+        if isinstance(outcome, AllowedOutcome) and outcome.option_id == _REJECT:
+            return ApprovalDecision(verdict=Verdict.DENIED, decided_by=self.decided_by, reason="rejected in the ACP client")
+        # A cancelled prompt, or an option we never offered: nobody decided.
+        return ApprovalDecision(verdict=Verdict.NO_DECISION, decided_by=None, reason="the ACP client gave no decision")
+
+
+def _decoded(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments

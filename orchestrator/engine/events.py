@@ -1,0 +1,33 @@
+"""Turn events: what a surface may watch while a turn runs (tool calls starting and finishing)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+__all__ = ["ToolCallFinished", "ToolCallStarted", "TurnEvent", "TurnEvents"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted:
+    """The engine took up one call the model made (before approval and the registry check)."""
+
+    call_id: str
+    tool: str
+    arguments: str  # the JSON text exactly as the model sent it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallFinished:
+    """One call is answered; `ran` is False when it was refused, denied or over budget unrun."""
+
+    call_id: str
+    tool: str
+    ran: bool
+    output: str  # what the model is told
+
+
+TurnEvent: TypeAlias = ToolCallStarted | ToolCallFinished
+TurnEvents: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
+"""An observer of one turn; a failing observer is logged and never ends the turn."""

@@ -1,0 +1,58 @@
+"""CurrentTurn: what a running turn exposes to the seam tools it calls (deadline, iterations, approver).
+
+The engine sets it (a context variable) for the duration of `run_tool_call_loop`, so a tool
+such as `delegate` can cap a nested turn by what is left of its caller's budgets and reach
+the caller's approver, without the engine knowing any tool by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orchestrator.policy import Approver
+    from orchestrator.seam import ResolvedAgentExecution
+
+__all__ = ["CurrentTurn", "current_turn", "enter_turn", "leave_turn"]
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class CurrentTurn:
+    """The turn a tool call belongs to; `iteration` advances as the turn runs."""
+
+    execution: ResolvedAgentExecution
+    session: str
+    approver: Approver | None
+    actor: str | None
+    deadline: float  # event-loop time at which the turn's time budget runs out
+    depth: int  # 0 for a top-level turn; a turn run inside another's tool call is one deeper
+    iteration: int = 0
+
+    def remaining_s(self) -> float:
+        """Return the seconds left before the turn's deadline (never negative)."""
+        return max(0.0, self.deadline - asyncio.get_running_loop().time())
+
+    def remaining_iterations(self) -> int:
+        """Return the tool iterations the turn may still start (never negative)."""
+        return max(0, self.execution.knobs.max_tool_iterations - self.iteration)
+
+
+_current: ContextVar[CurrentTurn | None] = ContextVar("orchestrator_current_turn", default=None)
+
+
+def current_turn() -> CurrentTurn | None:
+    """Return the turn the calling code runs inside, or None outside any turn."""
+    return _current.get()
+
+
+def enter_turn(turn: CurrentTurn) -> Token[CurrentTurn | None]:
+    """Make `turn` current (the engine calls this); undo with `leave_turn`."""
+    return _current.set(turn)
+
+
+def leave_turn(token: Token[CurrentTurn | None]) -> None:
+    """Restore the turn that was current before `enter_turn`."""
+    _current.reset(token)

@@ -1,0 +1,98 @@
+"""The aiohttp application: routes, bearer-token auth and JSON errors everywhere."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from aiohttp import web
+from loguru import logger
+
+from orchestrator.errors import UnknownAgent
+from orchestrator.seam import InteractivityNotAllowed
+
+if TYPE_CHECKING:
+    from orchestrator.gateway.idempotency import IdempotencyStore
+    from orchestrator.runtime import Runtime
+
+__all__ = ["GATEWAY", "GatewayState", "build_app", "json_error"]
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# Error codes by HTTP status for what aiohttp itself raises (routing, body size).
+_CODES: Final = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    503: "unavailable",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayState:
+    """What every handler needs: the runtime, the resolved token and the idempotency store."""
+
+    runtime: Runtime
+    token: str | None
+    idempotency: IdempotencyStore
+
+
+GATEWAY: Final = web.AppKey("gateway", GatewayState)
+
+
+def json_error(status: int, error: str, detail: str, **extra: object) -> web.Response:
+    """Return the gateway's one error shape: `{"error": code, "detail": text}`."""
+    return web.json_response({"error": error, "detail": detail, **extra}, status=status)
+
+
+def build_app(state: GatewayState, *, max_body_bytes: int) -> web.Application:
+    """Return the application; the caller runs it (see `open_gateway`)."""
+    from orchestrator.gateway import handlers
+
+    app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors, _auth])
+    app[GATEWAY] = state
+    app.router.add_get("/health", handlers.health)
+    app.router.add_get("/api/agents", handlers.agents)
+    app.router.add_get("/api/agents/{agent}/tools", handlers.tools)
+    app.router.add_get("/api/agents/{agent}/policy", handlers.policy)
+    app.router.add_post("/api/agents/{agent}/messages", handlers.messages)
+    return app
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except UnknownAgent as exc:
+        return json_error(404, "unknown_agent", str(exc))
+    except InteractivityNotAllowed as exc:
+        return json_error(400, "bad_request", str(exc))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _CODES.get(exc.status, "http_error")
+        detail = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
+        response = json_error(exc.status, code, detail or exc.reason)
+        if exc.status == 405 and "Allow" in exc.headers:
+            response.headers["Allow"] = exc.headers["Allow"]
+        return response
+    except Exception as exc:  # one bad request must not take the gateway down
+        logger.opt(exception=exc).error("gateway: {} {} failed", request.method, request.path)
+        return json_error(500, "internal", "the request failed; the error is logged")
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+    token = request.app[GATEWAY].token
+    if token is not None:
+        scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
+        # compare_digest: the time taken does not reveal how much of the token matched
+        if scheme.lower() != "bearer" or not hmac.compare_digest(offered.strip().encode(), token.encode()):
+            response = json_error(401, "unauthorized", "send 'Authorization: Bearer <token>'")
+            response.headers["WWW-Authenticate"] = 'Bearer realm="orchestrator"'
+            return response
+    return await handler(request)

@@ -1,0 +1,191 @@
+"""The gateway's endpoints; each is a thin caller of `resolve()` on its declared path."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any, Final
+
+from aiohttp import web
+
+from orchestrator.engine import StopReason, run_tool_call_loop
+from orchestrator.gateway.app import GATEWAY, json_error
+from orchestrator.gateway.idempotency import StoredResponse, fingerprint
+from orchestrator.runtime import Runtime
+from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, resolve
+
+__all__ = ["agents", "health", "messages", "policy", "tools"]
+
+_SESSION: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_IDEMPOTENCY_KEY: Final = re.compile(r"[\x21-\x7e]{1,255}")
+# Every gateway caller holds the one token: they share one action budget per agent.
+_ACTOR: Final = "gateway"
+
+
+async def health(request: web.Request) -> web.Response:
+    """Report per-channel and per-MCP-connection readiness; 503 while anything is not ready."""
+    runtime = request.app[GATEWAY].runtime
+    channels = {
+        name: {
+            "kind": handle.kind,
+            "ready": handle.ready.is_set() and handle.failed is None,
+            "error": str(handle.failed) if handle.failed is not None else None,
+        }
+        for name, handle in sorted(runtime.channels.items())
+    }
+    mcp: list[dict[str, Any]] = []
+    if runtime.services.mcp is not None:
+        from orchestrator.mcp import ConnectionState
+
+        mcp = [
+            {
+                "server": s.server,
+                "agent": s.agent,
+                "state": s.state.value,
+                "ready": s.state is ConnectionState.READY,
+                "error": s.last_error,
+            }
+            for s in runtime.services.mcp.status()
+        ]
+    ready = all(c["ready"] for c in channels.values()) and all(m["ready"] for m in mcp)
+    status = "stopping" if not runtime.accepting else "ok" if ready else "degraded"
+    body = {"status": status, "channels": channels, "mcp": mcp}
+    return web.json_response(body, status=200 if status == "ok" else 503)
+
+
+async def agents(request: web.Request) -> web.Response:
+    """List the configured agents with their model binding and autonomy (listing path)."""
+    runtime = request.app[GATEWAY].runtime
+    config = runtime.config
+    rows = []
+    for name in sorted(config.agents):
+        described = _listing(runtime, name).describe()
+        rows.append({k: described[k] for k in ("agent", "provider", "model", "autonomy")})
+    return web.json_response({"agents": rows})
+
+
+async def tools(request: web.Request) -> web.Response:
+    """List the tools the agent could use, from its listing-path registry (no peripherals)."""
+    execution = _listing(request.app[GATEWAY].runtime, request.match_info["agent"])
+    rows = []
+    for name in execution.tools.names:
+        tool = execution.tools.get(name)
+        assert tool is not None  # names come from the registry itself
+        spec = tool.spec
+        rows.append(
+            {
+                "name": name,
+                "source": spec.source.value,
+                "read_only": spec.read_only,
+                "approval": execution.approvals.rule_for(spec).value,
+                # deferred MCP tools: what the agent can activate through tool_search
+                "deferred": name in execution.tools.deferred,
+                "description": spec.description,
+            }
+        )
+    return web.json_response({"agent": execution.identity.agent, "path": "listing", "tools": rows})
+
+
+async def policy(request: web.Request) -> web.Response:
+    """Show the resolved execution a chat turn would run with (`?path=` picks another path)."""
+    name = request.match_info["agent"]
+    raw = request.query.get("path", ConstructionPath.GATEWAY_CHAT.value)
+    try:
+        path = ConstructionPath(raw)
+    except ValueError:
+        choices = ", ".join(p.value for p in ConstructionPath)
+        return json_error(400, "bad_request", f"unknown path {raw!r} (one of: {choices})")
+    state = request.app[GATEWAY]
+    execution = resolve(state.runtime.config, name, path=path, services=state.runtime.services)
+    return web.json_response(execution.describe())
+
+
+async def messages(request: web.Request) -> web.Response:
+    """Run one non-interactive turn (whatever needs approval is denied) and return the reply.
+
+    With an `Idempotency-Key` header, the first response is stored and returned again for
+    the same key without running another turn; the same key on a different request is 422.
+    """
+    state = request.app[GATEWAY]
+    runtime = state.runtime
+    name = request.match_info["agent"]
+    text, session = _chat_body(await _json(request))
+    execution = resolve(runtime.config, name, path=ConstructionPath.GATEWAY_CHAT, services=runtime.services)
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return _respond(await _chat(runtime, execution, text, session or uuid.uuid4().hex))
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        return json_error(400, "bad_request", "Idempotency-Key must be 1-255 visible ASCII characters")
+    asked = fingerprint(name, text, session)
+    async with state.idempotency.lock(key):
+        stored = state.idempotency.get(key)
+        if stored is None:
+            stored = await _chat(runtime, execution, text, session or uuid.uuid4().hex, fingerprint=asked)
+            state.idempotency.put(key, stored)
+            return _respond(stored)
+    if stored.fingerprint != asked:
+        return json_error(422, "idempotency_key_reused", "this Idempotency-Key was used for a different request")
+    response = _respond(stored)
+    response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _listing(runtime: Runtime, name: str) -> ResolvedAgentExecution:
+    return resolve(runtime.config, name, path=ConstructionPath.LISTING, services=runtime.services)
+
+
+async def _json(request: web.Request) -> Any:
+    raw = await request.read()  # past client_max_size: 413 (HTTPRequestEntityTooLarge)
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise web.HTTPBadRequest(text="the body must be JSON") from None
+
+
+def _chat_body(body: Any) -> tuple[str, str | None]:
+    if not isinstance(body, dict) or set(body) - {"text", "session"}:
+        raise web.HTTPBadRequest(text='the body must be {"text": "...", "session": "optional id"}')
+    text, session = body.get("text"), body.get("session")
+    if not isinstance(text, str) or not text.strip():
+        raise web.HTTPBadRequest(text="'text' must be a non-empty string")
+    if session is not None and not (isinstance(session, str) and _SESSION.fullmatch(session)):
+        raise web.HTTPBadRequest(text="'session' must be 1-128 characters of letters, digits and . _ : -")
+    return text, session
+
+
+async def _chat(
+    runtime: Runtime, execution: ResolvedAgentExecution, text: str, session: str, *, fingerprint: str = ""
+) -> StoredResponse:
+    if not runtime.accepting:
+        raise web.HTTPServiceUnavailable(text="the daemon is stopping; retry after it restarts")
+    agent = execution.identity.agent
+    key = f"@gateway:{agent}:{session}"
+    keep = execution.knobs.max_history_messages
+    state = runtime.session(key)
+    try:
+        async with state.lock:  # one turn at a time per session, in arrival order
+            entry = runtime.transcript(key, agent, keep=keep)
+            runtime.turn_started()
+            try:
+                result = await run_tool_call_loop(execution, entry.transcript, text, approver=None, actor=_ACTOR)
+            finally:
+                runtime.turn_finished()
+                runtime.persist(entry, keep=keep)
+    finally:
+        runtime.release(state)
+    body: dict[str, Any] = {
+        "agent": agent,
+        "session": session,
+        "reply": result.text,
+        "stop": result.stop.value,
+        "executed": list(result.executed),
+    }
+    if result.stop is StopReason.PROVIDER_ERROR:
+        detail = result.error or result.text
+        return StoredResponse(fingerprint=fingerprint, status=502, body={"error": "provider_error", "detail": detail, **body})
+    return StoredResponse(fingerprint=fingerprint, status=200, body=body)
+
+
+def _respond(stored: StoredResponse) -> web.Response:
+    return web.json_response(stored.body, status=stored.status)

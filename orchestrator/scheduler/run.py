@@ -1,0 +1,92 @@
+"""One schedule run: the schedule path through the seam, on the schedule's own session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from loguru import logger
+
+from channels import ChannelError, Outbound
+from orchestrator.config import Config, ScheduleConfig
+from orchestrator.engine import run_tool_call_loop
+from orchestrator.seam import ConstructionPath, ScopedAssembly, resolve
+from orchestrator.sop import run_sop
+
+if TYPE_CHECKING:
+    from orchestrator.runtime import Runtime
+
+__all__ = ["ScheduleOutcome", "deliver_result", "run_schedule", "session_key"]
+
+
+def session_key(name: str) -> str:
+    """Return the session key of a schedule's transcript (`schedule:<name>`)."""
+    return f"schedule:{name}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleOutcome:
+    """How one run ended (`status`: a StopReason or SopStatus value) and what it produced."""
+
+    status: str
+    text: str
+
+
+async def run_schedule(runtime: Runtime, config: Config, schedule: ScheduleConfig) -> ScheduleOutcome:
+    """Run `schedule` once with no operator (whatever needs approval or confirmation is denied).
+
+    A prompt schedule is one turn of its agent on the SCHEDULE path, `tools` as
+    `caller_allowed` (narrowing only; absent = no narrowing), on the schedule's persistent
+    session `schedule:<name>`. An SOP schedule runs `run_sop` non-interactively (each step
+    on its own child transcript, under its step agent's policy). Either counts as a running
+    turn for the daemon's drain.
+    """
+    if schedule.sop is not None:
+        runtime.turn_started()
+        try:
+            sop = await run_sop(
+                config, schedule.sop, services=runtime.services, actor=session_key(schedule.name),
+                session=session_key(schedule.name),
+            )
+        finally:
+            runtime.turn_finished()
+        return ScheduleOutcome(status=sop.status.value, text=sop.output or sop.message)
+    assert schedule.agent is not None and schedule.prompt is not None  # checked with the config
+    narrowing = ScopedAssembly(caller_allowed=frozenset(schedule.tools)) if schedule.tools is not None else None
+    execution = resolve(
+        config, schedule.agent, path=ConstructionPath.SCHEDULE, services=runtime.services, assembly=narrowing
+    )
+    key = session_key(schedule.name)
+    keep = execution.knobs.max_history_messages
+    state = runtime.session(key)
+    try:
+        async with state.lock:
+            entry = runtime.transcript(key, schedule.agent, keep=keep)
+            runtime.turn_started()
+            try:
+                result = await run_tool_call_loop(
+                    execution, entry.transcript, schedule.prompt, approver=None, actor=key
+                )
+            finally:
+                runtime.turn_finished()
+                runtime.persist(entry, keep=keep)
+    finally:
+        runtime.release(state)
+    return ScheduleOutcome(status=result.stop.value, text=result.text)
+
+
+async def deliver_result(runtime: Runtime, schedule: ScheduleConfig, outcome: ScheduleOutcome) -> bool:
+    """Send a run's reply to its `deliver_to` chat; log (never raise) when it cannot be sent."""
+    target = schedule.deliver_to
+    if target is None:
+        return False
+    handle = runtime.channels.get(target.channel)
+    if handle is None or handle.failed is not None:
+        logger.error("schedule {}: channel {} is not running; the result was not delivered", schedule.name, target.channel)
+        return False
+    try:
+        await handle.adapter.send(Outbound(chat=target.chat, text=outcome.text or "(no reply)"))
+    except ChannelError as exc:
+        logger.error("schedule {}: could not send to {} chat {}: {}", schedule.name, target.channel, target.chat, exc.reason)
+        return False
+    return True

@@ -1,0 +1,188 @@
+"""ScheduleRunner: APScheduler inside the daemon; each job starts a turn in the runtime's TaskGroup."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from orchestrator.config import Config, ScheduleConfig
+from orchestrator.scheduler.run import deliver_result, run_schedule
+from orchestrator.scheduler.triggers import Catchup, build_trigger, decide_misfire, describe_trigger
+from orchestrator.store import ScheduleLog
+
+if TYPE_CHECKING:
+    from orchestrator.runtime import Runtime
+
+__all__ = ["SCHEDULE_DB", "ScheduleRunner", "start_schedules"]
+
+SCHEDULE_DB = "schedules.sqlite3"
+
+
+async def start_schedules(runtime: Runtime) -> ScheduleRunner:
+    """Start the runtime's schedules; they stop (cleanly) when the runtime closes."""
+    runner = await runtime.enter_async_context(ScheduleRunner(runtime))
+    runtime.scheduler = runner
+    return runner
+
+
+class ScheduleRunner:
+    """The daemon's `[[schedules]]`; an async context manager.
+
+    On enter it applies the misfire policy to what was missed while the daemon was down
+    (`decide_misfire`) and installs one APScheduler job per schedule. A job only spawns the
+    run into the runtime's TaskGroup, so a failing run is logged and never stops the daemon;
+    a run still going when the next fire time comes makes that fire time skip (logged).
+    On exit the scheduler stops and every schedule is marked checked up to now.
+    """
+
+    def __init__(self, runtime: Runtime, *, clock: Callable[[], float] = time.time) -> None:
+        self._runtime = runtime
+        self._clock = clock
+        self._log: ScheduleLog | None = None
+        self._scheduler: Any = None
+        self._installed: dict[str, ScheduleConfig] = {}
+        self._running: set[str] = set()
+        self._closed = False
+
+    async def __aenter__(self) -> ScheduleRunner:
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        self._log = ScheduleLog(self._runtime.config.state_path() / SCHEDULE_DB)
+        try:
+            self._scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=timezone.utc)
+            self._scheduler.start()
+            self._install(self._runtime.config, catch_up=True)
+        except BaseException:
+            await self._stop()
+            raise
+        if self._installed:
+            logger.info("schedules: {}", ", ".join(sorted(self._installed)))
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._stop()
+
+    def sync(self, config: Config) -> None:
+        """Apply a reloaded config: add new schedules, replace changed ones, remove the rest."""
+        wanted = {s.name: s for s in config.schedules}
+        for name in list(self._installed):
+            if name not in wanted:
+                self._scheduler.remove_job(name)
+                del self._installed[name]
+                logger.info("schedule {} removed", name)
+        self._install(config, catch_up=False)
+
+    @property
+    def busy(self) -> frozenset[str]:
+        """Return the schedules whose run has started and not yet finished."""
+        return frozenset(self._running)
+
+    def next_run(self, name: str) -> datetime | None:
+        """Return when the scheduler will next start `name` (None if not scheduled)."""
+        job = self._scheduler.get_job(name) if self._scheduler is not None else None
+        when: datetime | None = job.next_run_time if job is not None else None
+        return when
+
+    def fire_now(self, name: str) -> None:
+        """Make the scheduler start `name` now (its trigger then continues as before)."""
+        self._scheduler.modify_job(name, next_run_time=datetime.now(timezone.utc))
+
+    def _install(self, config: Config, *, catch_up: bool) -> None:
+        assert self._log is not None
+        now = self._clock()
+        for schedule in config.schedules:
+            if self._installed.get(schedule.name) == schedule:
+                continue  # unchanged across a reload: keep its next run time
+            record = self._log.register(schedule.name, now)
+            anchor = record.last_run if record.last_run is not None else record.registered
+            if catch_up:
+                decision = decide_misfire(schedule, record, now=now)
+                if decision.action is Catchup.RUN_ONCE:
+                    logger.info(
+                        "schedule {}: missed run(s) since {} while the daemon was down; running once now",
+                        schedule.name, _shown(decision.first_missed),
+                    )
+                    anchor = now
+                    self._spawn(schedule.name)
+                elif decision.action is Catchup.SKIP:
+                    logger.warning(
+                        "schedule {}: missed run(s) since {} while the daemon was down, the latest more "
+                        "than misfire_grace_s={}s ago: skipped",
+                        schedule.name, _shown(decision.first_missed), schedule.misfire_grace_s,
+                    )
+                self._log.mark_checked(schedule.name, now)
+            self._scheduler.add_job(
+                self._fire,
+                build_trigger(schedule, anchor=anchor),
+                args=[schedule.name],
+                id=schedule.name,
+                name=f"schedule:{schedule.name}",
+                misfire_grace_time=schedule.misfire_grace_s,
+                coalesce=True,
+                max_instances=1,
+                replace_existing=True,
+            )
+            self._installed[schedule.name] = schedule
+            logger.debug("schedule {}: {}", schedule.name, describe_trigger(schedule))
+
+    async def _fire(self, name: str) -> None:
+        # Runs as APScheduler's own short task: hand the turn to the runtime's TaskGroup.
+        if self._closed or not self._runtime.accepting:
+            return
+        if name in self._running:
+            logger.warning("schedule {}: the previous run is still going; this run is skipped", name)
+            if self._log is not None:
+                self._log.mark_checked(name, self._clock())
+            return
+        self._spawn(name)
+
+    def _spawn(self, name: str) -> None:
+        self._running.add(name)
+        self._runtime.spawn(self._run(name), name=f"schedule:{name}")
+
+    async def _run(self, name: str) -> None:
+        try:
+            config = self._runtime.config  # one generation for the whole run
+            schedule = next((s for s in config.schedules if s.name == name), None)
+            if schedule is None or self._log is None:
+                return  # removed by a reload after it fired
+            self._log.run_started(name, self._clock())
+            status = "failed"
+            try:
+                outcome = await run_schedule(self._runtime, config, schedule)
+                status = outcome.status
+            except asyncio.CancelledError:
+                status = "interrupted"
+                raise
+            finally:
+                if self._log is not None:
+                    self._log.run_finished(name, status)
+            logger.info("schedule {} ran: {}", name, status)
+            await deliver_result(self._runtime, schedule, outcome)
+        finally:
+            self._running.discard(name)
+
+    async def _stop(self) -> None:
+        if self._scheduler is not None and self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
+            await asyncio.sleep(0)  # AsyncIOScheduler shuts down in a loop callback
+        if self._log is not None:
+            now = self._clock()
+            for name in self._installed:
+                self._log.mark_checked(name, now)
+            self._closed = True
+            self._log.close()
+            self._log = None
+        self._closed = True
+
+
+def _shown(moment: datetime | None) -> str:
+    return moment.astimezone().isoformat(timespec="seconds") if moment is not None else "?"
