@@ -94,9 +94,14 @@ def _parser() -> argparse.ArgumentParser:
     tools.add_argument("--json", action="store_true", help="print JSON")
     tools.set_defaults(handler=_cmd_tools)
 
-    policy = command("policy", "show an agent's resolved execution (tools, approvals, budgets, ...)")
-    policy.add_argument("name", help="agent name")
+    policy = command(
+        "policy",
+        "show an agent's resolved execution (tools, approvals, budgets, ...); "
+        "`policy matrix` prints the (setting x path) parity grid",
+    )
+    policy.add_argument("name", help="agent name, or `matrix` for the parity grid of every agent")
     policy.add_argument("--path", choices=_PATH_CHOICES, default="cli_run", help="construction path")
+    policy.add_argument("--agent", help="with `matrix`: only this agent")
     policy.add_argument("--json", action="store_true", help="print JSON")
     policy.set_defaults(handler=_cmd_policy)
 
@@ -172,8 +177,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
     from orchestrator.mcp import McpPool
     from orchestrator.peripherals import PeripheralPool
-    from orchestrator.policy import Interactivity
-    from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, mcp_servers_for, resolve
+    from orchestrator.seam import ConstructionPath, Services, build_cli_run, mcp_servers_for
     from orchestrator.store import AuditLog
 
     config = _load(args)
@@ -194,15 +198,9 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         ):
             services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
             try:
-                execution = resolve(
-                    config,
-                    args.name,
-                    path=ConstructionPath.CLI_RUN,
-                    services=services,
-                    assembly=ScopedAssembly(caller_allowed=allowed) if args.allow else None,
-                    interactivity=(
-                        Interactivity.INTERACTIVE if interactive else Interactivity.NON_INTERACTIVE
-                    ),
+                execution = build_cli_run(
+                    config, args.name, services,
+                    caller_allowed=allowed if args.allow else None, interactive=interactive,
                 )
                 result = await run_tool_call_loop(
                     execution,
@@ -265,7 +263,7 @@ def _execution(args: argparse.Namespace) -> Any:
     import asyncio
 
     from orchestrator.peripherals import PeripheralPool
-    from orchestrator.seam import ConstructionPath, Services, mcp_servers_for, resolve
+    from orchestrator.seam import ConstructionPath, Services, build_on_path, mcp_servers_for
 
     config = _load(args)
     path = ConstructionPath(args.path)
@@ -275,7 +273,7 @@ def _execution(args: argparse.Namespace) -> Any:
     # Bind the memory tools to the store as a turn would; no turn runs, so it closes at once.
     with _memory_store(config, args.name, path) as memory:
         if not servers:
-            return resolve(config, args.name, path=path, services=Services(memory=memory, peripherals=peripherals))
+            return build_on_path(config, args.name, path, Services(memory=memory, peripherals=peripherals))
         return asyncio.run(_resolve_connected(config, args.name, path, servers, memory, peripherals))
 
 
@@ -283,12 +281,12 @@ async def _resolve_connected(
     config: Config, name: str, path: Any, servers: tuple[str, ...], memory: Any, peripherals: Any
 ) -> Any:
     from orchestrator.mcp import McpPool
-    from orchestrator.seam import Services, resolve
+    from orchestrator.seam import Services, build_on_path
 
     # Connect what the agent's bundles need, read their listings, and disconnect.
     async with McpPool(config) as pool:
         await pool.ensure_connected(servers, agent=name)
-        return resolve(config, name, path=path, services=Services(mcp=pool, memory=memory, peripherals=peripherals))
+        return build_on_path(config, name, path, Services(mcp=pool, memory=memory, peripherals=peripherals))
 
 
 async def _connect_delegates(config: Config, name: str, pool: Any) -> None:
@@ -394,6 +392,11 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
 def _cmd_policy(args: argparse.Namespace) -> int:
     import json
 
+    if args.name == "matrix":  # a reserved agent name (config check), so never ambiguous
+        return _cmd_policy_matrix(args)
+    if args.agent is not None:
+        print("error: --agent is only for `orchestrator policy matrix`", file=sys.stderr)
+        return 2
     described = _execution(args).describe()
     if args.json:
         print(json.dumps(described, indent=2))
@@ -406,6 +409,49 @@ def _cmd_policy(args: argparse.Namespace) -> int:
         else:
             print(f"{key}: {json.dumps(value)}")
     return 0
+
+
+def _cmd_policy_matrix(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from orchestrator.memory import MemoryStore
+    from orchestrator.peripherals import PeripheralPool
+    from orchestrator.seam import Services
+    from orchestrator.seam.matrix import agent_matrix
+
+    config = _load(args)
+    agents = [args.agent] if args.agent else sorted(config.agents)
+    # Memory tools bind to a throwaway store and peripherals to an unentered pool: the grid
+    # resolves every path without touching state, ports or MCP servers.
+    with tempfile.TemporaryDirectory(prefix="orchestrator-matrix-") as tmp, MemoryStore(
+        Path(tmp) / "memory.sqlite3"
+    ) as memory:
+        services = Services(memory=memory, peripherals=PeripheralPool())
+        grids = {agent: agent_matrix(config, agent, services) for agent in agents}
+    gaps = [
+        f"{agent}: {setting} on {path}"
+        for agent, grid in grids.items()
+        for setting, row in grid.items()
+        for path, verdict in row.items()
+        if verdict == "gap"
+    ]
+    if args.json:
+        print(json.dumps({"agents": grids, "gaps": gaps}, indent=2))
+    else:
+        for agent, grid in grids.items():
+            print(f"agent {agent}")
+            columns = list(next(iter(grid.values())))
+            width = max(len(s) for s in grid)
+            widths = [max(len(c), *(len(row[c]) for row in grid.values())) for c in columns]
+            print("  " + " " * width + "  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+            for setting, row in grid.items():
+                cells = "  ".join(row[c].ljust(w) for c, w in zip(columns, widths))
+                print(f"  {setting.ljust(width)}  {cells}".rstrip())
+            print()
+        print(f"{len(gaps)} gap(s)" + "".join(f"\n  gap: {g}" for g in gaps))
+    return 1 if gaps else 0
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from orchestrator.engine import run_tool_call_loop
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 from orchestrator.routing import match_route, session_key
 from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime
-from orchestrator.seam import ConstructionPath, resolve
+from orchestrator.seam import build_channel
 from orchestrator.store import InboxRow
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ async def _run_turn(
     runtime: Runtime, config: Any, route: RouteConfig, inbound: Inbound, key: str, state: Any
 ) -> Disposition:
     adapter = runtime.channels[inbound.channel].adapter
-    execution = resolve(config, route.agent, path=ConstructionPath.CHANNEL, services=runtime.services)
+    execution = build_channel(config, route.agent, runtime.services)
     keep = execution.knobs.max_history_messages
     entry = runtime.transcript(key, route.agent, keep=keep)
     approver = ChannelApprover(runtime, adapter, inbound, route)

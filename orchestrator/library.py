@@ -25,8 +25,8 @@ from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity
 from orchestrator.seam import (
     ConstructionPath,
     Services,
+    build_library,
     mcp_servers_for,
-    resolve,
     uses_memory,
 )
 
@@ -99,8 +99,8 @@ class Agent:
         services = await self._open()
         lock, transcript = self._sessions.setdefault(session, (asyncio.Lock(), Transcript(session=f"library:{session}")))
         async with lock:
-            execution = resolve(
-                self.config, self.name, path=_PATH, services=services, interactivity=self.interactivity
+            execution = build_library(
+                self.config, self.name, services, approver_supplied=self._approver is not None
             )
             approver = _Approval(self._approver) if self._approver is not None else None
             result = await run_tool_call_loop(

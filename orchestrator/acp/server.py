@@ -27,7 +27,7 @@ from loguru import logger
 
 from orchestrator.acp.session import AcpSession
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
-from orchestrator.seam import ConstructionPath, Services, mcp_servers_for, resolve, uses_memory
+from orchestrator.seam import ConstructionPath, Services, build_acp, mcp_servers_for, uses_memory
 
 if TYPE_CHECKING:
     import acp
@@ -57,7 +57,7 @@ async def serve_acp(config: Config, agent: str) -> int:
     """
     async with AsyncExitStack() as stack:
         services = await _open_services(config, agent, stack)
-        resolve(config, agent, path=_PATH, services=services)  # fail before speaking, not mid-session
+        build_acp(config, agent, services)  # fail before speaking, not mid-session
         reader, writer = await stdio_streams(limit=_STDIO_LIMIT)
         sys.stdout = sys.stderr  # the real stdout now belongs to the protocol writer alone
         server = AcpServer(config=config, agent=agent, services=services)
@@ -146,9 +146,7 @@ class AcpServer:
             raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})
         if session.turn is not None:
             raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
-        execution: ResolvedAgentExecution = resolve(
-            self._config, self._agent, path=_PATH, services=self._services
-        )
+        execution: ResolvedAgentExecution = build_acp(self._config, self._agent, self._services)
         try:
             async with asyncio.TaskGroup() as group:
                 turn = session.turn = group.create_task(

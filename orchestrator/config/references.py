@@ -24,6 +24,8 @@ _FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SEAM_TOOL_NAMES = frozenset({"tool_search"})
 # Seam tools an agent is granted by naming them exactly in `tools` (never by a glob).
 DELEGATE_TOOL_NAME = "delegate"
+# Agent names that are `orchestrator policy` subcommands.
+RESERVED_AGENT_NAMES = frozenset({"matrix"})
 # `[mcp.servers.X] env` / `headers` names whose values must be secret references.
 _SECRET_WORDS = frozenset(
     {"TOKEN", "SECRET", "KEY", "APIKEY", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS",
@@ -51,6 +53,8 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
     for name, agent in config.agents.items():
         file = config.origin_of(name)
         base = f"agents.{name}"
+        if name in RESERVED_AGENT_NAMES:  # `orchestrator policy matrix` must stay unambiguous
+            problems.append(ConfigProblem(file, base, f"{name!r} is a reserved name (`orchestrator policy {name}`)"))
         for path, message in _check_agent(config, agent, BUILTIN_NAMES, namespaces, skill_dirs):
             problems.append(ConfigProblem(file, f"{base}.{path}", message))
     return problems

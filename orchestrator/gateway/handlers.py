@@ -13,7 +13,13 @@ from orchestrator.engine import StopReason, run_tool_call_loop
 from orchestrator.gateway.app import GATEWAY, json_error
 from orchestrator.gateway.idempotency import StoredResponse, fingerprint
 from orchestrator.runtime import Runtime
-from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, resolve
+from orchestrator.seam import (
+    ConstructionPath,
+    ResolvedAgentExecution,
+    build_gateway_chat,
+    build_listing,
+    build_on_path,
+)
 
 __all__ = ["agents", "health", "messages", "policy", "tools"]
 
@@ -97,7 +103,7 @@ async def policy(request: web.Request) -> web.Response:
         choices = ", ".join(p.value for p in ConstructionPath)
         return json_error(400, "bad_request", f"unknown path {raw!r} (one of: {choices})")
     state = request.app[GATEWAY]
-    execution = resolve(state.runtime.config, name, path=path, services=state.runtime.services)
+    execution = build_on_path(state.runtime.config, name, path, state.runtime.services)
     return web.json_response(execution.describe())
 
 
@@ -111,7 +117,7 @@ async def messages(request: web.Request) -> web.Response:
     runtime = state.runtime
     name = request.match_info["agent"]
     text, session = _chat_body(await _json(request))
-    execution = resolve(runtime.config, name, path=ConstructionPath.GATEWAY_CHAT, services=runtime.services)
+    execution = build_gateway_chat(runtime.config, name, runtime.services)
     key = request.headers.get("Idempotency-Key")
     if key is None:
         return _respond(await _chat(runtime, execution, text, session or uuid.uuid4().hex))
@@ -132,7 +138,7 @@ async def messages(request: web.Request) -> web.Response:
 
 
 def _listing(runtime: Runtime, name: str) -> ResolvedAgentExecution:
-    return resolve(runtime.config, name, path=ConstructionPath.LISTING, services=runtime.services)
+    return build_listing(runtime.config, name, runtime.services)
 
 
 async def _json(request: web.Request) -> Any:

@@ -10,7 +10,7 @@ from loguru import logger
 from channels import ChannelError, Outbound
 from orchestrator.config import Config, ScheduleConfig
 from orchestrator.engine import run_tool_call_loop
-from orchestrator.seam import ConstructionPath, ScopedAssembly, resolve
+from orchestrator.seam import build_schedule
 from orchestrator.sop import run_sop
 
 if TYPE_CHECKING:
@@ -52,10 +52,7 @@ async def run_schedule(runtime: Runtime, config: Config, schedule: ScheduleConfi
             runtime.turn_finished()
         return ScheduleOutcome(status=sop.status.value, text=sop.output or sop.message)
     assert schedule.agent is not None and schedule.prompt is not None  # checked with the config
-    narrowing = ScopedAssembly(caller_allowed=frozenset(schedule.tools)) if schedule.tools is not None else None
-    execution = resolve(
-        config, schedule.agent, path=ConstructionPath.SCHEDULE, services=runtime.services, assembly=narrowing
-    )
+    execution = build_schedule(config, schedule.agent, runtime.services, tools=schedule.tools)
     key = session_key(schedule.name)
     keep = execution.knobs.max_history_messages
     state = runtime.session(key)

@@ -9,12 +9,26 @@ from orchestrator.seam.execution import (
     RuntimeKnobs,
 )
 from orchestrator.seam.ledger import ActionLedger
+from orchestrator.seam.path_builders import (
+    DEFAULT_BUILDERS,
+    build_acp,
+    build_channel,
+    build_cli_run,
+    build_delegate,
+    build_gateway_chat,
+    build_library,
+    build_listing,
+    build_on_path,
+    build_schedule,
+    build_sop_step,
+)
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext, assemble
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
 from orchestrator.seam.services import Services
 
 __all__ = [
+    "DEFAULT_BUILDERS",
     "DELEGATE_TOOL_NAME",
     "PATH_PROFILES",
     "ActionLedger",
@@ -32,6 +46,16 @@ __all__ = [
     "Services",
     "TurnContext",
     "assemble",
+    "build_acp",
+    "build_channel",
+    "build_cli_run",
+    "build_delegate",
+    "build_gateway_chat",
+    "build_library",
+    "build_listing",
+    "build_on_path",
+    "build_schedule",
+    "build_sop_step",
     "delegation_reach",
     "mcp_servers_for",
     "resolve",

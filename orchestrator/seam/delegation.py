@@ -80,8 +80,7 @@ class DelegateTool:
         """Run the task on the target; raises ToolFailure when it may not or did not finish."""
         from orchestrator.engine import StopReason, Transcript, current_turn, run_tool_call_loop
         from orchestrator.seam.execution import RuntimeKnobs
-        from orchestrator.seam.paths import ConstructionPath
-        from orchestrator.seam.resolve import resolve
+        from orchestrator.seam.path_builders import build_delegate
 
         target, task = arguments.get("agent"), arguments.get("task")
         if not isinstance(target, str) or target not in self._targets:
@@ -111,8 +110,8 @@ class DelegateTool:
             max_actions_per_hour=_UNCAPPED,
         )
         try:
-            execution = resolve(
-                self._config, target, path=ConstructionPath.DELEGATE, services=self._services,
+            execution = build_delegate(
+                self._config, target, self._services,
                 parent=self._caller, interactivity=caller.approvals.interactivity, ceiling=ceiling,
             )
         except OrchestratorError as exc:

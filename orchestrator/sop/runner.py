@@ -18,7 +18,7 @@ from orchestrator.config import Config
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
 from orchestrator.errors import OrchestratorError
 from orchestrator.policy import Approver, Interactivity, Verdict
-from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, resolve
+from orchestrator.seam import Services, build_sop_step
 
 __all__ = ["SopResult", "SopStatus", "StepOutcome", "UnknownSop", "run_sop", "sop_agents"]
 
@@ -102,11 +102,9 @@ async def run_sop(
     for index, step in enumerate(sop.steps, start=1):
         agent = step.agent or sop.agent
         label = f"SOP {name!r} step {index} ({agent})"
-        assembly = ScopedAssembly(caller_allowed=frozenset(step.tools)) if step.tools is not None else None
         try:
-            execution = resolve(
-                config, agent, path=ConstructionPath.SOP_STEP, services=services, assembly=assembly,
-                interactivity=interactivity, parent=parent,
+            execution = build_sop_step(
+                config, agent, services, parent=parent, interactivity=interactivity, step_tools=step.tools
             )
         except Exception as exc:  # fail closed: a step never runs with anything but its own contract
             logger.opt(exception=exc).error("{}: cannot be assembled", label)

@@ -26,6 +26,8 @@ class ParityRow:
 
 _F: Final = "#2 Foundation"
 _D4: Final = "DESIGN.md §4-5"
+_H: Final = "#7 Parity harness"
+_I7: Final = "issue #7 item 1"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="tools", setting="tools (built-in grant)", owner=_F, tracking=_D4,
@@ -209,4 +211,40 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="tools", setting="SOP step that cannot be re-assembled fails the SOP closed",
               owner="#6 SOPs", tracking="issue #6 item 4",
               evidence="tests/sop/test_sop.py::test_a_step_that_cannot_be_reassembled_fails_the_sop_closed"),
+    # Issue 7: every budget, approval timeout and model setting as its own row; the seal; the live matrix.
+    *(
+        ParityRow(surface="budget", setting=f"{budget} on every path (delegate: capped by the caller's ceiling)",
+                  owner=_H, tracking=_I7,
+                  evidence="tests/parity/test_l2_paths.py::test_every_path_resolves_identical_policy_modulo_knobs")
+        for budget in ("max_tool_iterations", "turn_timeout_s", "tool_timeout_s", "max_tool_result_chars",
+                       "max_history_messages", "max_actions_per_hour")
+    ),
+    ParityRow(surface="mcp", setting="two agents never share an MCP tool neither bundle grants; caller_allowed "
+              "only narrows (property, random bundles/paths)", owner=_H, tracking="issue #7 item 2",
+              evidence="tests/parity/test_mcp_property.py::test_two_agents_never_share_an_mcp_tool_neither_bundle_grants"),
+    ParityRow(surface="approval", setting="approval timeout_s on every path", owner=_H, tracking=_I7,
+              evidence="tests/parity/test_l2_paths.py::test_every_path_resolves_identical_policy_modulo_knobs"),
+    ParityRow(surface="model", setting="provider binding (provider, base_url, model) sent to the provider",
+              owner=_H, tracking=_I7,
+              evidence="tests/parity/test_gateway_library_parity.py::"
+              "test_gateway_chat_and_library_resolve_the_cli_run_policy"),
+    ParityRow(surface="model", setting="temperature sent to the provider on every turn path", owner=_H,
+              tracking=_I7,
+              evidence="tests/parity/test_delegate_sop_parity.py::"
+              "test_sop_step_path_resolves_the_step_agents_cli_run_policy_modulo_step_tools"),
+    ParityRow(surface="matrix", setting="every setting x every path built through the production path builders: "
+              "enforced or narrowed by a declared knob, never a gap", owner=_H, tracking="DESIGN.md §7, issue #7 item 4",
+              evidence="tests/parity/test_matrix.py::test_matrix_names_every_declared_knob_on_the_parity_config"),
+    ParityRow(surface="matrix", setting="an undeclared difference is a gap; a knob only narrows", owner=_H,
+              tracking="issue #7 item 4",
+              evidence="tests/parity/test_matrix.py::test_classifier_separates_declared_narrowing_from_gaps"),
+    ParityRow(surface="seal", setting="sealed objects refuse construction without the seam's token", owner=_H,
+              tracking="DESIGN.md §3, issue #7 item 3",
+              evidence="tests/seam/test_architecture.py::test_sealed_objects_refuse_construction_without_the_seam_token"),
+    ParityRow(surface="seal", setting="no module outside the seam reads agent policy from config", owner=_H,
+              tracking="issue #7 item 3",
+              evidence="tests/seam/test_architecture.py::test_agent_policy_is_read_only_in_the_seam"),
+    ParityRow(surface="seal", setting="production enters resolve() only through the path builders", owner=_H,
+              tracking="issue #7 items 3-4",
+              evidence="tests/seam/test_architecture.py::test_production_enters_resolve_only_through_the_path_builders"),
 )

@@ -6,12 +6,26 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SEALED = {"ScopedToolRegistry", "ResolvedAgentExecution", "ApprovalManager"}
 AGENT_POLICY_MODELS = {
     "AgentConfig", "ApprovalConfig", "BudgetConfig", "MemoryConfig", "ShellConfig", "HttpFetchConfig",
 }
 POLICY_OWNERS = ("orchestrator/seam/", "orchestrator/config/")
+# Agent policy fields: read only by the seam (and validated by config/).
+POLICY_FIELDS = {
+    "tools", "excluded_tools", "approval", "budget", "memory", "skills", "mcp_bundles", "peripherals",
+    "delegates", "autonomy", "temperature", "system_prompt", "auto_approve", "always_ask", "shell",
+    "http_fetch", "acp_enable_mcp", "workspace",
+}
+# Calls that see only the agents' names (or their count).
+NAME_ONLY_CALLS = {"len", "sorted", "list", "set", "frozenset", "tuple", "iter"}
+EXECUTION_FIELDS = (
+    "identity", "model", "provider", "security", "tools", "approvals", "knobs", "assembly", "memory",
+    "skills", "mcp_bundles", "prompt_sections", "system_prompt", "ledger",
+)
 
 
 def modules(*folders: str) -> Iterator[tuple[str, ast.Module]]:
@@ -57,30 +71,132 @@ def test_agent_policy_is_read_only_in_the_seam() -> None:
     """Outside seam/ and config/, nobody holds an agent's raw config to re-derive policy."""
     bad = []
     for rel, tree in modules("orchestrator", "channels"):
-        if rel.startswith(POLICY_OWNERS):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("orchestrator.config"):
-                bad += [f"{rel}:{node.lineno}: imports {a.name}" for a in node.names if a.name in AGENT_POLICY_MODELS]
-            if isinstance(node, ast.Subscript) and _is_agents(node.value):
-                bad.append(f"{rel}:{node.lineno}: indexes config.agents")
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in {"get", "items", "values"}
-                and _is_agents(node.func.value)
-            ):
-                bad.append(f"{rel}:{node.lineno}: reads config.agents.{node.func.attr}()")
+        if not rel.startswith(POLICY_OWNERS):
+            bad += policy_violations(rel, tree)
     assert bad == []
 
 
-def test_the_rules_catch_a_violation(tmp_path: Path) -> None:
-    """The scanner itself: a planted violation is found (guards against a scanner that sees nothing)."""
-    tree = ast.parse("policy = config.agents['ops'].excluded_tools\nreg = ScopedToolRegistry(tools={})\n")
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.Subscript) and _is_agents(n.value)]
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") in SEALED]
-    assert len(found) == 1 and len(calls) == 1
+def test_production_enters_resolve_only_through_the_path_builders() -> None:
+    """Call sites call their path's builder (the matrix uses the same ones), never resolve() inline."""
+    bad = []
+    for rel, tree in modules("orchestrator", "channels"):
+        if rel.startswith("orchestrator/seam/"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _calls_seam_resolve(node.func):
+                bad.append(f"{rel}:{node.lineno}: calls resolve() (use the path's builder)")
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("orchestrator.seam"):
+                bad += [f"{rel}:{node.lineno}: imports resolve" for a in node.names if a.name in {"resolve", "_resolve"}]
+    assert bad == []
 
 
-def _is_agents(node: ast.expr) -> bool:
+def test_sealed_objects_refuse_construction_without_the_seam_token() -> None:
+    from orchestrator.errors import SealViolation
+    from orchestrator.policy import Interactivity
+    from orchestrator.seam import (
+        ApprovalManager,
+        ResolvedAgentExecution,
+        ScopedToolRegistry,
+    )
+
+    attempts = {
+        "ScopedToolRegistry": lambda: ScopedToolRegistry(tools={}, prompt_sections=(), seal=object()),
+        "ApprovalManager": lambda: ApprovalManager(
+            agent="a", autonomy="full", auto_approve=(), always_ask=(), timeout_s=1,
+            interactivity=Interactivity.NON_INTERACTIVE, audit=None, seal=object(),
+        ),
+        "ResolvedAgentExecution": lambda: ResolvedAgentExecution(seal=object(), **dict.fromkeys(EXECUTION_FIELDS)),
+    }
+    for kind, attempt in attempts.items():
+        with pytest.raises(SealViolation) as caught:
+            attempt()
+        assert caught.value.kind == kind
+    assert set(attempts) == SEALED
+
+
+def test_the_rules_catch_planted_violations() -> None:
+    """The scanners themselves: every planted violation is found, the allowed name-only uses are not."""
+    planted = {
+        "policy = config.agents['ops'].excluded_tools": "indexes",
+        "policy = runtime.config.agents[name]": "indexes",
+        "agent = config.agents.get('ops')": "agents.get()",
+        "for name, agent in cfg.agents.items(): pass": "agents.items()",
+        "for agent in config.agents.values(): print(agent.tools)": "agents.values()",
+        "agents = dict(config.agents)": "passes config.agents to dict()",
+        "a = getattr(self.config.agents, 'ops')": "passes config.agents to getattr()",
+        "a = next(iter(config.agents)); print(a.mcp_bundles)": "reads .mcp_bundles",
+        "from orchestrator.config.models import AgentConfig": "imports AgentConfig",
+        "x = [a.budget for a in config.agents]": "reads .budget",
+    }
+    for source, expected in planted.items():
+        found = policy_violations("planted.py", ast.parse(source))
+        assert any(expected in line for line in found), (source, found)
+    allowed = (
+        "n = len(config.agents)\nnames = sorted(self.config.agents)\nok = name in config.agents\n"
+        "for name in sorted(config.agents): print(name)\nstore.recall(q, agents=self.agents)\n"
+    )
+    assert policy_violations("allowed.py", ast.parse(allowed)) == []
+    tree = ast.parse("reg = ScopedToolRegistry(tools={})\n")
+    assert [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") in SEALED]
+
+
+def policy_violations(rel: str, tree: ast.Module) -> list[str]:
+    """Return every place `tree` reads agent policy: imports, `.agents` lookups, policy fields."""
+    bad: list[str] = []
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    tainted: set[str] = set()
+    modules_here = {  # `handlers.agents` is a module's function, not a config's agents
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names
+    }
+    for node in ast.walk(tree):  # names bound from anything derived from `.agents`
+        if isinstance(node, (ast.For, ast.comprehension)) and _mentions_agents(node.iter):
+            tainted |= _bound_names(node.target)
+        elif isinstance(node, ast.Assign) and _mentions_agents(node.value):
+            for target in node.targets:
+                tainted |= _bound_names(target)
+    for node in ast.walk(tree):
+        where = f"{rel}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("orchestrator.config"):
+            bad += [f"{where}: imports {a.name}" for a in node.names if a.name in AGENT_POLICY_MODELS]
+        if isinstance(node, ast.Attribute) and node.attr in POLICY_FIELDS and (
+            _mentions_agents(node.value) or (isinstance(node.value, ast.Name) and node.value.id in tainted)
+        ):
+            bad.append(f"{where}: reads .{node.attr} of an agent's config")
+        if not _is_agents(node) or (isinstance(node.value, ast.Name) and node.value.id in modules_here):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            bad.append(f"{where}: indexes config.agents")
+        elif isinstance(parent, ast.Attribute) and parent.value is node:
+            bad.append(f"{where}: reads config.agents.{parent.attr}()")
+        elif isinstance(parent, ast.Call) and node in parent.args:
+            func = parent.func.id if isinstance(parent.func, ast.Name) else ast.unparse(parent.func)
+            if func not in NAME_ONLY_CALLS:
+                bad.append(f"{where}: passes config.agents to {func}()")
+        elif not (
+            (isinstance(parent, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops))
+            or (isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node)
+            or isinstance(parent, ast.keyword)
+        ):
+            bad.append(f"{where}: uses config.agents ({type(parent).__name__})")
+    return bad
+
+
+def _is_agents(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "agents"
+
+
+def _mentions_agents(node: ast.AST) -> bool:
+    return any(_is_agents(n) for n in ast.walk(node))
+
+
+def _bound_names(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _calls_seam_resolve(func: ast.expr) -> bool:
+    """`resolve(...)` or `seam.resolve(...)` (a path's `.resolve()` is a method of something else)."""
+    if isinstance(func, ast.Name):
+        return func.id == "resolve"
+    return isinstance(func, ast.Attribute) and func.attr == "resolve" and "seam" in ast.unparse(func.value)

@@ -1,0 +1,234 @@
+"""The live (setting x path) parity matrix behind `orchestrator policy matrix`.
+
+Every column is built through the same path builder production uses, with representative
+call-site inputs; every cell compares that execution's value for one setting with the policy
+baseline (cli run, no knobs). A cell is `enforced` when equal, `narrowed: <knob>` when it
+differs only as a knob the path declares explains (and only narrower), `gap` otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Final
+
+from orchestrator.policy import Interactivity
+from orchestrator.seam.path_builders import (
+    build_acp,
+    build_channel,
+    build_cli_run,
+    build_delegate,
+    build_gateway_chat,
+    build_library,
+    build_listing,
+    build_schedule,
+    build_sop_step,
+)
+from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath
+from orchestrator.tools import ToolSource
+
+if TYPE_CHECKING:
+    from orchestrator.config.models import Config
+    from orchestrator.seam.execution import ResolvedAgentExecution, RuntimeKnobs
+    from orchestrator.seam.services import Services
+
+__all__ = ["BUDGETS", "SETTINGS", "MatrixColumn", "agent_matrix", "classify", "matrix_columns", "parity_matrix", "settings_of"]
+
+BUDGETS: Final = (
+    "max_tool_iterations", "turn_timeout_s", "tool_timeout_s",
+    "max_tool_result_chars", "max_history_messages", "max_actions_per_hour",
+)
+# The grid's rows, in order, and the declared knobs that may narrow each (nothing else may change it).
+SETTINGS: Final[Mapping[str, frozenset[str]]] = {
+    "tools": frozenset({"caller_allowed", "connect_mcp"}),  # connect_mcp withholds tool_search
+    "excluded_tools": frozenset(),
+    "mcp_scope": frozenset({"caller_allowed", "connect_mcp"}),
+    "deferred_tools": frozenset({"caller_allowed", "connect_mcp"}),
+    "approval_rules": frozenset(),
+    "interactivity": frozenset({"interactivity"}),
+    **{f"budget.{b}": frozenset({"ceiling"}) for b in BUDGETS},
+    "memory": frozenset({"caller_allowed", "exclude_memory"}),
+    "skills": frozenset({"caller_allowed"}),
+    "peripherals": frozenset({"caller_allowed", "connect_peripherals"}),
+    "provider_binding": frozenset(),
+    "temperature": frozenset(),
+    "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
+}
+
+Value = object
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatrixColumn:
+    """One column: a path built with representative inputs, and the knobs those inputs declare."""
+
+    label: str
+    execution: ResolvedAgentExecution
+    declared: frozenset[str]
+
+
+def _names(execution: ResolvedAgentExecution, *sources: ToolSource) -> list[str]:
+    tools = execution.tools
+    out = []
+    for name in tools.names:
+        tool = tools.get(name)
+        if tool is not None and tool.spec.source in sources:
+            out.append(name)
+    return sorted(out)
+
+
+def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> dict[str, Value]:
+    """Return each grid setting's value on `execution` (lists are the narrowable ones)."""
+    described = execution.describe()
+    approval = dict(execution.approvals.describe())
+    deferred = execution.tools.deferred
+    mode = execution.memory.mode
+    values: dict[str, Value] = {
+        "tools": [n for n in _names(execution, ToolSource.BUILTIN, ToolSource.SEAM)],
+        "excluded_tools": sorted(n for n in execution.tools.names if any(fnmatchcase(n, p) for p in excluded)),
+        "mcp_scope": [f"bundle:{b}" for b in execution.mcp_bundles]
+        + [n for n in _names(execution, ToolSource.MCP) if n not in deferred],
+        "deferred_tools": sorted(deferred),
+        "approval_rules": {k: v for k, v in approval.items() if k != "interactivity"},
+        "interactivity": approval["interactivity"],
+        "memory": ([f"scope:{mode}", *(f"read_from:{a}" for a in execution.memory.read_from)] if mode != "none" else [])
+        + _names(execution, ToolSource.MEMORY),
+        "skills": [f"skill:{s}" for s in execution.skills] + _names(execution, ToolSource.SKILL),
+        "peripherals": _names(execution, ToolSource.PERIPHERAL),
+        "provider_binding": [described["provider"], described["base_url"], described["model"]],
+        "temperature": described["temperature"],
+        "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
+    }
+    knobs = described["knobs"]
+    assert isinstance(knobs, dict)
+    for budget in BUDGETS:
+        values[f"budget.{budget}"] = knobs[budget]
+    return values
+
+
+def _own_prompt(execution: ResolvedAgentExecution) -> str:
+    """Fingerprint the agent's own system prompt (the sections are listed by name beside it)."""
+    own = execution.system_prompt
+    for section in execution.prompt_sections:
+        own = own.replace(section.text, "")
+    return hashlib.sha256(own.strip().encode()).hexdigest()[:12]
+
+
+def _narrower(value: Value, baseline: Value) -> bool:
+    if isinstance(value, list) and isinstance(baseline, list):
+        return set(value) <= set(baseline)
+    if isinstance(value, (int, float)) and isinstance(baseline, (int, float)):
+        return value <= baseline
+    return False
+
+
+def classify(
+    setting: str, baseline: Value, value: Value, declared: Iterable[str], *, path: ConstructionPath | None = None
+) -> str:
+    """Return `enforced`, `narrowed: <knob>[, <knob>]` or `gap` for one cell.
+
+    A difference is `narrowed` only when a knob the path declared may change this setting
+    and the value is narrower than the baseline (a subset, a lower budget, or an
+    interactivity mode the path's profile allows); anything else is a `gap`.
+    """
+    if value == baseline:
+        return "enforced"
+    knobs = sorted(set(declared) & SETTINGS.get(setting, frozenset()))
+    if not knobs:
+        return "gap"
+    if setting == "interactivity":
+        allowed = PATH_PROFILES[path].allowed_interactivity if path is not None else frozenset(Interactivity)
+        ok = isinstance(value, str) and Interactivity(value) in allowed
+    else:
+        ok = _narrower(value, baseline)
+    return f"narrowed: {', '.join(knobs)}" if ok else "gap"
+
+
+def _declared(execution: ResolvedAgentExecution, baseline: ResolvedAgentExecution, extra: Iterable[str] = ()) -> frozenset[str]:
+    mine, base = execution.assembly.describe(), baseline.assembly.describe()
+    knobs = {k for k in mine if mine[k] != base[k]}
+    if execution.approvals.interactivity is not baseline.approvals.interactivity:
+        knobs.add("interactivity")
+    return frozenset(knobs | set(extra))
+
+
+def matrix_columns(
+    config: Config,
+    agent: str,
+    services: Services,
+    *,
+    parent: str,
+    ceiling: RuntimeKnobs,
+    schedule_tools: Iterable[str] | None,
+) -> tuple[ResolvedAgentExecution, list[MatrixColumn]]:
+    """Build the baseline and every path's column through the production path builders."""
+    baseline = build_cli_run(config, agent, services)
+    builds: list[tuple[str, Callable[[], ResolvedAgentExecution], tuple[str, ...]]] = [
+        ("channel", lambda: build_channel(config, agent, services), ()),
+        ("cli_run", lambda: build_cli_run(config, agent, services), ()),
+        ("gateway_chat", lambda: build_gateway_chat(config, agent, services), ()),
+        ("listing", lambda: build_listing(config, agent, services), ()),
+        ("library", lambda: build_library(config, agent, services), ()),
+        ("library+approver", lambda: build_library(config, agent, services, approver_supplied=True), ()),
+        ("delegate", lambda: build_delegate(config, agent, services, parent=parent, ceiling=ceiling), ("ceiling",)),
+        ("sop_step", lambda: build_sop_step(config, agent, services, parent=parent), ()),
+        ("acp", lambda: build_acp(config, agent, services), ()),
+        ("schedule", lambda: build_schedule(config, agent, services, tools=schedule_tools), ()),
+    ]
+    columns = []
+    for label, build, extra in builds:
+        execution = build()
+        columns.append(MatrixColumn(label=label, execution=execution, declared=_declared(execution, baseline, extra)))
+    return baseline, columns
+
+
+def parity_matrix(
+    baseline: ResolvedAgentExecution, columns: Iterable[MatrixColumn], excluded: Iterable[str]
+) -> dict[str, dict[str, str]]:
+    """Return {setting: {column: verdict}} for one agent."""
+    patterns = tuple(excluded)
+    base = settings_of(baseline, patterns)
+    grid: dict[str, dict[str, str]] = {setting: {} for setting in SETTINGS}
+    for column in columns:
+        values = settings_of(column.execution, patterns)
+        for setting in SETTINGS:
+            grid[setting][column.label] = classify(
+                setting, base[setting], values[setting], column.declared, path=column.execution.identity.path
+            )
+    return grid
+
+
+def agent_matrix(config: Config, agent: str, services: Services) -> dict[str, dict[str, str]]:
+    """Return the grid for `agent` with representative inputs taken from the config.
+
+    The delegate and SOP columns run under a parent (an agent that delegates to `agent`, else
+    the agent itself) with the ceiling a delegate call gets at the parent's first iteration;
+    the schedule column uses the `tools` of the agent's first schedule that narrows.
+    """
+    from orchestrator.errors import UnknownAgent
+    from orchestrator.seam.delegation import _UNCAPPED
+    from orchestrator.seam.execution import RuntimeKnobs
+
+    policy = config.agents.get(agent)
+    if policy is None:
+        raise UnknownAgent(agent, sorted(config.agents))
+    parent = next((name for name, other in config.agents.items() if agent in other.delegates), agent)
+    caller = build_cli_run(config, parent, services).knobs
+    time_left = min(caller.turn_timeout_s, caller.tool_timeout_s)
+    ceiling = RuntimeKnobs(
+        max_tool_iterations=max(caller.max_tool_iterations - 1, 1),
+        turn_timeout_s=time_left,
+        tool_timeout_s=time_left,
+        max_tool_result_chars=caller.max_tool_result_chars,
+        max_history_messages=_UNCAPPED,
+        max_actions_per_hour=_UNCAPPED,
+    )
+    schedule_tools = next(
+        (s.tools for s in config.schedules if s.agent == agent and s.tools is not None), None
+    )
+    baseline, columns = matrix_columns(
+        config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools
+    )
+    return parity_matrix(baseline, columns, policy.excluded_tools)
