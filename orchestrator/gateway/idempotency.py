@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from orchestrator.store.sqlite import open_database
+from orchestrator.store.sqlite import Database
 
 __all__ = ["IdempotencyStore", "StoredResponse", "fingerprint"]
 
@@ -42,7 +42,7 @@ def fingerprint(*parts: object) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class IdempotencyStore:
+class IdempotencyStore(Database):
     """Responses by `Idempotency-Key`, forgotten after `ttl_s`; a context manager.
 
     `lock(key)` serialises requests carrying the same key inside this process, so a
@@ -50,23 +50,12 @@ class IdempotencyStore:
     """
 
     def __init__(self, path: Path, *, ttl_s: float) -> None:
+        super().__init__(path, _SCHEMA)
         self.ttl_s = ttl_s
-        self._db = open_database(path, _SCHEMA)
         self._locks: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
         self.prune()
 
-    def __enter__(self) -> IdempotencyStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the database."""
-        self._db.close()
 
     def get(self, key: str) -> StoredResponse | None:
         """Return the unexpired response stored under `key`, if any."""

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from types import TracebackType
 
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule
-from orchestrator.store.sqlite import open_database
+from orchestrator.store.sqlite import Database
 
 __all__ = ["AuditLog"]
 
@@ -29,27 +28,12 @@ CREATE TABLE IF NOT EXISTS approval_audit (
 """
 
 
-class AuditLog:
+class AuditLog(Database):
     """Append-only approval audit table in `<state_dir>/audit.sqlite3`; a context manager."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db = open_database(path, _SCHEMA)
+        super().__init__(path, _SCHEMA)
 
-    def __enter__(self) -> AuditLog:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the database."""
-        self._db.close()
 
     def record_approval(
         self, request: ApprovalRequest, decision: ApprovalDecision, *, rule: ApprovalRule

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Final
 
-from orchestrator.store.sqlite import open_database
+from orchestrator.store.sqlite import Database
 
 __all__ = ["ScheduleLog", "ScheduleRecord"]
 
@@ -37,24 +36,12 @@ class ScheduleRecord:
     last_status: str | None
 
 
-class ScheduleLog:
+class ScheduleLog(Database):
     """The `schedule_runs` table in `<state_dir>/schedules.sqlite3`; a context manager."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db = open_database(path, _SCHEMA)
+        super().__init__(path, _SCHEMA)
 
-    def __enter__(self) -> ScheduleLog:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the database."""
-        self._db.close()
 
     def get(self, name: str) -> ScheduleRecord | None:
         """Return the record of `name`, None for a schedule never seen."""

@@ -7,10 +7,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 
-from orchestrator.store.sqlite import open_database
+from orchestrator.store.sqlite import Database
 
 __all__ = ["InboxRow", "SessionStore"]
 
@@ -53,7 +52,7 @@ class InboxRow:
     state: str
 
 
-class SessionStore:
+class SessionStore(Database):
     """All durable conversation state of the daemon; a context manager.
 
     Inbox states: `pending` (accepted, turn not started), `running`, `done`,
@@ -61,20 +60,8 @@ class SessionStore:
     """
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db = open_database(path, _SCHEMA)
+        super().__init__(path, _SCHEMA)
 
-    def __enter__(self) -> SessionStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the database."""
-        self._db.close()
 
     # -- inbox ---------------------------------------------------------------------------
 

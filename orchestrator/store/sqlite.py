@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Final
+from types import TracebackType
+from typing import Final, Self
 
-__all__ = ["open_database"]
+__all__ = ["Database", "open_database"]
 
 _BUSY_TIMEOUT_MS: Final = 5000
 
@@ -28,3 +29,23 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+class Database:
+    """A store backed by one SQLite file: opened by `open_database`, closed as a context manager."""
+
+    def __init__(self, path: Path, schema: str) -> None:
+        self.path = path
+        self._db = open_database(path, schema)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
