@@ -43,15 +43,15 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 _ROOT: Final = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))  # for tests.fakes when run as `python bench/daemon_start.py`
 
-from tests.fakes.discord_api import FakeDiscord  # noqa: E402
-from tests.fakes.slack_api import FakeSlack  # noqa: E402
-from tests.fakes.telegram_api import FakeTelegram  # noqa: E402
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.slack_api import FakeSlack
+from tests.fakes.telegram_api import FakeTelegram
 
 DEFAULT_RUNS: Final = 5
 TIMEOUT_S: Final = 60.0
@@ -60,7 +60,7 @@ TARGET_RSS_RATIO: Final = 1.2
 FIRST_PARTY: Final = ("orchestrator", "channels")
 # what a terminal-only daemon must not import (the brief's list), then others worth knowing
 MUST_NOT: Final = ("discord", "telegram", "slack_bolt", "mcp")
-ALSO_REPORTED: Final = ("slack_sdk", "openai", "aiohttp", "httpx")
+ALSO_REPORTED: Final = ("slack_sdk", "openai", "aiohttp", "httpx", "apscheduler")
 
 # Runs the daemon unchanged, but dumps `sys.modules` to argv[2] when it sends READY=1: the
 # daemon module binds `notify` when it is imported, which happens after this swap.
@@ -198,18 +198,18 @@ class Bench:
 
     async def daemon(self, argv: Sequence[str], *, log: Path) -> Sample:
         """Start a daemon, wait for READY=1, read its RSS, SIGTERM it and expect exit 0."""
-        loop = asyncio.get_running_loop()
         async with self.notify_socket() as (address, sock):
-            with open(log, "ab") as stderr:
+            stderr = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)  # the daemon's log, kept for errors
+            try:
                 t0 = time.perf_counter()
                 proc = await asyncio.create_subprocess_exec(
                     *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=stderr,
                     cwd=_ROOT, env={**self.env, "NOTIFY_SOCKET": address},
                 )
                 try:
-                    async with asyncio.timeout(TIMEOUT_S):
-                        while b"READY=1" not in await loop.sock_recv(sock, 4096):
-                            pass
+                    if not await self._ready_or_exit(proc, sock):
+                        tail = log.read_text(errors="replace")[-3000:]
+                        raise SystemExit(f"daemon exited {proc.returncode} before READY=1; its log:\n{tail}")
                     ready = time.perf_counter() - t0
                     rss = self.rss_mib(proc.pid)
                     t1 = time.perf_counter()
@@ -224,9 +224,26 @@ class Bench:
                     if proc.returncode is None:
                         proc.kill()
                         await proc.wait()
+            finally:
+                os.close(stderr)
         if code != 0:
             raise SystemExit(f"daemon exited {code} after SIGTERM; its log:\n{log.read_text(errors='replace')[-3000:]}")
         return Sample(seconds=ready, rss_mib=rss)
+
+    async def _ready_or_exit(self, proc: asyncio.subprocess.Process, sock: socket.socket) -> bool:
+        """Return True at READY=1, False if the process exits first; TimeoutError after TIMEOUT_S."""
+        loop = asyncio.get_running_loop()
+
+        async def ready() -> None:
+            while b"READY=1" not in await loop.sock_recv(sock, 4096):
+                pass
+
+        async with asyncio.timeout(TIMEOUT_S), asyncio.TaskGroup() as group:
+            waits = [group.create_task(ready()), group.create_task(proc.wait())]
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for task in waits:
+                task.cancel()
+        return waits[0] in done
 
     async def floor(self, modules: Sequence[str], *, importtime: bool = False) -> tuple[Sample, str]:
         """Run `python -c "import <modules>"`; time spawn -> its RSS line."""

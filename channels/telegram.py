@@ -17,10 +17,9 @@ import hmac
 import warnings
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import urlsplit
 
-from aiohttp import web
 from loguru import logger
 from telegram import (
     Bot,
@@ -35,6 +34,9 @@ from telegram.constants import ChatAction, ChatType
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 from channels.base import (
     ApprovalAnswer,
@@ -225,6 +227,8 @@ class TelegramAdapter:
         if not url or not secret:
             # Without the secret header anyone who finds the URL could speak as any user.
             raise ChannelAuthError(self.name, "mode 'webhook' needs webhook_url and webhook_secret")
+        from aiohttp import web  # webhook mode only: polling daemons never pay for the server
+
         app = web.Application()
         app.router.add_post(urlsplit(url).path or "/", functools.partial(self._on_webhook, deliver, secret))
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
@@ -256,6 +260,8 @@ class TelegramAdapter:
             await runner.cleanup()
 
     async def _on_webhook(self, deliver: Deliver, secret: str, request: web.Request) -> web.Response:
+        from aiohttp import web
+
         given = request.headers.get(SECRET_HEADER, "")
         if not hmac.compare_digest(given.encode(), secret.encode()):
             logger.warning("channel {}: webhook call with a wrong secret from {}", self.name, request.remote)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -13,6 +14,7 @@ from orchestrator.config import Config, load_config
 from orchestrator.dispatch import replay_unfinished, start_channel, start_channels, stop_channel
 from orchestrator.errors import ConfigError
 from orchestrator.logs import configure_logging
+from orchestrator.providers import warm_provider_sdk
 from orchestrator.runtime import Runtime
 from orchestrator.scheduler import start_schedules
 from orchestrator.systemd import notify, watchdog_interval_s
@@ -51,7 +53,14 @@ async def serve(config: Config, config_path: Path) -> int:
             await start_schedules(runtime)  # after channels: a run may deliver to one
             up = sorted(n for n, h in runtime.channels.items() if h.failed is None)
             logger.info("ready: channels {}", ", ".join(up) or "none")
+            # Everything loaded so far lives for the whole run: move it out of the cyclic
+            # GC's reach, or each full collection walks it and stalls every channel.
+            gc.collect()
+            gc.freeze()
             notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
+            if runtime.config.providers:
+                # the provider SDK is imported on the first turn; do it now, off the loop
+                runtime.spawn(asyncio.to_thread(warm_provider_sdk), name="warm-provider")
             interval = watchdog_interval_s()
             if interval:
                 runtime.spawn(_watchdog(interval), name="watchdog")

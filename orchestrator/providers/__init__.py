@@ -1,7 +1,7 @@
 """Model providers: the Provider protocol, the pool, and the OpenAI-compatible client."""
 
 from orchestrator.providers.base import Completion, ModelBinding, Provider, ToolCall
-from orchestrator.providers.pool import ProviderFactory, ProviderPool, openai_factory
+from orchestrator.providers.pool import ProviderFactory, ProviderPool, openai_factory, warm_provider_sdk
 
 __all__ = [
     "Completion",
@@ -11,4 +11,5 @@ __all__ = [
     "ProviderPool",
     "ToolCall",
     "openai_factory",
+    "warm_provider_sdk",
 ]

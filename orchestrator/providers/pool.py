@@ -10,7 +10,7 @@ from typing import Any
 from orchestrator.config.secrets import resolve_secret
 from orchestrator.providers.base import Completion, ModelBinding, Provider
 
-__all__ = ["ProviderFactory", "ProviderPool", "openai_factory"]
+__all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "warm_provider_sdk"]
 
 ProviderFactory = Callable[[ModelBinding], Provider]
 
@@ -35,6 +35,12 @@ def openai_factory(secrets_base: Path | None = None) -> ProviderFactory:
         )
 
     return build
+
+
+def warm_provider_sdk() -> None:
+    """Import the OpenAI-compatible client's SDK (call from a worker thread after start-up)."""
+    import orchestrator.providers.openai_compat  # noqa: F401
+    import openai  # noqa: F401
 
 
 class _LazyProvider:
