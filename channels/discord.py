@@ -325,6 +325,12 @@ class _GatewayClient(discord.Client):
         self._orc_announced = False
         self._orc_pending: set[asyncio.Future[bool]] = set()
 
+    async def on_connect(self) -> None:
+        # discord.py fires on_ready only after guild_ready_timeout passes with no further
+        # GUILD_CREATE, even for a bot in no guild; such a bot is receiving already.
+        if not self.guilds:
+            await self.on_ready()
+
     async def on_ready(self) -> None:
         if not self._orc_announced:
             self._orc_announced = True
