@@ -19,6 +19,7 @@ from channels import (
     create_adapter,
 )
 from channels.supervisor import supervise
+from orchestrator.config import Config
 from orchestrator.config.channels import RouteConfig
 from orchestrator.engine import run_tool_call_loop
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
@@ -30,9 +31,18 @@ from orchestrator.store import InboxRow
 if TYPE_CHECKING:
     from channels import ChannelAdapter
 
-__all__ = ["Disposition", "deliver", "process_message", "replay_unfinished", "start_channels"]
+__all__ = [
+    "Admitted",
+    "Disposition",
+    "admit",
+    "deliver",
+    "process_message",
+    "replay_unfinished",
+    "start_channels",
+]
 
 _TYPING_EVERY_S: Final = 4.0
+_COMMANDS: Final = frozenset({"/new", "/stop", "/sop"})
 _T = TypeVar("_T")
 _PREVIEW_CHARS: Final = 300
 
@@ -105,61 +115,83 @@ async def stop_channel(runtime: Runtime, name: str) -> None:
 async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
     """Adapter callback: returns once the message is durably accepted (or dropped).
 
-    The turn itself runs in the runtime's TaskGroup; its ordering within a session is
-    kept by the session lock, which waiters acquire in arrival order.
+    Routing, de-duplication and the inbox write happen right here, without waiting for
+    the event loop, so an adapter delivering one message at a time is never starved. The
+    turn then runs in the runtime's TaskGroup; turns of one session start in arrival order
+    (tasks start in creation order and the session lock is FIFO).
     """
     if isinstance(item, ApprovalAnswer):
         await answer_approval(runtime, item)
         return
-    accepted: asyncio.Future[Disposition] = asyncio.get_running_loop().create_future()
-    runtime.spawn(process_message(runtime, item, accepted=accepted), name=f"msg:{item.channel}:{item.event_id}")
-    await accepted
+    admitted = admit(runtime, item)
+    if isinstance(admitted, Admitted):
+        runtime.spawn(
+            process_message(runtime, item, admitted=admitted), name=f"msg:{item.channel}:{item.event_id}"
+        )
 
 
-async def process_message(
-    runtime: Runtime,
-    inbound: Inbound,
-    *,
-    accepted: asyncio.Future[Disposition] | None = None,
-    replay: bool = False,
-) -> Disposition:
-    """Route, de-duplicate and persist one message, then run its turn and send the reply.
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Admitted:
+    """A message past routing and the inbox write (or a chat command), ready to handle."""
 
-    `accepted` resolves at the durability point (after the inbox write), which is when the
-    adapter may acknowledge the message to the platform. While the daemon is stopping,
-    messages are still accepted durably but left pending for the next start. `replay`
-    re-runs a message that a previous process accepted but never started.
+    config: Config
+    route: RouteConfig
+    key: str
+    command: str | None
+
+
+def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitted | Disposition:
+    """Route, de-duplicate and durably accept one message; return why it stops here otherwise.
+
+    This is the durability point: once it returns `Admitted` for a message (not a command),
+    the message is in the inbox and the platform may be told it was received. While the
+    daemon is stopping, messages are still stored but left pending for the next start.
+    `replay` re-admits a message a previous process accepted but never started.
     """
-
-    def settle(disposition: Disposition) -> Disposition:
-        if accepted is not None and not accepted.done():
-            accepted.set_result(disposition)
-        return disposition
-
     config = runtime.config  # one generation for the whole turn
     match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender)
     if match is None:
         logger.info(
             "no route for {} chat {} sender {}: ignored", inbound.channel, inbound.chat, inbound.sender
         )
-        return settle(Disposition.NO_ROUTE)
+        return Disposition.NO_ROUTE
     route = match.route
     key = session_key(route, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, thread=inbound.thread)
     command = inbound.text.strip().split(maxsplit=1)[0].lower() if inbound.text.strip() else ""
-    if command in ("/new", "/stop"):
-        settle(Disposition.COMMAND)
-        await _command(runtime, inbound, key, command)
-        return Disposition.COMMAND
-    if command == "/sop":
-        settle(Disposition.COMMAND)
-        await _sop_command(runtime, config, route, inbound, key)
-        return Disposition.COMMAND
+    if command in _COMMANDS:
+        return Admitted(config=config, route=route, key=key, command=command)
     if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
         logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
-        return settle(Disposition.DUPLICATE)
-    if not runtime.accepting:  # stopping: keep it durable and pending for the next start
-        return settle(Disposition.NOT_ACCEPTING)
-    settle(Disposition.ANSWERED)
+        return Disposition.DUPLICATE
+    if not runtime.accepting:
+        return Disposition.NOT_ACCEPTING
+    return Admitted(config=config, route=route, key=key, command=None)
+
+
+async def process_message(
+    runtime: Runtime,
+    inbound: Inbound,
+    *,
+    admitted: Admitted | None = None,
+    replay: bool = False,
+) -> Disposition:
+    """Admit one message (unless `deliver` already did), then run its turn and send the reply.
+
+    The only way an inbound message reaches an agent: every channel message and every
+    replayed one comes through here.
+    """
+    if admitted is None:
+        outcome = admit(runtime, inbound, replay=replay)
+        if not isinstance(outcome, Admitted):
+            return outcome
+        admitted = outcome
+    config, route, key = admitted.config, admitted.route, admitted.key
+    if admitted.command in ("/new", "/stop"):
+        await _command(runtime, inbound, key, admitted.command)
+        return Disposition.COMMAND
+    if admitted.command == "/sop":
+        await _sop_command(runtime, config, route, inbound, key)
+        return Disposition.COMMAND
     state = runtime.session(key)
     try:
         async with state.lock:
