@@ -32,7 +32,6 @@ from telegram import (
 )
 from telegram.constants import ChatAction, ChatType
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
-from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
 if TYPE_CHECKING:
@@ -50,6 +49,7 @@ from channels.base import (
     Ready,
 )
 from channels.chunking import chunk_text
+from channels.telegram_http import AiohttpRequest
 from orchestrator.config import SecretRef
 from orchestrator.config.channels import TelegramChannelConfig
 
@@ -64,6 +64,7 @@ _ALLOWED_UPDATES: Final = ("message", "callback_query")
 _RATE_LIMIT_RETRIES: Final = 3
 _MAX_RETRY_AFTER_S: Final = 60.0  # a longer flood wait fails the send instead of stalling the turn
 _REQUEST_TIMEOUT_S: Final = 10.0
+_SEND_CONNECTIONS: Final = 32  # replies beyond this wait (FIFO) for a free connection
 _CALLBACK_PREFIX: Final = "ap"
 _CALLBACK_DATA_MAX_BYTES: Final = 64
 _PREVIEW_CHARS: Final = 600
@@ -94,11 +95,15 @@ class TelegramAdapter:
         self._webhook_secret = webhook_secret
         api = (config.api_base_url or DEFAULT_API_BASE_URL).rstrip("/")
         # One connection for the long poll, a pool for sends, so a poll never delays a reply.
-        self._poll_request = HTTPXRequest(
-            connection_pool_size=1, read_timeout=_REQUEST_TIMEOUT_S, connect_timeout=_REQUEST_TIMEOUT_S
+        self._poll_request = AiohttpRequest(
+            connection_pool_size=1,
+            read_timeout=_REQUEST_TIMEOUT_S,
+            write_timeout=_REQUEST_TIMEOUT_S,
+            connect_timeout=_REQUEST_TIMEOUT_S,
+            pool_timeout=_REQUEST_TIMEOUT_S,
         )
-        self._api_request = HTTPXRequest(
-            connection_pool_size=32,
+        self._api_request = AiohttpRequest(
+            connection_pool_size=_SEND_CONNECTIONS,
             read_timeout=_REQUEST_TIMEOUT_S,
             write_timeout=_REQUEST_TIMEOUT_S,
             connect_timeout=_REQUEST_TIMEOUT_S,

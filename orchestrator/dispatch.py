@@ -214,7 +214,8 @@ async def process_message(
 async def _run_turn(
     runtime: Runtime, config: Any, route: RouteConfig, inbound: Inbound, key: str, state: Any
 ) -> Disposition:
-    adapter = runtime.channels[inbound.channel].adapter
+    handle = runtime.channels[inbound.channel]
+    adapter = handle.adapter
     execution = build_channel(config, route.agent, runtime.services)
     keep = execution.knobs.max_history_messages
     entry = runtime.transcript(key, route.agent, keep=keep)
@@ -230,7 +231,7 @@ async def _run_turn(
                 )
             )
             state.current = turn
-            typing = group.create_task(_keep_typing(adapter, inbound))
+            typing = group.create_task(_keep_typing(adapter, inbound, handle.settings.typing_after_s))
             try:
                 result = await _stoppable(turn)
             finally:
@@ -326,7 +327,14 @@ async def _command(runtime: Runtime, inbound: Inbound, key: str, command: str) -
     await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
 
 
-async def _keep_typing(adapter: ChannelAdapter, inbound: Inbound) -> None:
+async def _keep_typing(adapter: ChannelAdapter, inbound: Inbound, after_s: float) -> None:
+    """Show the typing indicator once the turn has run `after_s`, then every few seconds.
+
+    The grace keeps quick answers from paying for an indicator that would be cancelled
+    mid-request (and, on Discord, cost a connection) before anyone could see it.
+    """
+    if after_s > 0:
+        await asyncio.sleep(after_s)
     while True:
         try:
             await adapter.typing(inbound.chat, inbound.thread)

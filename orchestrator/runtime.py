@@ -14,6 +14,7 @@ from loguru import logger
 
 from orchestrator.config import Config, resolve_secret
 from orchestrator.config.secrets import SecretRef
+from orchestrator.config.channels import ChannelConfig
 from orchestrator.engine import Transcript
 from orchestrator.memory import MemoryStore
 from orchestrator.policy import ApprovalDecision
@@ -66,7 +67,7 @@ class ChannelHandle:
 
     name: str
     kind: str
-    settings: Any
+    settings: ChannelConfig
     adapter: ChannelAdapter
     task: asyncio.Task[None] | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)

@@ -24,7 +24,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
-class TelegramChannelConfig(_Model):
+class _ChannelModel(_Model):
+    # Seconds a turn runs before the typing indicator is first shown (then every 4 s while
+    # it runs); a quicker answer shows none. No-op where the platform has no indicator.
+    typing_after_s: float = Field(default=0.5, ge=0)
+
+
+class TelegramChannelConfig(_ChannelModel):
     """A Telegram bot: long polling by default, or a webhook with a secret-token header."""
 
     kind: Literal["telegram"]
@@ -38,7 +44,7 @@ class TelegramChannelConfig(_Model):
     poll_timeout_s: float = Field(default=30.0, ge=0)
 
 
-class SlackChannelConfig(_Model):
+class SlackChannelConfig(_ChannelModel):
     """A Slack app: Socket Mode by default, or the HTTP Events API with signature checks."""
 
     kind: Literal["slack"]
@@ -53,7 +59,7 @@ class SlackChannelConfig(_Model):
     socket_ping_interval_s: float = Field(default=10.0, gt=0)
 
 
-class DiscordChannelConfig(_Model):
+class DiscordChannelConfig(_ChannelModel):
     """A Discord bot: DMs and guild channels, mention-only in guilds by default."""
 
     kind: Literal["discord"]
@@ -64,7 +70,7 @@ class DiscordChannelConfig(_Model):
     guild_ready_timeout_s: float = Field(default=2.0, ge=0)
 
 
-class TerminalChannelConfig(_Model):
+class TerminalChannelConfig(_ChannelModel):
     """A local chat on stdin/stdout for trying agents without any platform."""
 
     kind: Literal["terminal"]

@@ -24,7 +24,12 @@ GUILD = "700000000000000001"
 
 
 def discord_toml(
-    fake_llm: FakeOpenAI, discord: FakeDiscord, *, autonomy: str = "full", approval_timeout_s: float = 20
+    fake_llm: FakeOpenAI,
+    discord: FakeDiscord,
+    *,
+    autonomy: str = "full",
+    approval_timeout_s: float = 20,
+    typing_after_s: float = 0.5,
 ) -> str:
     return (
         provider_toml(fake_llm.base_url)
@@ -44,6 +49,7 @@ kind = "discord"
 token = "env:DISCORD_TOKEN"
 api_base_url = "{discord.api_base_url}"
 guild_ready_timeout_s = 0.05
+typing_after_s = {typing_after_s}
 
 [[routes]]
 channel = "guild_bot"
@@ -103,7 +109,7 @@ async def click(discord: FakeDiscord, request: str, user: str, *, approve: bool)
 async def test_dm_in_reply_out_with_agent_prompt_and_tools(
     write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
 ) -> None:
-    path = write_config(discord_toml(fake_llm, discord))
+    path = write_config(discord_toml(fake_llm, discord, typing_after_s=0))
     fake_llm.default = echo_model
     async with daemon(path):
         message_id = await discord.push_message(DM, ALICE, "hello ops")
@@ -115,6 +121,18 @@ async def test_dm_in_reply_out_with_agent_prompt_and_tools(
     assert sorted(t["function"]["name"] for t in request["tools"]) == ["file_write", "list_dir"]
     assert request["messages"][-1] == {"role": "user", "content": "hello ops"}
     assert DM in discord.typing  # the typing indicator ran while the turn did
+
+
+async def test_a_quick_answer_shows_no_typing_indicator(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
+) -> None:
+    # typing_after_s = 0.5 (the default): an instant model answers well before it
+    path = write_config(discord_toml(fake_llm, discord))
+    fake_llm.default = echo_model
+    async with daemon(path):
+        await discord.push_message(DM, ALICE, "quick one")
+        await wait_post(discord, "ops-model: quick one")
+    assert discord.typing == []
 
 
 async def test_guild_message_needs_a_mention_but_a_dm_does_not(
