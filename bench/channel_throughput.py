@@ -711,8 +711,8 @@ replies to nobody: {paced['strays']}
 {", ".join(f"{k} {v}" for k, v in f.leftovers.items())}
 notes:
   latency includes the fakes' own work (JSON, aiohttp, the child's event loop) on both ends.
-  typing: each turn starts a typing call and cancels it when the reply is ready; with this provider
-  that is mid-request, so Telegram's rarely reaches the fake and Discord's cut-off calls cost connections.
+  typing: the channels keep the default typing_after_s = 0.5; this provider answers well within it, so
+  no typing indicator is sent (a slower turn would send one after 0.5 s, then every 4 s).
   saturated latency is queueing: {sum(f.sessions.values()):,} sessions with one message each outstanding \
 / {rate:,.0f} turns/s ~ {sum(f.sessions.values()) / rate:.2f} s.
   paced rate: min(--paced-rate {args.paced_rate:g}, {PACED_MAX_LOAD:.0%} of the measured capacity) = \
