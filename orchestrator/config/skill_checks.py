@@ -19,11 +19,13 @@ def check_skills(config: Config, *, shown: str, skill_dirs: dict[str, Path]) -> 
     Loading here (through the generation's catalog) is what makes a broken skill stop
     `orchestrator check` and the daemon's start; `resolve()` later reuses the same load.
     """
+    used = dict.fromkeys(s for agent in config.agents.values() for s in agent.skills if s in skill_dirs)
+    if not used:
+        return  # and the skills package is not even imported
     from orchestrator.config.loader import suggest
     from orchestrator.skills import skill_catalog
 
     catalog = skill_catalog(config)
-    used = dict.fromkeys(s for agent in config.agents.values() for s in agent.skills if s in skill_dirs)
     tools: dict[str, frozenset[str]] = {}
     for name in used:
         clash = "MCP server" if name in config.mcp.servers else "peripheral" if name in config.peripherals else None

@@ -14,6 +14,7 @@ from loguru import logger
 
 from orchestrator import cli
 from orchestrator.config import load_config
+from orchestrator.daemon import reload_config
 from orchestrator.engine import add_turn_observer
 from orchestrator.errors import ConfigError
 from orchestrator.policy import Interactivity
@@ -121,6 +122,24 @@ async def test_interval_schedule_fires_repeatedly_and_records_runs(write_config:
             record = log.get("tick")
         assert record is not None and record.last_run is not None
         assert record.last_status == "completed"
+
+
+async def test_a_daemon_without_schedules_starts_the_scheduler_when_a_reload_adds_one(
+    write_config: WriteConfig,
+) -> None:
+    async with FakeOpenAI(default=text("tick")) as fake:
+        path = write_config(provider_toml(fake.base_url) + AGENT)
+        async with running(path) as (runtime, _):
+            assert runtime.scheduler is None  # nothing to schedule: no scheduler at all
+            write_config(
+                provider_toml(fake.base_url) + AGENT
+                + '[[schedules]]\nname = "tick"\nagent = "ops"\ninterval_s = 0.2\nprompt = "tick?"\n'
+            )
+            assert await reload_config(runtime, path)
+            assert runtime.scheduler is not None
+            await _until(lambda: len(fake.requests) >= 1)
+            await _until(lambda: runtime.inflight == 0)
+        assert fake.requests[0]["messages"][-1] == {"role": "user", "content": "tick?"}
 
 
 async def test_a_failing_run_is_logged_and_the_next_run_still_happens(
