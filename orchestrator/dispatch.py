@@ -42,7 +42,8 @@ __all__ = [
 ]
 
 _TYPING_EVERY_S: Final = 4.0
-_COMMANDS: Final = frozenset({"/new", "/stop", "/sop"})
+_INSTANT_COMMANDS: Final = frozenset({"/new", "/stop"})
+_COMMANDS: Final = _INSTANT_COMMANDS | {"/sop"}
 _T = TypeVar("_T")
 _PREVIEW_CHARS: Final = 300
 
@@ -143,8 +144,9 @@ class Admitted:
 def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitted | Disposition:
     """Route, de-duplicate and durably accept one message; return why it stops here otherwise.
 
-    This is the durability point: once it returns `Admitted` for a message (not a command),
-    the message is in the inbox and the platform may be told it was received. While the
+    This is the durability point: once it returns `Admitted`, the message (chat commands
+    too, so a redelivered `/sop` never runs twice) is in the inbox and the platform may be
+    told it was received. While the
     daemon is stopping, messages are still stored but left pending for the next start.
     `replay` re-admits a message a previous process accepted but never started.
     """
@@ -158,14 +160,14 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
     route = match.route
     key = session_key(route, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, thread=inbound.thread)
     command = inbound.text.strip().split(maxsplit=1)[0].lower() if inbound.text.strip() else ""
-    if command in _COMMANDS:
-        return Admitted(config=config, route=route, key=key, command=command)
     if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
         logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
         return Disposition.DUPLICATE
+    if command in _INSTANT_COMMANDS:  # /new and /stop act at once, also while stopping
+        return Admitted(config=config, route=route, key=key, command=command)
     if not runtime.accepting:
         return Disposition.NOT_ACCEPTING
-    return Admitted(config=config, route=route, key=key, command=None)
+    return Admitted(config=config, route=route, key=key, command=command if command in _COMMANDS else None)
 
 
 async def process_message(
@@ -186,7 +188,8 @@ async def process_message(
             return outcome
         admitted = outcome
     config, route, key = admitted.config, admitted.route, admitted.key
-    if admitted.command in ("/new", "/stop"):
+    if admitted.command in _INSTANT_COMMANDS:
+        runtime.store.mark(inbound.channel, inbound.event_id, "done")
         await _command(runtime, inbound, key, admitted.command)
         return Disposition.COMMAND
     if admitted.command == "/sop":
@@ -276,12 +279,20 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
     async def reply(text: str) -> None:
         await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id))
 
+    def done() -> None:
+        runtime.store.mark(inbound.channel, inbound.event_id, "done")
+
     if len(parts) < 2 or parts[1] not in config.sops:
+        done()
         await reply(str(UnknownSop(parts[1], sorted(config.sops))) if len(parts) > 1 else "Usage: /sop NAME [context]")
         return
     state = runtime.session(key)
     try:
         async with state.lock:
+            if not runtime.accepting:  # stopping: leave it pending for the next start
+                return
+            # "running" until it ends: a crash meanwhile makes the next start tell the user
+            runtime.store.mark(inbound.channel, inbound.event_id, "running")
             runtime.turn_started()
             try:
                 async with asyncio.TaskGroup() as group:
@@ -298,6 +309,7 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
                     result = await _stoppable(task)
             except Exception as exc:  # a bug in one SOP must not leave the user in silence
                 logger.opt(exception=exc).error("SOP {} failed", parts[1])
+                done()
                 await reply("Sorry, something went wrong while running the SOP; the error is logged.")
                 return
             finally:
@@ -305,6 +317,7 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
                 runtime.turn_finished()
     finally:
         runtime.release(state)
+    done()
     if result is None:
         await reply("Stopped.")
     elif result.status is SopStatus.COMPLETED:

@@ -11,10 +11,17 @@ from typing import Any
 
 import pytest
 
+from channels import Inbound
 from orchestrator import cli
 from orchestrator.config import Config
+from orchestrator.dispatch import Disposition, process_message
 from orchestrator.engine import add_turn_observer
-from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity, Verdict
+from orchestrator.policy import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Interactivity,
+    Verdict,
+)
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services
 from orchestrator.sop import SopStatus, UnknownSop, run_sop
 from orchestrator.store import AuditLog
@@ -209,3 +216,25 @@ async def test_sop_from_a_chat_asks_in_the_chat_and_never_sees_the_chat_history(
     ]
     assert SECRET not in json.dumps(fake_llm.requests[1:])
     assert fake_llm.requests[1]["messages"][1]["content"].endswith("release v2")
+
+
+async def test_a_redelivered_sop_command_runs_once_and_one_sent_while_stopping_runs_after_restart(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, seen: list[ResolvedAgentExecution]
+) -> None:
+    route = '\n[channels.term]\nkind = "terminal"\nuser = "alice"\n[[routes]]\nchannel = "term"\nagent = "lead"\nsenders = ["alice"]\n'
+    path = write_config(sop_toml(fake_llm, extra=route))
+    first = Inbound(channel="term", chat="terminal", sender="alice", text="/sop report q3", event_id="sop-1")
+    late = Inbound(channel="term", chat="terminal", sender="alice", text="/sop report q4", event_id="sop-2")
+    fake_llm.script(text("facts"), text("report q3"))
+    async with running(path) as (runtime, terms):
+        assert await process_message(runtime, first) is Disposition.COMMAND
+        await terms["term"].screen.wait_for(lambda lines: "report q3" in lines)
+        assert await process_message(runtime, first) is Disposition.DUPLICATE  # a platform redelivery
+        runtime.accepting = False  # stopping: stored, left for the next start
+        assert await process_message(runtime, late) is Disposition.NOT_ACCEPTING
+    assert len(fake_llm.requests) == 2 and len(seen) == 2
+    fake_llm.script(text("facts again"), text("report q4"))
+    async with running(path) as (_, terms):
+        await terms["term"].screen.wait_for(lambda lines: "report q4" in lines)
+    assert len(fake_llm.requests) == 4
+    assert fake_llm.requests[2]["messages"][1]["content"].endswith("q4")
