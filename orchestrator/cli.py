@@ -335,17 +335,7 @@ def _cmd_tools(args: argparse.Namespace) -> int:
     import json
 
     execution = _execution(args)
-    rows = []
-    for name in execution.tools.names:
-        spec = execution.tools.get(name).spec
-        rows.append(
-            {
-                "name": name,
-                "source": spec.source.value,
-                "read_only": spec.read_only,
-                "approval": execution.approvals.rule_for(spec).value,
-            }
-        )
+    rows = execution.tool_rows()
     if args.json:
         print(json.dumps(rows, indent=2))
     elif not rows:
@@ -354,7 +344,8 @@ def _cmd_tools(args: argparse.Namespace) -> int:
         width = max(len(r["name"]) for r in rows)
         for r in rows:
             ro = "read-only" if r["read_only"] else "writes"
-            print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}")
+            deferred = "  (deferred: via tool_search)" if r["deferred"] else ""
+            print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}{deferred}")
     return 0
 
 

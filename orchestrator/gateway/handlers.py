@@ -74,22 +74,7 @@ async def agents(request: web.Request) -> web.Response:
 async def tools(request: web.Request) -> web.Response:
     """List the tools the agent could use, from its listing-path registry (no peripherals)."""
     execution = _listing(request.app[GATEWAY].runtime, request.match_info["agent"])
-    rows = []
-    for name in execution.tools.names:
-        tool = execution.tools.get(name)
-        assert tool is not None  # names come from the registry itself
-        spec = tool.spec
-        rows.append(
-            {
-                "name": name,
-                "source": spec.source.value,
-                "read_only": spec.read_only,
-                "approval": execution.approvals.rule_for(spec).value,
-                # deferred MCP tools: what the agent can activate through tool_search
-                "deferred": name in execution.tools.deferred,
-                "description": spec.description,
-            }
-        )
+    rows = execution.tool_rows()
     return web.json_response({"agent": execution.identity.agent, "path": "listing", "tools": rows})
 
 

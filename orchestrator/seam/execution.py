@@ -94,6 +94,30 @@ class ResolvedAgentExecution:
         ):
             raise SealViolation("ResolvedAgentExecution (unsealed parts)")
 
+    def tool_rows(self) -> list[dict[str, object]]:
+        """One row per registered tool (`orchestrator tools`, the gateway's tool listing).
+
+        `deferred` marks MCP tools of deferred bundles: registered, but sent to the model
+        only once it activates them through `tool_search`.
+        """
+        rows: list[dict[str, object]] = []
+        for name in self.tools.names:
+            tool = self.tools.get(name)
+            if tool is None:  # names come from the registry itself
+                continue
+            spec = tool.spec
+            rows.append(
+                {
+                    "name": name,
+                    "source": spec.source.value,
+                    "read_only": spec.read_only,
+                    "approval": self.approvals.rule_for(spec).value,
+                    "deferred": name in self.tools.deferred,
+                    "description": spec.description,
+                }
+            )
+        return rows
+
     def describe(self) -> dict[str, object]:
         """Return the resolved values as plain data (parity tests, `orchestrator policy`)."""
         return {

@@ -99,10 +99,11 @@ def test_tools_and_policy_output(write_config: WriteConfig, capsys: pytest.Captu
     )
     assert cli.main(["tools", "a", "--json", "--config", str(path)]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows == [
-        {"name": "file_read", "source": "builtin", "read_only": True, "approval": "allow"},
-        {"name": "shell", "source": "builtin", "read_only": False, "approval": "ask"},
+    assert [{k: r[k] for k in ("name", "source", "read_only", "approval", "deferred")} for r in rows] == [
+        {"name": "file_read", "source": "builtin", "read_only": True, "approval": "allow", "deferred": False},
+        {"name": "shell", "source": "builtin", "read_only": False, "approval": "ask", "deferred": False},
     ]
+    assert rows[0]["description"] == "Read a UTF-8 text file from the agent workspace."
     assert cli.main(["tools", "a", "--config", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "shell      builtin    writes     approval: ask"
     assert cli.main(["policy", "a", "--config", str(path)]) == 0

@@ -72,3 +72,21 @@ def test_a_server_that_will_not_start_is_one_error_line(
     # The ACP path withholds MCP, so nothing is connected (and nothing fails) there.
     assert cli.main(["tools", "a", "--path", "acp", "--json", "--config", str(path)]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_tools_marks_deferred_mcp_tools(write_config: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(
+        provider_toml("http://127.0.0.1:9/v1")
+        + stdio_kit()
+        + bundle("now", servers={"kit": ["echo"]})
+        + bundle("later", servers={"kit": ["write_note"]}, mode="deferred")
+        + agent_toml("a", bundles=["now", "later"])
+    )
+    assert cli.main(["tools", "a", "--json", "--config", str(path)]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["kit__echo"]["deferred"] is False and rows["kit__write_note"]["deferred"] is True
+    assert rows["tool_search"]["deferred"] is False  # the way to reach the deferred ones
+    assert cli.main(["tools", "a", "--config", str(path)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["kit__write_note"].endswith("(deferred: via tool_search)")
+    assert "deferred" not in lines["kit__echo"]
