@@ -37,6 +37,7 @@ COLUMNS = [
 def test_matrix_on_the_example_config_has_no_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "config.toml"  # a copy: its state_dir lands in tmp_path
     shutil.copy(ROOT / "config.example.toml", config)
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")  # its skill
     assert cli.main(["policy", "matrix", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("agent assistant\n") and "agent researcher\n" in out

@@ -99,6 +99,8 @@ async def test_mcp_scope_is_the_same_on_cli_run_and_listing(
             "source": spec.source.value,
             "read_only": spec.read_only,
             "approval": execution.approvals.rule_for(spec).value,
+            "deferred": name in execution.tools.deferred,
+            "description": spec.description,
         }
     request = fake_llm.requests[0]
     assert request["tools"] == list(execution.tools.provider_specs())
