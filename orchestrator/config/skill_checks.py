@@ -2,15 +2,50 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.config.models import Config
+from orchestrator.config.models import AgentConfig, Config
 from orchestrator.errors import ConfigError, ConfigProblem
+from orchestrator.policy.tool_filter import matches_any
+
+if TYPE_CHECKING:
+    from orchestrator.skills import Skill
 
 __all__ = ["check_skills"]
 
 _GLOB_CHARS = frozenset("*?[")
+
+
+def _runnable(file: str, where: str, agent: AgentConfig, skill: Skill) -> Iterator[ConfigProblem]:
+    """A shell tool the agent is given must be able to run under its `[agents.X.shell]`.
+
+    Its command must be in `allowed_commands` and no literal argv element may match
+    `denied_args`; otherwise every call would be refused, so the config says so now. A
+    tool the agent excludes (`excluded_tools`) is not given and not checked.
+    """
+    for tool in skill.tools:
+        full = f"{skill.name}__{tool.name}"
+        if tool.argv is None or matches_any(full, agent.excluded_tools):
+            continue
+        literals = tool.argv.literals
+        command = literals[0][1]
+        if command not in agent.shell.allowed_commands:
+            yield ConfigProblem(
+                file, where,
+                f"skill tool {full} runs {command!r}, which [shell] allowed_commands does not list: "
+                f"allow it, or add {full!r} to excluded_tools",
+            )
+        for index, text in literals:
+            for pattern in agent.shell.denied_args:
+                if fnmatch.fnmatchcase(text, pattern):
+                    yield ConfigProblem(
+                        file, where,
+                        f"skill tool {full} has argv[{index}] {text!r}, which [shell] denied_args "
+                        f"refuses ({pattern!r}): it could never run",
+                    )
 
 
 def check_skills(config: Config, *, shown: str, skill_dirs: dict[str, Path]) -> Iterator[ConfigProblem]:
@@ -37,6 +72,11 @@ def check_skills(config: Config, *, shown: str, skill_dirs: dict[str, Path]) -> 
             tools[name] = frozenset(t.name for t in catalog.load(name).tools)
         except ConfigError as exc:
             yield from exc.problems
+    for agent_name, agent in config.agents.items():
+        for i, skill in enumerate(agent.skills):
+            if skill in tools:
+                where = f"agents.{agent_name}.skills[{i}]"
+                yield from _runnable(config.origin_of(agent_name), where, agent, catalog.load(skill))
     for agent_name, agent in config.agents.items():
         file = config.origin_of(agent_name)
         for key, entries in (

@@ -43,6 +43,11 @@ class ArgvTemplate:
         """Return the argument names this template uses."""
         return frozenset(p.name for p in self.pieces if p.name is not None)
 
+    @property
+    def literals(self) -> tuple[tuple[int, str], ...]:
+        """Return (index, text) of every literal element; `argv[0]` is always one."""
+        return tuple((i, p.text) for i, p in enumerate(self.pieces) if p.name is None)
+
     def render(self, values: Mapping[str, str]) -> tuple[str, ...]:
         """Return the argv with each placeholder replaced by its (checked) value."""
         return tuple(p.text if p.name is None else values[p.name] for p in self.pieces)

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from orchestrator.config import load_config
-from orchestrator.errors import ToolFailure
+from orchestrator.errors import ConfigError, ToolFailure
 from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.tools import Tool
 from tests.conftest import WriteConfig
@@ -71,16 +71,34 @@ async def test_workspace_and_command_allowlist_apply_to_skill_tools(
         '[agents.ops.shell]\nallowed_commands = ["printf", "sleep"]',
         f'workspace = "{tmp_path / "ws"}"\n[agents.ops.shell]\nallowed_commands = ["printf", "sleep"]',
     )
-    config = load_config(write_config(config_text))
-    where = resolve(config, "ops", path=ConstructionPath.CLI_RUN, services=Services()).tools.get("notes__where")
-    assert where is not None
-
-    assert await refused(where, {}) == "command 'pwd' refused; allowed commands: printf, sleep"
-
+    # the config check refuses a skill tool its agent could never run ...
+    with pytest.raises(ConfigError) as caught:
+        load_config(write_config(config_text))
+    assert [p.message for p in caught.value.problems] == [
+        "skill tool notes__where runs 'pwd', which [shell] allowed_commands does not list: "
+        "allow it, or add 'notes__where' to excluded_tools"
+    ]
     config = load_config(write_config(config_text.replace('["printf", "sleep"]', '["pwd"]')))
     where = resolve(config, "ops", path=ConstructionPath.CLI_RUN, services=Services()).tools.get("notes__where")
     assert where is not None
     assert await where.invoke({}) == f"exit code: 0\n--- stdout ---\n{(tmp_path / 'ws').resolve()}\n\n--- stderr ---\n"
+
+    # ... and a config that skipped the check (built in code) is still refused at the call
+    ops = config.agents["ops"]
+    narrowed = ops.model_copy(update={"shell": ops.shell.model_copy(update={"allowed_commands": ("printf", "sleep")})})
+    config = config.model_copy(update={"agents": {**config.agents, "ops": narrowed}})
+    where = resolve(config, "ops", path=ConstructionPath.CLI_RUN, services=Services()).tools.get("notes__where")
+    assert where is not None
+    assert await refused(where, {}) == "command 'pwd' refused; allowed commands: printf, sleep"
+
+
+def test_a_skill_tool_the_agent_excludes_needs_no_shell_allowance(tmp_path: Path, write_config: WriteConfig) -> None:
+    manifest = '[[tools]]\nname = "where"\ndescription = "d"\nkind = "shell"\nargv = ["pwd"]\n'
+    write_skill(tmp_path / "skills", "notes", NOTES_MD, manifest)
+    write_skill(tmp_path / "skills", "docs", DOCS_MD)
+    config = load_config(write_config(skills_toml("http://127.0.0.1:9/v1", ops_extra='excluded_tools = ["notes__*"]')))
+    execution = resolve(config, "ops", path=ConstructionPath.CLI_RUN, services=Services())
+    assert "notes__where" not in execution.tools.names and execution.skills == ("notes", "docs")
 
 
 @pytest.mark.parametrize(
@@ -130,7 +148,17 @@ async def test_denied_args_refuse_the_builtin_shell_and_skill_tools_alike(
     text = skills_toml("http://127.0.0.1:9/v1", ops_extra='tools = ["shell"]').replace(
         'tools = ["list_dir"]\n', ""
     ).replace('allowed_commands = ["printf", "sleep"]', 'allowed_commands = ["printf", "sh"]\ndenied_args = ["--exec*", "-c", "<*"]')
-    config = load_config(write_config(text))
+    # the skill template's own literal "<%s>" matches "<*": the config check says so ...
+    with pytest.raises(ConfigError) as caught:
+        load_config(write_config(text))
+    assert [p.message for p in caught.value.problems] == [
+        "skill tool notes__show has argv[1] '<%s>', which [shell] denied_args refuses ('<*'): it could never run"
+    ]
+    # ... and a config that skipped the check (built in code) refuses the whole tool at the call
+    config = load_config(write_config(text.replace(', "<*"]', "]")))
+    ops = config.agents["ops"]
+    denied = ops.shell.model_copy(update={"denied_args": (*ops.shell.denied_args, "<*")})
+    config = config.model_copy(update={"agents": {**config.agents, "ops": ops.model_copy(update={"shell": denied})}})
     execution = resolve(config, "ops", path=ConstructionPath.CLI_RUN, services=Services())
     shell, show = execution.tools.get("shell"), execution.tools.get("notes__show")
     assert shell is not None and show is not None
@@ -139,7 +167,6 @@ async def test_denied_args_refuse_the_builtin_shell_and_skill_tools_alike(
     assert await refused(shell, {"argv": ["printf", "%s", "--exec=rm"]}) == (
         "argv[2] '--exec=rm' refused: it matches denied argument '--exec*'"
     )
-    # the skill template's own literal "<%s>" matches "<*": the whole tool is refused
     assert await refused(show, {"count": 1, "file": "a.txt"}) == "argv[1] '<%s>' refused: it matches denied argument '<*'"
     assert (await shell.invoke({"argv": ["printf", "%s", "fine"]})).startswith("exit code: 0\n--- stdout ---\nfine")
 
