@@ -14,6 +14,7 @@ deque. It also shares aiohttp's process-wide default SSL context instead of buil
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Final
 
 import aiohttp
@@ -25,6 +26,7 @@ from telegram.request import BaseRequest, RequestData
 __all__ = ["AiohttpRequest"]
 
 _DEFAULT_MEDIA_WRITE_TIMEOUT_S: Final = 20.0
+_TOKEN_IN_PATH: Final = re.compile(r"/(?:file/)?bot[^/\s'\")]+/")
 
 
 class AiohttpRequest(BaseRequest):
@@ -110,13 +112,17 @@ class AiohttpRequest(BaseRequest):
             data = request_data.json_parameters
         try:
             async with asyncio.timeout(write if files and write is not None else None):
-                response = await session.request(method, url, data=data, timeout=timeout)
+                response = await session.request(method, url, data=data, timeout=timeout, allow_redirects=False)
             async with response:
                 return response.status, await response.read()
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
             raise TimedOut from exc
-        except aiohttp.ClientError as exc:
-            raise NetworkError(f"aiohttp {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # aiohttp's and yarl's texts may quote the URL, which holds the token
+            raise NetworkError(f"{type(exc).__name__}: {_redact(str(exc))}") from None
+
+
+def _redact(text: str) -> str:
+    return _TOKEN_IN_PATH.sub("/bot<token>/", text)
 
 
 def _sum(a: float | None, b: float | None) -> float | None:

@@ -144,3 +144,34 @@ async def test_connections_are_capped_at_the_pool_size() -> None:
             await http.shutdown()
     assert peak == 2
     assert sorted(order, key=int) == [str(i) for i in range(10)]  # every waiter was served
+
+
+async def test_errors_never_quote_the_bot_token() -> None:
+    http = request()
+    try:
+        for base in ("http://127.0.0.1:99999", "ftp://127.0.0.1"):  # aiohttp quotes these URLs whole
+            with pytest.raises(NetworkError) as caught:
+                await http.post(f"{base}/bot{TOKEN}/getMe")
+            assert TOKEN not in str(caught.value) and "/bot<token>/getMe" in str(caught.value)
+            assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    finally:
+        await http.shutdown()
+
+
+async def test_a_redirect_is_not_followed() -> None:
+    followed: list[str] = []
+
+    async def handler(req: web.Request) -> web.StreamResponse:
+        if req.path.startswith("/elsewhere"):
+            followed.append(req.path)
+            return web.json_response({"ok": True, "result": True})
+        raise web.HTTPFound("/elsewhere")
+
+    async with serve(handler) as url:
+        http = request()
+        try:
+            with pytest.raises(NetworkError):
+                await http.post(f"{url}/bot{TOKEN}/getMe")
+        finally:
+            await http.shutdown()
+    assert followed == []  # as with PTB's own httpx client: the token never goes anywhere else
