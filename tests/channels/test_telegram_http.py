@@ -38,8 +38,21 @@ async def serve(handler: Handler) -> AsyncIterator[str]:
 
 
 def request(**overrides: Any) -> AiohttpRequest:
-    timeouts: dict[str, Any] = dict(read_timeout=5.0, write_timeout=5.0, connect_timeout=5.0, pool_timeout=5.0)
-    return AiohttpRequest(connection_pool_size=4, **(timeouts | overrides))
+    settings: dict[str, Any] = {
+        "connection_pool_size": 4, "read_timeout": 5.0, "write_timeout": 5.0, "connect_timeout": 5.0, "pool_timeout": 5.0,
+    }
+    return AiohttpRequest(**(settings | overrides))
+
+
+async def failed_post(url: str, expected: type[Exception], **overrides: Any) -> Exception:
+    """POST getMe under `url` through a fresh AiohttpRequest; return the `expected` error it raised."""
+    http = request(**overrides)
+    try:
+        with pytest.raises(expected) as caught:
+            await http.post(f"{url}/bot{TOKEN}/getMe")
+    finally:
+        await http.shutdown()
+    return caught.value
 
 
 def free_port() -> int:
@@ -95,22 +108,12 @@ async def test_a_slow_answer_is_timed_out() -> None:
         return web.json_response({"ok": True, "result": True})
 
     async with serve(handler) as url:
-        http = request(read_timeout=0.2)
-        try:
-            with pytest.raises(TimedOut):
-                await http.post(f"{url}/bot{TOKEN}/getMe")
-        finally:
-            await http.shutdown()
+        await failed_post(url, TimedOut, read_timeout=0.2)
 
 
 async def test_nothing_listening_is_a_network_error_and_a_channel_error() -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    http = request()
-    try:
-        with pytest.raises(NetworkError):
-            await http.post(f"{url}/bot{TOKEN}/getMe")
-    finally:
-        await http.shutdown()
+    await failed_post(url, NetworkError)
     config = TelegramChannelConfig.model_validate({"kind": "telegram", "token": "env:TG", "api_base_url": url})
     adapter = TelegramAdapter(name="tg", config=config, token=TOKEN, webhook_secret=None)
     try:
@@ -134,9 +137,7 @@ async def test_connections_are_capped_at_the_pool_size() -> None:
         return web.json_response({"ok": True, "result": True})
 
     async with serve(handler) as url:
-        http = AiohttpRequest(
-            connection_pool_size=2, read_timeout=5.0, write_timeout=5.0, connect_timeout=5.0, pool_timeout=5.0
-        )
+        http = request(connection_pool_size=2)
         bot = Bot(TOKEN, base_url=f"{url}/bot", request=http, get_updates_request=request())
         try:
             await asyncio.gather(*(bot.send_chat_action(chat_id=i, action="typing") for i in range(10)))
@@ -147,15 +148,10 @@ async def test_connections_are_capped_at_the_pool_size() -> None:
 
 
 async def test_errors_never_quote_the_bot_token() -> None:
-    http = request()
-    try:
-        for base in ("http://127.0.0.1:99999", "ftp://127.0.0.1"):  # aiohttp quotes these URLs whole
-            with pytest.raises(NetworkError) as caught:
-                await http.post(f"{base}/bot{TOKEN}/getMe")
-            assert TOKEN not in str(caught.value) and "/bot<token>/getMe" in str(caught.value)
-            assert caught.value.__cause__ is None and caught.value.__suppress_context__
-    finally:
-        await http.shutdown()
+    for base in ("http://127.0.0.1:99999", "ftp://127.0.0.1"):  # aiohttp quotes these URLs whole
+        error = await failed_post(base, NetworkError)
+        assert TOKEN not in str(error) and "/bot<token>/getMe" in str(error)
+        assert error.__cause__ is None and error.__suppress_context__
 
 
 async def test_a_redirect_is_not_followed() -> None:
@@ -168,10 +164,5 @@ async def test_a_redirect_is_not_followed() -> None:
         raise web.HTTPFound("/elsewhere")
 
     async with serve(handler) as url:
-        http = request()
-        try:
-            with pytest.raises(NetworkError):
-                await http.post(f"{url}/bot{TOKEN}/getMe")
-        finally:
-            await http.shutdown()
+        await failed_post(url, NetworkError)
     assert followed == []  # as with PTB's own httpx client: the token never goes anywhere else
