@@ -146,9 +146,9 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
 
     This is the durability point: once it returns `Admitted`, the message (chat commands
     too, so a redelivered `/sop` never runs twice) is in the inbox and the platform may be
-    told it was received. While the
-    daemon is stopping, messages are still stored but left pending for the next start.
-    `replay` re-admits a message a previous process accepted but never started.
+    told it was received. While the daemon is stopping, messages are still stored but left
+    pending for the next start (`/new` and `/stop` still act at once). `replay` re-admits a
+    message a previous process accepted but never started.
     """
     config = runtime.config  # one generation for the whole turn
     match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender)
