@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -441,6 +441,7 @@ class EchoProvider:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,  # never streams
     ) -> Any:
         from orchestrator.providers import Completion
 

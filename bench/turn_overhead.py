@@ -158,6 +158,7 @@ class ZeroLatencyProvider:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,  # never streams
     ) -> Completion:
         self._calls += 1
         return _TOOL_CALL if self._calls % 2 else _FINAL

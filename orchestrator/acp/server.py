@@ -147,6 +147,7 @@ class AcpServer:
         if session.turn is not None:
             raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
         execution: ResolvedAgentExecution = build_acp(self._config, self._agent, self._services)
+        session.streamed = False
         try:
             async with asyncio.TaskGroup() as group:
                 turn = session.turn = group.create_task(
@@ -157,6 +158,7 @@ class AcpServer:
                         approver=session.approve,
                         actor=self._actor,
                         events=session.on_event,
+                        stream=True,
                     )
                 )
         finally:
@@ -168,8 +170,10 @@ class AcpServer:
             return PromptResponse(stop_reason="cancelled")
         result = turn.result()
         logger.debug("acp: session {} turn ended: {}", session_id, result.stop.value)
-        if result.text:
-            await session.say(result.text)
+        # A completed answer has already streamed; a stop message the engine wrote has not
+        # (it may follow an answer cut off mid-stream, hence the break).
+        if result.text and (result.stop is not StopReason.COMPLETED or not session.streamed):
+            await session.say(f"\n\n{result.text}" if session.streamed else result.text)
         return PromptResponse(stop_reason=_STOP[result.stop])
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

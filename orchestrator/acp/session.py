@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 from acp import start_tool_call, text_block, tool_content, update_agent_message_text, update_tool_call
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
-from orchestrator.engine import ToolCallFinished, ToolCallStarted, Transcript, TurnEvent
+from orchestrator.engine import TextDelta, ToolCallFinished, ToolCallStarted, Transcript, TurnEvent
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 
 if TYPE_CHECKING:
@@ -38,14 +38,21 @@ class AcpSession:
     # Tool calls reported as started whose finish the client has not been told yet.
     open_calls: dict[str, str] = field(default_factory=dict)
     current_call: str | None = None
+    # Whether the model's latest answer in this turn streamed text (reset when it calls tools).
+    streamed: bool = False
 
     async def say(self, text: str) -> None:
         """Stream one agent message chunk to the client."""
         await self.client.session_update(session_id=self.session_id, update=update_agent_message_text(text))
 
     async def on_event(self, event: TurnEvent) -> None:
-        """Report the engine's tool calls to the client as ACP tool-call updates."""
+        """Report tool calls as ACP tool-call updates and streamed text as message chunks."""
+        if isinstance(event, TextDelta):
+            self.streamed = True
+            await self.say(event.text)
+            return
         if isinstance(event, ToolCallStarted):
+            self.streamed = False
             self.current_call = event.call_id
             self.open_calls[event.call_id] = event.tool
             update: Any = start_tool_call(

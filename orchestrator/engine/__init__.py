@@ -1,6 +1,6 @@
 """The turn engine: the tool-call loop, transcripts and providers."""
 
-from orchestrator.engine.events import ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
+from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.loop import (
     StopReason,
     TurnObserver,
@@ -14,6 +14,7 @@ from orchestrator.engine.turn_scope import CurrentTurn, current_turn
 __all__ = [
     "CurrentTurn",
     "StopReason",
+    "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
     "Transcript",

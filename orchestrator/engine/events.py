@@ -1,4 +1,4 @@
-"""Turn events: what a surface may watch while a turn runs (tool calls starting and finishing)."""
+"""Turn events: what a surface may watch while a turn runs (tool calls, streamed reply text)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
-__all__ = ["ToolCallFinished", "ToolCallStarted", "TurnEvent", "TurnEvents"]
+__all__ = ["TextDelta", "ToolCallFinished", "ToolCallStarted", "TurnEvent", "TurnEvents"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +28,17 @@ class ToolCallFinished:
     output: str  # what the model is told
 
 
-TurnEvent: TypeAlias = ToolCallStarted | ToolCallFinished
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
+    """The next piece of the model's answer text, as it streams (only when the turn streams).
+
+    The pieces of one model answer concatenate to its text; an answer that calls tools may
+    stream some text first.
+    """
+
+    text: str
+
+
+TurnEvent: TypeAlias = ToolCallStarted | ToolCallFinished | TextDelta
 TurnEvents: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """An observer of one turn; a failing observer is logged and never ends the turn."""

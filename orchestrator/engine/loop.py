@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from loguru import logger
 
 from orchestrator.providers.base import ToolCall
-from orchestrator.engine.events import ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
+from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.turn_scope import CurrentTurn, current_turn, enter_turn, leave_turn
 from orchestrator.engine.transcript import Transcript
 from orchestrator.errors import OrchestratorError, ProviderError, SealViolation, ToolFailure
@@ -66,21 +66,24 @@ async def run_tool_call_loop(
     approver: Approver | None = None,
     actor: str | None = None,
     events: TurnEvents | None = None,
+    stream: bool = False,
 ) -> TurnResult:
     """Run one turn: model, tools it may call, model again, until a final answer or a budget.
 
     Only tools in `execution.tools` ever run; every call is re-checked against the
     execution's approvals and budgets; `actor` (the person the turn runs for, e.g. the
     channel sender) keys the hourly action budget together with the agent; `events`, when
-    given, is awaited as each tool call starts and finishes. Cancellation
-    propagates after the transcript has been closed cleanly (every tool call answered).
+    given, is awaited as each tool call starts and finishes, and with `stream` also with
+    a `TextDelta` for every piece of model text as it arrives (the provider is asked to
+    stream only then). Cancellation propagates after the transcript has been closed
+    cleanly (every tool call answered).
     """
     if type(execution) is not ResolvedAgentExecution:
         raise SealViolation("the engine's execution argument")
     for observer in _observers:
         observer(execution)
     transcript.append({"role": "user", "content": message})
-    turn = _Turn(execution, transcript, approver, actor, events)
+    turn = _Turn(execution, transcript, approver, actor, events, stream=stream)
     # Seam tools (delegate) read the caller's remaining budgets and approver from here.
     outer = current_turn()
     turn.scope = CurrentTurn(
@@ -105,7 +108,9 @@ async def run_tool_call_loop(
 
 
 class _Turn:
-    __slots__ = ("actor", "approver", "events", "executed", "execution", "pending", "scope", "transcript")
+    __slots__ = (
+        "actor", "approver", "events", "executed", "execution", "on_text", "pending", "scope", "transcript",
+    )
 
     def __init__(
         self,
@@ -114,6 +119,8 @@ class _Turn:
         approver: Approver | None,
         actor: str | None = None,
         events: TurnEvents | None = None,
+        *,
+        stream: bool = False,
     ) -> None:
         self.execution = execution
         self.transcript = transcript
@@ -123,6 +130,9 @@ class _Turn:
         self.executed: list[str] = []
         self.pending: list[ToolCall] = []
         self.scope: CurrentTurn | None = None
+        self.on_text: Callable[[str], Awaitable[None]] | None = (
+            self._stream_text if stream and events is not None else None
+        )
 
     def close_pending(self, why: str) -> None:
         for call in self.pending:
@@ -145,7 +155,8 @@ class _Turn:
             messages = [system, *window] if system else window
             try:
                 completion = await ex.provider.complete(
-                    model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature
+                    model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
+                    on_text=self.on_text,
                 )
             except ProviderError as exc:
                 logger.warning("provider failure for {}: {}", ex.identity.agent, exc)
@@ -204,6 +215,9 @@ class _Turn:
             await self.events(event)
         except Exception as exc:  # an observer must not end the turn
             logger.opt(exception=exc).warning("turn event observer failed for {}", self.execution.identity.agent)
+
+    async def _stream_text(self, text: str) -> None:
+        await self._emit(TextDelta(text=text))
 
     async def _turn_context(self) -> list[str]:
         # Read once per turn (pinned MCP resources); outside content is data, never instructions.

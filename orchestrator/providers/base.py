@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +33,10 @@ class Provider(Protocol):
 
     Raises `ProviderUnavailable` when the endpoint cannot be reached and `ProviderError`
     for any other failure that retrying did not fix; never a foreign SDK exception.
+    With `on_text`, the answer may be streamed: `on_text` is awaited with each piece of
+    the reply text as it arrives (a provider that cannot stream may call it once with the
+    whole text, or not at all), and the returned `Completion` is the same either way.
+    What `on_text` raises propagates unchanged.
     """
 
     async def complete(
@@ -42,6 +46,7 @@ class Provider(Protocol):
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> Completion: ...
 
     async def aclose(self) -> None: ...

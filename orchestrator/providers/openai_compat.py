@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,6 +30,9 @@ class OpenAICompatProvider:
     `max_retries` times with capped exponential backoff, honouring `Retry-After`.  What is
     left raises `ProviderUnavailable` (endpoint unreachable or timed out) or `ProviderError`
     (any other failure); no openai exception escapes.  Cancellation propagates unchanged.
+    With `on_text` the answer is streamed (`stream: true`, read through the SDK's own SSE
+    stream): retries cover the request until the stream starts, and a stream that breaks
+    off raises the same errors.
     Call `aclose()` (or use `async with`) to release the connection pool.
     """
 
@@ -38,6 +42,7 @@ class OpenAICompatProvider:
         "_name",
         "_sdk_error",
         "_status_error",
+        "_stream_cls",
         "_timed_out",
         "_timeout_s",
         "_unreachable",
@@ -66,13 +71,14 @@ class OpenAICompatProvider:
             )
         except openai.OpenAIError as exc:
             raise ProviderError(name, base_url, f"cannot configure the client: {exc}") from exc
-        from openai.types.chat import ChatCompletion
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         # `chat.completions.create` first walks every message through the SDK's typed-dict
         # transform, which costs ~130 ms per request at 800 messages and changes nothing for
         # plain JSON bodies; the SDK's documented custom-request route (`client.post`) sends
         # the same body with the same auth, retries and errors, without that walk.
         self._cast = ChatCompletion
+        self._stream_cls = openai.AsyncStream[ChatCompletionChunk]
 
     async def __aenter__(self) -> OpenAICompatProvider:
         return self
@@ -89,30 +95,75 @@ class OpenAICompatProvider:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> Completion:
-        """Ask for one completion; raise `ProviderUnavailable` or `ProviderError` on failure."""
+        """Ask for one completion; raise `ProviderUnavailable` or `ProviderError` on failure.
+
+        With `on_text`, stream the answer and await `on_text` with every non-empty piece
+        of its text, in order; what `on_text` raises propagates unchanged.
+        """
         body: dict[str, Any] = {"model": model, "messages": messages}
         if tools:
             body["tools"] = tools
         if temperature is not None:
             body["temperature"] = temperature
+        if on_text is not None:
+            return await self._stream(body, on_text)
         try:
             response = await self._client.post("/chat/completions", body=body, cast_to=self._cast)
-        except self._timed_out as exc:
-            reason = f"no answer within {self._timeout_s:g} s"
-            raise ProviderUnavailable(self._name, self._url, reason) from exc
-        except self._unreachable as exc:
-            raise ProviderUnavailable(self._name, self._url, _unreachable_reason(exc)) from exc
-        except self._status_error as exc:
-            raise ProviderError(self._name, self._url, _status_reason(exc)) from exc
         except self._sdk_error as exc:
-            raise ProviderError(self._name, self._url, _shorten(str(exc))) from exc
+            raise self._failure(exc) from exc
         try:
             return _to_completion(response)
         except (AttributeError, IndexError, TypeError) as exc:
             # The SDK builds models without validation, so a malformed body surfaces here.
-            reason = f"malformed completion: {_shorten(str(exc))}"
-            raise ProviderError(self._name, self._url, reason) from exc
+            raise self._malformed(exc) from exc
+
+    async def _stream(self, body: dict[str, Any], on_text: Callable[[str], Awaitable[None]]) -> Completion:
+        # No `stream_options`: many OpenAI-compatible servers reject the member.
+        body["stream"] = True
+        try:
+            stream = await self._client.post(
+                "/chat/completions", body=body, cast_to=self._cast, stream=True, stream_cls=self._stream_cls
+            )
+        except self._sdk_error as exc:
+            raise self._failure(exc) from exc
+        reply = _StreamedReply()
+        async with stream:  # releases the connection however the loop ends, cancellation included
+            while (chunk := await self._next_chunk(stream)) is not None:
+                try:
+                    piece = reply.add(chunk)
+                except (AttributeError, IndexError, TypeError) as exc:
+                    raise self._malformed(exc) from exc
+                if piece:
+                    await on_text(piece)
+        try:
+            return reply.completion()
+        except (IndexError, TypeError) as exc:
+            raise self._malformed(exc) from exc
+
+    async def _next_chunk(self, stream: AsyncIterator[Any]) -> Any:
+        # Only the read is guarded: what `on_text` raises must not be mistaken for the SDK's.
+        try:
+            return await anext(stream)
+        except StopAsyncIteration:
+            return None
+        except self._sdk_error as exc:
+            raise self._failure(exc) from exc
+        except ValueError as exc:  # an event whose data is not JSON
+            raise self._malformed(exc) from exc
+
+    def _failure(self, exc: Exception) -> ProviderError:
+        if isinstance(exc, self._timed_out):
+            return ProviderUnavailable(self._name, self._url, f"no answer within {self._timeout_s:g} s")
+        if isinstance(exc, self._unreachable):
+            return ProviderUnavailable(self._name, self._url, _unreachable_reason(exc))
+        if isinstance(exc, self._status_error):
+            return ProviderError(self._name, self._url, _status_reason(exc))
+        return ProviderError(self._name, self._url, _shorten(str(exc)))
+
+    def _malformed(self, exc: Exception) -> ProviderError:
+        return ProviderError(self._name, self._url, f"malformed completion: {_shorten(str(exc))}")
 
     async def aclose(self) -> None:
         """Close the client's connection pool; calling it again does nothing."""
@@ -134,6 +185,74 @@ def _to_tool_call(call: Any) -> ToolCall:
     if function is None:
         raise TypeError(f"unsupported tool call type {getattr(call, 'type', None)!r}")
     return ToolCall(id=call.id, name=function.name, arguments=function.arguments)
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _StreamedReply:
+    """Assemble `chat.completion.chunk`s into the `Completion` the unstreamed answer gives.
+
+    The SDK's `ChatCompletionStreamState` is not used: it re-serialises the whole message
+    on every chunk and raises on `finish_reason: "length"`, which the unstreamed path does not.
+    """
+
+    __slots__ = ("_calls", "_has_text", "_seen", "_text")
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._has_text = False  # content `null` throughout means text None, as unstreamed
+        self._seen = False
+        self._calls: dict[int, _PartialCall] = {}
+
+    def add(self, chunk: Any) -> str:
+        """Take one chunk; return the text it adds ("" when none)."""
+        piece = ""
+        for choice in chunk.choices or ():
+            if getattr(choice, "index", 0) != 0:  # the first choice, as the unstreamed path reads
+                continue
+            self._seen = True
+            delta = choice.delta
+            if isinstance(delta.content, str):
+                self._has_text = True
+                piece += delta.content
+            for call in delta.tool_calls or ():
+                self._add_call(call)
+        if piece:
+            self._text.append(piece)
+        return piece
+
+    def _add_call(self, call: Any) -> None:
+        index = getattr(call, "index", None)
+        if index is None:  # some servers send each call whole, without an index
+            index = len(self._calls)
+        partial = self._calls.setdefault(index, _PartialCall())
+        # A call's id and name arrive whole; some servers repeat them in later chunks.
+        if call.id and not partial.id:
+            partial.id = call.id
+        function = call.function
+        if function is None:
+            return
+        if function.name and not partial.name:
+            partial.name = function.name
+        if function.arguments:
+            partial.arguments.append(function.arguments)
+
+    def completion(self) -> Completion:
+        """Return the assembled answer; raise IndexError or TypeError when it is incomplete."""
+        if not self._seen:
+            raise IndexError("the response has no choices")
+        text = "".join(self._text) if self._has_text else None
+        calls: list[ToolCall] = []
+        for index, partial in sorted(self._calls.items()):
+            if not (partial.id and partial.name):
+                raise TypeError(f"streamed tool call {index} has no id or no function name")
+            calls.append(ToolCall(id=partial.id, name=partial.name, arguments="".join(partial.arguments)))
+        return Completion(text=text, tool_calls=tuple(calls))
 
 
 def _unreachable_reason(exc: Exception) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,12 @@ class _LazyProvider:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> Completion:
         real = self._real
         if real is None:
             real = self._real = self._factory(self._binding)
-        return await real.complete(model=model, messages=messages, tools=tools, temperature=temperature)
+        return await real.complete(model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text)
 
     async def aclose(self) -> None:
         if self._real is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.conftest import WriteConfig
-from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+from tests.fakes.openai_server import FakeOpenAI, cut_off, status, text, tool_call
 from tests.mcp.conftest import stdio_kit
 
 MEMORY_TOOLS = {"memory_store", "memory_recall", "memory_forget"}
@@ -62,7 +62,7 @@ async def test_initialize_new_session_and_a_streamed_reply(fake_llm: FakeOpenAI,
         session = await conn.new_session(cwd=str(config.parent))
         done = await conn.prompt(session_id=session.session_id, prompt=prompt("hi"))
         assert done.stop_reason == "end_turn"
-        assert client.kinds() == ["agent_message_chunk"] and client.reply() == "hello from dev"
+        assert set(client.kinds()) == {"agent_message_chunk"} and client.reply() == "hello from dev"
         done = await conn.prompt(session_id=session.session_id, prompt=prompt("and now?"))
         assert client.reply() == "hello from devsecond answer"
     first, second = fake_llm.requests
@@ -72,6 +72,78 @@ async def test_initialize_new_session_and_a_streamed_reply(fake_llm: FakeOpenAI,
     assert first["messages"] == [{"role": "system", "content": "You are dev."}, {"role": "user", "content": "hi"}]
     # the session keeps its transcript between prompts
     assert [m["content"] for m in second["messages"][1:]] == ["hi", "hello from dev", "and now?"]
+
+
+async def test_the_reply_streams_as_several_chunks_in_order_and_is_not_sent_again(
+    fake_llm: FakeOpenAI, write_config: WriteConfig
+) -> None:
+    config = write_config(dev_toml(fake_llm.base_url))
+    fake_llm.script(text("one two three four five"), text("ok"))
+    client = RecordingClient()
+    async with acp_agent(config, "dev", client) as (conn, _):
+        await initialize(conn)
+        session = await conn.new_session(cwd=str(config.parent))
+        done = await conn.prompt(session_id=session.session_id, prompt=prompt("count"))
+        first_turn = list(client.updates)
+        await conn.prompt(session_id=session.session_id, prompt=prompt("again"))
+    assert done.stop_reason == "end_turn"
+    # one update per streamed piece, in order, and nothing after them (no whole-text repeat)
+    assert [(u.session_update, u.content.text) for u in first_turn] == [
+        ("agent_message_chunk", piece) for piece in ["one", " two", " three", " four", " five"]
+    ]
+    assert fake_llm.requests[0]["stream"] is True
+    # the transcript keeps the assembled answer, not the pieces
+    assert fake_llm.requests[1]["messages"][-2] == {"role": "assistant", "content": "one two three four five"}
+
+
+async def test_a_tool_call_is_reported_and_then_the_final_answer_streams(
+    fake_llm: FakeOpenAI, write_config: WriteConfig
+) -> None:
+    config = write_config(dev_toml(fake_llm.base_url))
+    arguments = '{"argv": ["echo", "streamed-arguments-run"]}'
+    fake_llm.script(
+        tool_call("shell", arguments, id="call_s", content="Let me check."), text("It printed the words.")
+    )
+    client = RecordingClient()
+    async with acp_agent(config, "dev", client) as (conn, _):
+        await initialize(conn)
+        session = await conn.new_session(cwd=str(config.parent))
+        done = await conn.prompt(session_id=session.session_id, prompt=prompt("run it"))
+    assert done.stop_reason == "end_turn"
+    # the text before the call streams too, then the call is reported, then the answer streams
+    chunk = "agent_message_chunk"
+    assert client.kinds() == [chunk] * 3 + ["tool_call", "tool_call_update"] + [chunk] * 4
+    texts = [u.content.text for u in client.updates if u.session_update == chunk]
+    assert texts == ["Let", " me", " check.", "It", " printed", " the", " words."]
+    start, finish = client.updates[3:5]
+    assert (start.tool_call_id, start.raw_input) == ("call_s", {"argv": ["echo", "streamed-arguments-run"]})
+    assert (finish.tool_call_id, finish.status) == ("call_s", "completed")
+    assert "streamed-arguments-run" in finish.raw_output
+    # the call was assembled from its streamed pieces exactly as the model sent it
+    [call] = fake_llm.requests[1]["messages"][-2]["tool_calls"]
+    assert (call["id"], call["function"]["name"], call["function"]["arguments"]) == ("call_s", "shell", arguments)
+
+
+async def test_a_stop_message_the_engine_wrote_is_sent_once(fake_llm: FakeOpenAI, write_config: WriteConfig) -> None:
+    config = write_config(dev_toml(fake_llm.base_url))
+    fake_llm.script(status(400, message="unknown model 'dev-model'"), cut_off(text("half an answer"), after=2))
+    client = RecordingClient()
+    async with acp_agent(config, "dev", client) as (conn, _):
+        await initialize(conn)
+        session = await conn.new_session(cwd=str(config.parent))
+        refused = await conn.prompt(session_id=session.session_id, prompt=prompt("hi"))
+        refused_updates = list(client.updates)
+        broken = await conn.prompt(session_id=session.session_id, prompt=prompt("again"))
+    assert (refused.stop_reason, broken.stop_reason) == ("end_turn", "end_turn")
+    # nothing streamed: the engine's message arrives as one chunk
+    [message] = refused_updates
+    assert message.session_update == "agent_message_chunk"
+    assert message.content.text.startswith("Sorry, I could not get an answer from the model:")
+    assert "unknown model 'dev-model'" in message.content.text
+    # a stream cut off mid-answer: the piece that arrived, then the engine's message on its own
+    piece, stop = client.updates[1:]
+    assert piece.content.text == "half"
+    assert stop.content.text.startswith("\n\nSorry, I could not get an answer from the model: cannot reach")
 
 
 async def test_approval_through_request_permission_allow_and_reject(
@@ -97,11 +169,13 @@ async def test_approval_through_request_permission_allow_and_reject(
     assert call_b.tool_call_id == "call_b"
     assert [(o.option_id, o.kind) for o in options] == [("allow", "allow_once"), ("reject", "reject_once")]
     # the tool call is streamed: started (pending), then finished
-    start, finish, message = allowed_updates
+    start, finish, *message = allowed_updates
     assert (start.session_update, start.tool_call_id, start.status) == ("tool_call", "call_a", "pending")
     assert (finish.session_update, finish.tool_call_id, finish.status) == ("tool_call_update", "call_a", "completed")
     assert "allowed-run" in finish.raw_output
-    assert (message.session_update, message.content.text) == ("agent_message_chunk", "ran it")
+    assert [(m.session_update, m.content.text) for m in message] == [
+        ("agent_message_chunk", "ran"), ("agent_message_chunk", " it"),
+    ]
     rejected = [u for u in client.updates[3:] if u.session_update == "tool_call_update"]
     assert [(u.tool_call_id, u.status) for u in rejected] == [("call_b", "failed")]
     # what the model was told: the output when allowed, a refusal naming the client when rejected

@@ -11,11 +11,21 @@ import pytest
 from orchestrator.providers.base import Completion, ToolCall
 from orchestrator.providers.openai_compat import OpenAICompatProvider
 from orchestrator.errors import ProviderError, ProviderUnavailable
-from tests.fakes.openai_server import FakeOpenAI, Reply, status, text, tool_call, tool_calls
+from tests.fakes.openai_server import FakeOpenAI, Reply, cut_off, status, text, tool_call, tool_calls
 
 USER = ({"role": "user", "content": "hi"},)
 # The SDK ignores a Retry-After of 0 and backs off 0.5 s or more; 1 ms keeps retries fast.
 FAST = 0.001
+
+
+class Pieces:
+    """An `on_text` sink that keeps every piece it is given."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.pieces.append(text)
 
 
 def _provider(base_url: str, *, max_retries: int = 0, timeout_s: float = 5.0) -> OpenAICompatProvider:
@@ -186,3 +196,99 @@ async def test_aclose_twice_is_harmless(fake: FakeOpenAI) -> None:
     provider = _provider(fake.base_url)
     await provider.aclose()
     await provider.aclose()
+
+
+async def test_streamed_text_arrives_in_order_and_adds_up_to_the_completion(fake: FakeOpenAI) -> None:
+    fake.script(text("the quick brown fox"), text("the quick brown fox"))
+    sink = Pieces()
+    async with _provider(fake.base_url) as provider:
+        plain = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+        streamed = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+    assert sink.pieces == ["the", " quick", " brown", " fox"]
+    assert streamed == plain == Completion(text="the quick brown fox")
+    unstreamed_body, streamed_body = fake.requests
+    assert "stream" not in unstreamed_body
+    assert streamed_body == {"model": "m", "messages": list(USER), "stream": True}  # no stream_options
+
+
+async def test_streamed_tool_calls_assemble_like_the_unstreamed_answer(fake: FakeOpenAI) -> None:
+    long_arguments = {"path": "notes/a-rather-long-file-name.txt", "lines": [1, 2, 3]}
+    both = tool_calls(("read", long_arguments), ("write", '{"path": "b.txt", "text": "hello"}'), content="two things")
+    alone = tool_call("search", {"q": "cats and dogs"}, id="call_s")
+    fake.script(both, both, alone, alone)
+    with_text, without_text = Pieces(), Pieces()
+    async with _provider(fake.base_url) as provider:
+        plain_both = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+        streamed_both = await provider.complete(
+            model="m", messages=USER, tools=(), temperature=None, on_text=with_text
+        )
+        plain_alone = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+        streamed_alone = await provider.complete(
+            model="m", messages=USER, tools=(), temperature=None, on_text=without_text
+        )
+    assert streamed_both == plain_both
+    assert [(c.name, c.arguments) for c in streamed_both.tool_calls] == [
+        ("read", '{"path": "notes/a-rather-long-file-name.txt", "lines": [1, 2, 3]}'),
+        ("write", '{"path": "b.txt", "text": "hello"}'),
+    ]
+    assert with_text.pieces == ["two", " things"]
+    expected = ToolCall(id="call_s", name="search", arguments='{"q": "cats and dogs"}')
+    assert streamed_alone == plain_alone == Completion(text=None, tool_calls=(expected,))
+    assert without_text.pieces == []  # no content at all: on_text is never called
+    assert [sent.get("stream") for sent in fake.requests] == [None, True, None, True]
+
+
+async def test_streamed_server_error_raises_the_same_provider_error(fake: FakeOpenAI) -> None:
+    fake.script(*[status(500, retry_after=FAST, message="model crashed")] * 3)
+    sink = Pieces()
+    async with _provider(fake.base_url, max_retries=2) as provider:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+    assert not isinstance(caught.value, ProviderUnavailable)
+    assert caught.value.reason == "HTTP 500: model crashed"
+    assert len(fake.requests) == 3  # retried like an unstreamed request
+    assert sink.pieces == []
+
+
+async def test_streamed_request_to_an_unreachable_port_raises_provider_unavailable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    async with _provider(url) as provider:
+        with pytest.raises(ProviderUnavailable) as caught:
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=Pieces())
+    assert caught.value.url == url
+
+
+async def test_stream_cut_off_mid_answer_raises_provider_unavailable_after_the_pieces_so_far(
+    fake: FakeOpenAI,
+) -> None:
+    fake.script(cut_off(text("one two three four"), after=3))  # the role, "one", " two"
+    sink = Pieces()
+    async with _provider(fake.base_url) as provider:
+        with pytest.raises(ProviderUnavailable, match="incomplete chunked read"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+    assert sink.pieces == ["one", " two"]
+
+
+async def test_streamed_completion_without_choices_raises_provider_error(fake: FakeOpenAI) -> None:
+    fake.script(Reply(body=b'"choices":[]}'))
+    async with _provider(fake.base_url) as provider:
+        with pytest.raises(ProviderError, match="malformed completion: the response has no choices"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=Pieces())
+
+
+async def test_what_on_text_raises_propagates_unchanged(fake: FakeOpenAI) -> None:
+    fake.script(text("never finished"), text("the connection is still usable"))
+
+    async def refuse(piece: str) -> None:
+        raise LookupError(f"sink refused {piece!r}")
+
+    sink = Pieces()
+    async with _provider(fake.base_url) as provider:
+        with pytest.raises(LookupError, match="sink refused 'never'"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=refuse)
+        after = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+    assert after.text == "the connection is still usable"
+    assert "".join(sink.pieces) == after.text

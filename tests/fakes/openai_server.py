@@ -13,6 +13,13 @@ thousands of requests without scripting each one.  Tests that must notice an une
 extra request pass `default=None`: an unscripted request then gets HTTP 500 with
 `x-should-retry: false` (so the SDK does not retry it) and a message saying the script ran
 out; `fake.pending` tells how many scripted replies are still queued.
+
+A request with `"stream": true` gets the same scripted reply as Server-Sent Events in the
+`chat.completion.chunk` format: the role, the text in word-sized pieces, each tool call as
+a first delta (index, id, type, name, start of the arguments) followed by argument pieces,
+the finish reason, then `data: [DONE]`.  `cut_off(reply, after=N)` drops the connection
+after N events instead, like a server that dies mid-answer.  Error replies are sent as
+plain JSON errors either way, as real servers do before a stream starts.
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ import asyncio
 import itertools
 import json
 import math
+import re
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from types import MappingProxyType, TracebackType
 from typing import Any, Final, TypeAlias
 
@@ -34,6 +42,7 @@ __all__ = [
     "FakeOpenAI",
     "Reply",
     "Responder",
+    "cut_off",
     "status",
     "text",
     "tool_call",
@@ -41,6 +50,9 @@ __all__ = [
 ]
 
 _JSON: Final = "application/json"
+_SSE: Final = "text/event-stream"
+_WORDS: Final = re.compile(r"\s*\S+|\s+")  # pieces that concatenate back to the text
+_ARGUMENT_PIECE: Final = 8  # characters of tool-call arguments per streamed delta
 _USAGE: Final = b'"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}'
 _ERROR_TYPES: Final = MappingProxyType(
     {
@@ -60,11 +72,13 @@ class Reply:
 
     For status 200, `body` holds the JSON members that follow `"model": ...` (the server
     splices in a fresh id and the requested model); otherwise it is the whole body.
+    `cut_after` (streamed requests only) drops the connection after that many events.
     """
 
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes
+    cut_after: int | None = None
 
 
 Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
@@ -145,6 +159,11 @@ def status(
     return Reply(status=code, headers=tuple(headers), body=body)
 
 
+def cut_off(reply: Reply, *, after: int) -> Reply:
+    """Stream `reply` but drop the connection after `after` events (no `[DONE]`)."""
+    return replace(reply, cut_after=after)
+
+
 class FakeOpenAI:
     """Serve POST /v1/chat/completions and GET /v1/models on 127.0.0.1 from a script.
 
@@ -216,7 +235,7 @@ class FakeOpenAI:
         if runner is not None:
             await runner.cleanup()
 
-    async def _chat_completions(self, request: web.Request) -> web.Response:
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = json.loads(await request.read())
         except ValueError:
@@ -227,13 +246,14 @@ class FakeOpenAI:
         self.authorizations.append(request.headers.get("Authorization"))
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
-        if body.get("stream"):
-            return _error_response(_STREAM_REJECTED)
         reply = self._next_reply(body)
         if reply.status != 200:
             return _error_response(reply)
         head = b'{"id":"chatcmpl-fake-%d' % next(self._ids) + self._created
         model = json.dumps(body.get("model")).encode()
+        if body.get("stream"):
+            chunk_head = head.replace(b'"chat.completion"', b'"chat.completion.chunk"')
+            return await _stream(request, reply, chunk_head + model)
         return web.Response(body=head + model + b"," + reply.body, content_type=_JSON)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
@@ -247,7 +267,53 @@ class FakeOpenAI:
         return web.Response(body=self._models, content_type=_JSON)
 
 
-_STREAM_REJECTED: Final = status(400, message="FakeOpenAI does not stream; send stream: false")
+async def _stream(request: web.Request, reply: Reply, head: bytes) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": _SSE, "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    for sent, event in enumerate(_events(reply.body, head)):
+        if sent == reply.cut_after:
+            assert request.transport is not None
+            request.transport.close()
+            return response
+        await response.write(b"data: " + event + b"\n\n")
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+def _events(members: bytes, head: bytes) -> Iterator[bytes]:
+    """Yield the chunk JSON of each event for a reply whose body members are `members`."""
+    try:
+        reply = json.loads(b"{" + members)
+    except ValueError:  # a deliberately malformed reply: send it as one event, unparsed
+        yield head + b"," + members
+        return
+    for choice in reply.get("choices") or ():
+        for delta in _deltas(choice.get("message") or {}):
+            yield _chunk(head, choice.get("index", 0), delta, None)
+        yield _chunk(head, choice.get("index", 0), {}, choice.get("finish_reason"))
+    if not reply.get("choices"):
+        yield head + b',"choices":[]}'
+
+
+def _deltas(message: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    content = message.get("content")
+    yield {"role": "assistant", "content": "" if isinstance(content, str) else None}
+    for piece in _WORDS.findall(content or ""):
+        yield {"content": piece}
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        function = call["function"]
+        arguments = function["arguments"]
+        first = {"name": function["name"], "arguments": arguments[:_ARGUMENT_PIECE]}
+        yield {"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": first}]}
+        for start in range(_ARGUMENT_PIECE, len(arguments), _ARGUMENT_PIECE):
+            piece = arguments[start : start + _ARGUMENT_PIECE]
+            yield {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+
+
+def _chunk(head: bytes, index: int, delta: Mapping[str, Any], finish_reason: str | None) -> bytes:
+    choice = {"index": index, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+    return head + b',"choices":' + json.dumps([choice], separators=(",", ":")).encode() + b"}"
 
 
 def _error_response(reply: Reply) -> web.Response:

@@ -7,7 +7,7 @@ import atexit
 import functools
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,7 @@ class _Scripted:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,  # never streams
     ) -> Completion:
         self.sent_tools.append([t["function"]["name"] for t in tools])
         if messages[-1]["role"] == "user":
