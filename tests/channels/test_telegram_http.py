@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
@@ -17,24 +17,16 @@ from channels import ChannelError, Outbound
 from channels.telegram import TelegramAdapter
 from channels.telegram_http import AiohttpRequest
 from orchestrator.config.channels import TelegramChannelConfig
+from tests.fakes.loopback import serving
 
 TOKEN = "123456:TEST-token"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-@asynccontextmanager
-async def serve(handler: Handler) -> AsyncIterator[str]:
+def serve(handler: Handler) -> AbstractAsyncContextManager[str]:
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    return serving(app)
 
 
 def request(**overrides: Any) -> AiohttpRequest:

@@ -12,10 +12,16 @@ import pytest
 from orchestrator.config import Config
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
 from orchestrator.errors import SealViolation
-from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity, Verdict
+from orchestrator.policy import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Interactivity,
+    Verdict,
+)
 from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.store import AuditLog
 from tests.conftest import provider_toml
+from tests.fakes.loopback import serving
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
 
 
@@ -184,12 +190,7 @@ async def test_results_are_capped_and_outside_content_wrapped(
 
     app = web.Application()
     app.router.add_get("/", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
+    async with serving(app) as origin:
         config = load(
             agent(
                 fake_llm,
@@ -200,12 +201,10 @@ async def test_results_are_capped_and_outside_content_wrapped(
         )
         (workspace(config) / "big.txt").write_text("x" * 250)
         fake_llm.script(
-            tool_calls(("file_read", {"path": "big.txt"}), ("http_fetch", {"url": f"http://127.0.0.1:{port}/"})),
+            tool_calls(("file_read", {"path": "big.txt"}), ("http_fetch", {"url": f"{origin}/"})),
             text("ok"),
         )
         await turn(config, services)
-    finally:
-        await runner.cleanup()
     capped, fetched = tool_results(fake_llm.requests[1])
     assert capped == "x" * 100 + "\n[truncated 150 characters]"
     assert fetched.startswith('<untrusted-data source="http_fetch">\n')

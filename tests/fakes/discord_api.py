@@ -38,6 +38,7 @@ from typing import Any, Final
 from aiohttp import WSMsgType, web
 
 from tests.fakes import discord_payloads as payloads
+from tests.fakes.loopback import start_app
 
 __all__ = ["FakeDiscord", "RecordedRequest"]
 
@@ -164,17 +165,8 @@ class FakeDiscord:
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/gateway-resume", self._gateway)
         app.router.add_route("*", _API + "/{tail:.*}", self._rest)
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self._origin = f"{host}:{port}"
+        self._runner, port = await start_app(app)
+        self._origin = f"127.0.0.1:{port}"
         return self
 
     async def __aexit__(

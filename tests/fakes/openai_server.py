@@ -38,6 +38,8 @@ from typing import Any, Final, TypeAlias
 
 from aiohttp import web
 
+from tests.fakes.loopback import start_app
+
 __all__ = [
     "FakeOpenAI",
     "Reply",
@@ -214,18 +216,8 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._list_models)
-        # Cancel a handler whose client hung up (a timed-out request), so exit never waits on it.
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self._base_url = f"http://{host}:{port}/v1"
+        self._runner, port = await start_app(app)
+        self._base_url = f"http://127.0.0.1:{port}/v1"
         return self
 
     async def __aexit__(

@@ -46,6 +46,8 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from tests.fakes.loopback import start_app
+
 __all__ = [
     "ApiCall",
     "FakeSlack",
@@ -241,16 +243,8 @@ class FakeSlack:
         app = web.Application()
         app.router.add_post("/api/{method}", self._web_api)
         app.router.add_get("/socket", self._socket)
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner, self._origin = runner, f"{host}:{port}"
+        self._runner, port = await start_app(app)
+        self._origin = f"127.0.0.1:{port}"
         return self
 
     async def __aexit__(

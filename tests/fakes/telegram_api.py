@@ -34,6 +34,8 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.loopback import start_app
+
 __all__ = ["Call", "FakeTelegram", "DEFAULT_TOKEN"]
 
 DEFAULT_TOKEN: Final = "123456:TEST-token"
@@ -129,22 +131,12 @@ class FakeTelegram:
     async def __aenter__(self) -> FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
-        # Cancel a handler whose client hung up, so a dropped long poll ends at once.
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
+        self._runner, port = await start_app(app)
         self._session = aiohttp.ClientSession()
         # Owned by this context (cancelled and awaited in __aexit__), not a TaskGroup: pytest
         # fixtures may enter and exit the fake in different tasks, which a TaskGroup forbids.
         self._pusher = asyncio.create_task(self._push_webhooks())
-        self._api_base_url = f"http://{host}:{port}"
+        self._api_base_url = f"http://127.0.0.1:{port}"
         return self
 
     async def __aexit__(

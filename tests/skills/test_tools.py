@@ -14,6 +14,7 @@ from orchestrator.errors import ConfigError, ToolFailure
 from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.tools import Tool
 from tests.conftest import WriteConfig
+from tests.fakes.loopback import serving
 from tests.skills.kit import DOCS_MD, NOTES_MD, skills_toml, write_kit, write_skill
 
 INJECTION_MANIFEST = """
@@ -182,15 +183,8 @@ async def notes_server() -> AsyncIterator[tuple[str, list[tuple[str, str]]]]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}", seen
-    finally:
-        await runner.cleanup()
+    async with serving(app) as origin:
+        yield origin, seen
 
 
 async def test_http_skill_tool_passes_the_private_address_guard(

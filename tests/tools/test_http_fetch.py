@@ -12,6 +12,7 @@ from aiohttp import web
 from orchestrator.errors import ToolFailure
 from orchestrator.policy import SecurityPolicy
 from orchestrator.tools import BUILTIN_TOOLS, Tool
+from tests.fakes.loopback import start_app
 
 
 def _fetch(
@@ -63,12 +64,9 @@ async def port() -> AsyncIterator[int]:
     app.router.add_get("/big", _big)
     app.router.add_get("/redirect", _redirect)
     app.router.add_get("/secret", _secret)
-    runner = web.AppRunner(app)
-    await runner.setup()
+    runner, port = await start_app(app)
     try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        yield runner.addresses[0][1]
+        yield port
     finally:
         await runner.cleanup()
 
