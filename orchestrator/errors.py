@@ -13,6 +13,7 @@ __all__ = [
     "ProviderUnavailable",
     "SealViolation",
     "SecretError",
+    "StateError",
     "ToolFailure",
     "UnknownAgent",
     "WorkspaceEscape",
@@ -101,4 +102,13 @@ class ProviderUnavailable(ProviderError):
             f"cannot reach provider {provider!r} at {url} ({reason}); start it, or point "
             f"[providers.{provider}] base_url (or its base_url_env variable) at a running "
             "OpenAI-compatible endpoint",
+        )
+
+
+class StateError(OrchestratorError):
+    """A state file under `[daemon] state_dir` cannot be created or opened."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"cannot open {path} ({reason}); make [daemon] state_dir a directory this user can write"
         )

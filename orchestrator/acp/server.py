@@ -2,6 +2,10 @@
 
 stdout carries the protocol and nothing else: the protocol streams are bound first, then
 `sys.stdout` is pointed at stderr, so a stray print can never corrupt a frame.
+
+Sessions are stored in the daemon's `sessions.sqlite3` (key `acp:<agent>:<session id>`) after
+every turn, so `session/load` resumes them in a later process; that is one SQLite file, not
+the MCP servers or the memory store the fast path skips.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from acp.schema import (
     AgentCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -25,8 +30,9 @@ from acp.schema import (
 )
 from loguru import logger
 
+from orchestrator.acp.history import AcpHistory, StoredTranscript
 from orchestrator.acp.session import AcpSession
-from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
+from orchestrator.engine import StopReason, run_tool_call_loop
 from orchestrator.seam import ConstructionPath, Services, build_acp, mcp_servers_for, uses_memory
 
 if TYPE_CHECKING:
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
 
     from orchestrator.config import Config
     from orchestrator.seam import ResolvedAgentExecution
+    from orchestrator.store import AuditLog, SessionStore
 
 __all__ = ["AcpServer", "serve_acp"]
 
@@ -56,11 +63,13 @@ async def serve_acp(config: Config, agent: str) -> int:
     `UnknownAgent` before any protocol traffic when the agent is not configured.
     """
     async with AsyncExitStack() as stack:
-        services = await _open_services(config, agent, stack)
+        audit, store = _open_state(config, stack)
+        services = await _open_services(config, agent, stack, audit=audit)
         build_acp(config, agent, services)  # fail before speaking, not mid-session
         reader, writer = await stdio_streams(limit=_STDIO_LIMIT)
         sys.stdout = sys.stderr  # the real stdout now belongs to the protocol writer alone
-        server = AcpServer(config=config, agent=agent, services=services)
+        history = AcpHistory(agent=agent, store=store)
+        server = AcpServer(config=config, agent=agent, services=services, history=history)
         logger.debug("acp: serving agent {} on stdio", agent)
         try:
             await run_agent(cast("acp.Agent", server), writer, reader)
@@ -70,9 +79,21 @@ async def serve_acp(config: Config, agent: str) -> int:
     return 0
 
 
-async def _open_services(config: Config, agent: str, stack: AsyncExitStack) -> Services:
+def _open_state(config: Config, stack: AsyncExitStack) -> tuple[AuditLog, SessionStore]:
+    """Open the audit log and the session store; `StateError` (one line) when we cannot.
+
+    Both are required, as for the daemon: an approval nobody can audit, or a session a
+    client could not load again, is not a degraded mode worth serving silently.
+    """
+    from orchestrator.store import AuditLog, SessionStore
+
+    state = config.state_path()
+    audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
+    return audit, stack.enter_context(SessionStore(state / "sessions.sqlite3"))
+
+
+async def _open_services(config: Config, agent: str, stack: AsyncExitStack, *, audit: AuditLog) -> Services:
     from orchestrator.peripherals import PeripheralPool
-    from orchestrator.store import AuditLog
 
     mcp = None
     servers = mcp_servers_for(config, agent, path=_PATH)
@@ -87,19 +108,19 @@ async def _open_services(config: Config, agent: str, stack: AsyncExitStack) -> S
 
         memory = stack.enter_context(MemoryStore(config.state_path() / "memory.sqlite3"))
     peripherals = await stack.enter_async_context(PeripheralPool())  # opens a port on first call only
-    audit = stack.enter_context(AuditLog(config.state_path() / "audit.sqlite3"))
     services = Services(audit=audit, mcp=mcp, memory=memory, peripherals=peripherals)
     stack.push_async_callback(services.providers.aclose)
     return services
 
 
 class AcpServer:
-    """The ACP agent side: initialize, session/new, session/prompt, session/cancel."""
+    """The ACP agent side: initialize, session/new, session/load, session/prompt, session/cancel."""
 
-    def __init__(self, *, config: Config, agent: str, services: Services) -> None:
+    def __init__(self, *, config: Config, agent: str, services: Services, history: AcpHistory) -> None:
         self._config = config
         self._agent = agent
         self._services = services
+        self._history = history
         self._sessions: dict[str, AcpSession] = {}
         self._client: acp.Client | None = None
         self._client_name = "client"
@@ -118,26 +139,55 @@ class AcpServer:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=False, prompt_capabilities=PromptCapabilities(embedded_context=True)
+                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True)
             ),
             agent_info=Implementation(name="orchestrator", title=f"orchestrator: {self._agent}", version="0.1.0"),
         )
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
-        """Start an in-memory session; the client's cwd and MCP servers grant nothing."""
-        if mcp_servers:
-            logger.info("ignoring {} MCP server(s) offered by the ACP client: policy decides MCP", len(mcp_servers))
-        if self._client is None:
-            raise RequestError.internal_error({"reason": "no client connection"})
+        """Start a stored session; the client's cwd and MCP servers grant nothing."""
+        _ignore_client_mcp(mcp_servers)
+        client = self._connection()
         session_id = uuid.uuid4().hex
-        self._sessions[session_id] = AcpSession(
-            session_id=session_id,
-            client=self._client,
-            decided_by=f"acp:{self._client_name}",
-            transcript=Transcript(session=f"acp:{session_id}"),
-        )
+        self._sessions[session_id] = self._session(client, session_id, self._history.start(session_id))
         logger.debug("acp: session {} started for {}", session_id, self._agent)
         return NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Resume a stored session of this agent: replay its conversation, then answer.
+
+        Raises `invalid_params` when this agent has no stored session with that id. Only
+        messages are restored; every prompt still resolves policy afresh. The client's cwd
+        and MCP servers grant nothing, as for `session/new`.
+        """
+        _ignore_client_mcp(mcp_servers)
+        client = self._connection()
+        live = self._sessions.get(session_id)
+        if live is not None and live.turn is not None:
+            raise RequestError.invalid_request({"sessionId": "a prompt is running in this session"})
+        keep = build_acp(self._config, self._agent, self._services).knobs.max_history_messages
+        if live is not None:
+            self._history.save(live.stored, keep=keep)  # the store is what we load from
+        loaded = self._history.load(session_id, keep=keep)
+        if loaded is None:
+            raise RequestError.invalid_params(
+                {"sessionId": f"no stored session {session_id!r} for agent {self._agent!r}"}
+            )
+        stored, conversation = loaded
+        session = self._sessions[session_id] = self._session(client, session_id, stored)
+        await session.replay(conversation)
+        logger.debug("acp: session {} loaded for {} ({} messages)", session_id, self._agent, len(conversation))
+        return LoadSessionResponse()
+
+    def _connection(self) -> acp.Client:
+        if self._client is None:
+            raise RequestError.internal_error({"reason": "no client connection"})
+        return self._client
+
+    def _session(self, client: acp.Client, session_id: str, stored: StoredTranscript) -> AcpSession:
+        return AcpSession(session_id=session_id, client=client, decided_by=f"acp:{self._client_name}", stored=stored)
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run one turn, streaming tool calls and the reply; `cancelled` when session/cancel cut it."""
@@ -147,6 +197,7 @@ class AcpServer:
         if session.turn is not None:
             raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
         execution: ResolvedAgentExecution = build_acp(self._config, self._agent, self._services)
+        keep = execution.knobs.max_history_messages
         session.streamed = False
         try:
             async with asyncio.TaskGroup() as group:
@@ -161,10 +212,14 @@ class AcpServer:
                         stream=True,
                     )
                 )
+        except asyncio.CancelledError:
+            self._history.save(session.stored, keep=keep)  # the engine closed the transcript first
+            raise
         finally:
             session.turn = None
             session.current_call = None
-        session.transcript.compact(execution.knobs.max_history_messages)
+        # A cancelled turn is stored too: the engine answered its open calls, so it is well-formed.
+        self._history.save(session.stored, keep=keep)
         if turn.cancelled():
             await session.fail_open_calls("not run: the turn was cancelled")
             return PromptResponse(stop_reason="cancelled")
@@ -187,6 +242,11 @@ class AcpServer:
         for session in self._sessions.values():
             if session.turn is not None:
                 session.turn.cancel()
+
+
+def _ignore_client_mcp(servers: Any) -> None:
+    if servers:
+        logger.info("ignoring {} MCP server(s) offered by the ACP client: policy decides MCP", len(servers))
 
 
 def _prompt_text(blocks: list[Any]) -> str:

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from acp import start_tool_call, text_block, tool_content, update_agent_message_text, update_tool_call
+from acp import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_tool_call,
+    update_user_message_text,
+)
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from orchestrator.engine import TextDelta, ToolCallFinished, ToolCallStarted, Transcript, TurnEvent
@@ -15,6 +23,8 @@ from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 
 if TYPE_CHECKING:
     from acp import Client
+
+    from orchestrator.acp.history import StoredTranscript
 
 __all__ = ["AcpSession"]
 
@@ -28,18 +38,23 @@ _OPTIONS: Final = (
 
 @dataclass(kw_only=True, eq=False)
 class AcpSession:
-    """A session's state; lives in memory for the life of the `orchestrator acp` process."""
+    """A live session's state; its transcript is stored after every turn (see `AcpHistory`)."""
 
     session_id: str
     client: Client
     decided_by: str  # who answers approvals, as the audit log records it: "acp:<client name>"
-    transcript: Transcript
+    stored: StoredTranscript
     turn: asyncio.Task[Any] | None = None
     # Tool calls reported as started whose finish the client has not been told yet.
     open_calls: dict[str, str] = field(default_factory=dict)
     current_call: str | None = None
     # Whether the model's latest answer in this turn streamed text (reset when it calls tools).
     streamed: bool = False
+
+    @property
+    def transcript(self) -> Transcript:
+        """Return the in-memory transcript (the history window)."""
+        return self.stored.transcript
 
     async def say(self, text: str) -> None:
         """Stream one agent message chunk to the client."""
@@ -77,6 +92,13 @@ class AcpSession:
             await self.client.session_update(session_id=self.session_id, update=update)
         self.open_calls.clear()
 
+    async def replay(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Send a stored conversation to the client: user and agent text, tool calls as completed."""
+        results = {m["tool_call_id"]: _text(m.get("content")) for m in messages if m.get("role") == "tool"}
+        for message in messages:
+            for update in _replayed(message, results):
+                await self.client.session_update(session_id=self.session_id, update=update)
+
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask the client through `session/request_permission` (an `Approver`)."""
         call = ToolCallUpdate(
@@ -95,6 +117,37 @@ class AcpSession:
             return ApprovalDecision(verdict=Verdict.DENIED, decided_by=self.decided_by, reason="rejected in the ACP client")
         # A cancelled prompt, or an option we never offered: nobody decided.
         return ApprovalDecision(verdict=Verdict.NO_DECISION, decided_by=None, reason="the ACP client gave no decision")
+
+
+def _replayed(message: Mapping[str, Any], results: Mapping[str, str]) -> Iterator[Any]:
+    role = message.get("role")
+    text = _text(message.get("content"))
+    if role == "user" and text:
+        yield update_user_message_text(text)
+    if role != "assistant":
+        return  # tool results travel with their call; system messages are never stored
+    if text:
+        yield update_agent_message_text(text)
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        output = results.get(call.get("id", ""), "")
+        yield start_tool_call(
+            call.get("id", ""),
+            function.get("name", "tool"),
+            kind="other",
+            status="completed",
+            content=[tool_content(text_block(output))],
+            raw_input=_decoded(function.get("arguments", "")),
+            raw_output=output,
+        )
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
 
 
 def _decoded(arguments: str) -> Any:

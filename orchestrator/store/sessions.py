@@ -111,6 +111,14 @@ class SessionStore(Database):
         )
         return int(cursor.lastrowid or 0)
 
+    def find_session(self, key: str, agent: str) -> int | None:
+        """Return the open session id for `key` if `agent` owns it; never create one."""
+        row = self._db.execute(
+            "SELECT id FROM sessions WHERE key = ? AND agent = ? AND closed = 0 ORDER BY id DESC LIMIT 1",
+            (key, agent),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def close_session(self, key: str) -> None:
         """Close the open session for `key` (the next message starts a fresh one)."""
         self._db.execute("UPDATE sessions SET closed = 1 WHERE key = ? AND closed = 0", (key,))

@@ -7,6 +7,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
+from orchestrator.errors import StateError
+
 __all__ = ["Database", "open_database"]
 
 _BUSY_TIMEOUT_MS: Final = 5000
@@ -15,19 +17,25 @@ _BUSY_TIMEOUT_MS: Final = 5000
 def open_database(path: Path, schema: str) -> sqlite3.Connection:
     """Create the folder, connect in autocommit mode with WAL, and apply `schema`.
 
+    Raises `StateError` (one line: the file and why) when the folder or file cannot be made
+    or opened, or the file is not a usable database.
+
     The connection may be used from a worker thread (callers serialise access); it is
     closed again if the schema cannot be applied.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise StateError(str(path), getattr(exc, "strerror", None) or str(exc)) from exc
     try:
         db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(schema)
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
         db.close()
-        raise
+        raise StateError(str(path), str(exc)) from exc
     return db
 
 

@@ -58,7 +58,7 @@ async def test_initialize_new_session_and_a_streamed_reply(fake_llm: FakeOpenAI,
     async with acp_agent(config, "dev", client) as (conn, _):
         init = await initialize(conn)
         assert init.agent_info is not None and init.agent_info.title == "orchestrator: dev"
-        assert init.agent_capabilities is not None and init.agent_capabilities.load_session is False
+        assert init.agent_capabilities is not None and init.agent_capabilities.load_session is True
         session = await conn.new_session(cwd=str(config.parent))
         done = await conn.prompt(session_id=session.session_id, prompt=prompt("hi"))
         assert done.stop_reason == "end_turn"
