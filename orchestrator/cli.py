@@ -36,8 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
         return code
     except OrchestratorError as exc:
-        for line in str(exc).splitlines():
-            print(f"error: {line}" if not _is_config_line(exc) else line, file=sys.stderr)
+        _report(exc)
+        return 1
+    except BaseExceptionGroup as group:  # raised through a TaskGroup: report ours as above
+        ours, rest = group.split(OrchestratorError)
+        if ours is None or rest is not None:
+            raise
+        for leaf in _leaves(ours):
+            _report(leaf)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -127,7 +133,19 @@ def _configure_logging(verbose: bool) -> None:
     logger.add(sys.stderr, level="DEBUG" if verbose else "ERROR", format="{level}: {message}")
 
 
-def _is_config_line(exc: Exception) -> bool:
+def _report(exc: BaseException) -> None:
+    for line in str(exc).splitlines():
+        print(f"error: {line}" if not _is_config_line(exc) else line, file=sys.stderr)
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
+
+
+def _is_config_line(exc: BaseException) -> bool:
     from orchestrator.errors import ConfigError
 
     return isinstance(exc, ConfigError)

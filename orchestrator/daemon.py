@@ -10,9 +10,15 @@ from pathlib import Path
 
 from loguru import logger
 
-from orchestrator.config import Config, load_config
-from orchestrator.dispatch import replay_unfinished, start_channel, start_channels, stop_channel
-from orchestrator.errors import ConfigError
+from orchestrator.config import Config, load_config, resolve_secret
+from orchestrator.dispatch import (
+    channel_secret_problems,
+    replay_unfinished,
+    start_channel,
+    start_channels,
+    stop_channel,
+)
+from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.logs import configure_logging
 from orchestrator.providers import warm_provider_sdk
 from orchestrator.runtime import Runtime
@@ -28,8 +34,18 @@ def run_daemon(config_path: Path) -> int:
     return asyncio.run(serve(config, config_path))
 
 
+def _channel_secret_problems(config: Config, config_path: Path) -> list[ConfigProblem]:
+    return channel_secret_problems(config, lambda ref: resolve_secret(ref, base=config_path.parent))
+
+
 async def serve(config: Config, config_path: Path) -> int:
-    """Run channels until told to stop; SIGHUP reloads the config if it is valid."""
+    """Run channels until told to stop; SIGHUP reloads the config if it is valid.
+
+    Raises `ConfigError` before opening anything when a channel secret does not resolve.
+    """
+    problems = _channel_secret_problems(config, config_path)
+    if problems:
+        raise ConfigError(problems)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     reload = asyncio.Event()
@@ -95,6 +111,11 @@ async def reload_config(runtime: Runtime, config_path: Path) -> bool:
     except ConfigError as exc:
         for problem in exc.problems:
             logger.error("reload rejected, keeping the running config: {}", problem)
+        return False
+    secrets = _channel_secret_problems(new, config_path)
+    for problem in secrets:
+        logger.error("reload rejected, keeping the running config: {}", problem)
+    if secrets:
         return False
     old_channels = runtime.config.channels
     servers_changed = new.mcp.servers != runtime.config.mcp.servers

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import enum
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from loguru import logger
@@ -19,9 +20,10 @@ from channels import (
     create_adapter,
 )
 from channels.supervisor import supervise
-from orchestrator.config import Config
+from orchestrator.config import Config, SecretRef
 from orchestrator.config.channels import RouteConfig
 from orchestrator.engine import run_tool_call_loop
+from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 from orchestrator.routing import match_route, session_key
 from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime
@@ -35,6 +37,7 @@ __all__ = [
     "Admitted",
     "Disposition",
     "admit",
+    "channel_secret_problems",
     "deliver",
     "process_message",
     "replay_unfinished",
@@ -58,6 +61,25 @@ class Disposition(enum.Enum):
     STOPPED = "stopped"
     NOT_ACCEPTING = "not_accepting"
     FAILED = "failed"
+
+
+def channel_secret_problems(config: Config, lookup: Callable[[SecretRef], str]) -> list[ConfigProblem]:
+    """Resolve every channel's secrets now; one problem per reference that does not resolve.
+
+    Secrets are resolved where they are used (the daemon's environment, not `check`'s), so
+    the daemon asks before it starts or swaps in a reloaded config: a missing token is one
+    clear line, never a traceback or a half-applied reload.
+    """
+    shown = str(config.source or "<config>")
+    problems: list[ConfigProblem] = []
+    for name, settings in config.channels.items():
+        for key, value in settings:
+            if isinstance(value, SecretRef):
+                try:
+                    lookup(value)
+                except SecretError as exc:
+                    problems.append(ConfigProblem(shown, f"channels.{name}.{key}", str(exc)))
+    return problems
 
 
 async def start_channels(runtime: Runtime, *, ready_timeout_s: float = 30.0) -> None:

@@ -1,0 +1,82 @@
+"""What stops `orchestrator run` (or a reload) is one clear line, never a traceback or half a start."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.daemon import reload_config
+from tests.conftest import WriteConfig, provider_toml
+from tests.daemon.harness import running
+
+BASE = provider_toml("http://127.0.0.1:9/v1") + """
+[agents.a]
+provider = "fake"
+model = "m"
+
+[channels.term]
+kind = "terminal"
+
+[[routes]]
+channel = "term"
+agent = "a"
+senders = ["*"]
+"""
+
+TELEGRAM = """
+[channels.tg]
+kind = "telegram"
+token = "env:ORCH_TEST_MISSING_TG_TOKEN"
+api_base_url = "http://127.0.0.1:9"
+"""
+
+
+def run(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False,
+    )
+
+
+def test_a_channel_secret_that_does_not_resolve_stops_the_start(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ORCH_TEST_MISSING_TG_TOKEN", raising=False)
+    config = write_config(BASE + TELEGRAM)
+    done = run(config)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"{config}: channels.tg.token: secret 'env:ORCH_TEST_MISSING_TG_TOKEN': "
+        "environment variable ORCH_TEST_MISSING_TG_TOKEN is not set"
+    ]
+
+
+def test_a_gateway_port_in_use_is_one_error_line(write_config: WriteConfig) -> None:
+    with socket.socket() as taken:  # raised inside the runtime's TaskGroup: reported all the same
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(write_config(BASE + f"\n[gateway]\nport = {port}\n"))
+    assert done.returncode == 1
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(f"error: gateway on 127.0.0.1:{port}: ")
+    assert "Traceback" not in done.stderr
+
+
+async def test_a_reload_whose_channel_secret_does_not_resolve_is_rejected(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ORCH_TEST_MISSING_TG_TOKEN", raising=False)
+    path = write_config(BASE)
+    async with running(path) as (runtime, _):
+        before = runtime.config
+        write_config(BASE.replace('model = "m"', 'model = "m2"') + TELEGRAM)
+        assert await reload_config(runtime, path) is False
+        assert runtime.config is before and set(runtime.channels) == {"term"}
+        write_config(BASE.replace('model = "m"', 'model = "m2"'))  # the same edit without the channel
+        assert await reload_config(runtime, path) is True
+        assert runtime.config.agents["a"].model == "m2"
