@@ -538,10 +538,13 @@ class RunFigures:
     leftovers: Mapping[str, int]
     rss_hwm: float
     elapsed_s: float
+    turn_log_lines: int
 
 
 async def daemon_main(args: argparse.Namespace) -> RunFigures:
     """The parent process: the daemon's runtime and channels against the child's fakes."""
+    from loguru import logger
+
     from orchestrator.config import load_config
     from orchestrator.dispatch import start_channels
     from orchestrator.logs import configure_logging
@@ -561,10 +564,13 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
         with tempfile.TemporaryDirectory(prefix="channel-throughput-") as tmp:
             path = write_config(Path(tmp), listening)
             config = load_config(path)
-            configure_logging(level=config.daemon.log_level, fmt=config.daemon.log_format)
+            # the daemon's own log level (INFO: a line per turn), written to a file as journald
+            # would take it, so its cost is in the figures but not on this terminal
+            log = Path(tmp) / "daemon.log"
             provider = EchoProvider()
             state = config.state_path()
-            with AuditLog(state / "audit.sqlite3") as audit:
+            with AuditLog(state / "audit.sqlite3") as audit, log.open("w", encoding="utf-8") as sink:
+                configure_logging(level=config.daemon.log_level, fmt=config.daemon.log_format, sink=sink)
                 services = Services(audit=audit, providers=ProviderPool(factory=lambda binding: provider))
                 async with Runtime.open(config, config_path=path, services=services) as runtime:
                     t0 = time.perf_counter()
@@ -592,6 +598,8 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
                         "runtime._transcripts": len(runtime._transcripts),
                     }
                     hwm = rss_mib("VmHWM")
+                logger.remove()  # before its file closes
+                turn_lines = sum(1 for line in log.open(encoding="utf-8") if " turn " in line)
         await child.send(cmd="quit")
         await proc.wait()
     finally:
@@ -601,7 +609,7 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
     return RunFigures(
         sessions=listening["sessions"], ready_s=ready_s, rss_ready=rss_ready, warmup=warmup,
         saturated=saturated, paced=paced, paced_rate=rate, tasks_ready=tasks_ready, tasks_end=tasks_end,
-        leftovers=leftovers, rss_hwm=hwm, elapsed_s=time.perf_counter() - started,
+        leftovers=leftovers, rss_hwm=hwm, elapsed_s=time.perf_counter() - started, turn_log_lines=turn_lines,
     )
 
 
@@ -712,6 +720,7 @@ replies to nobody: {paced['strays']}
 {", ".join(f"{k} {v}" for k, v in f.leftovers.items())}
 notes:
   latency includes the fakes' own work (JSON, aiohttp, the child's event loop) on both ends.
+  logging: the daemon's default INFO level, to a file as journald would take it: {f.turn_log_lines:,} per-turn lines.
   typing: the channels keep the default typing_after_s = 0.5; this provider answers well within it, so
   no typing indicator is sent (a slower turn would send one after 0.5 s, then every 4 s).
   saturated latency is queueing: {sum(f.sessions.values()):,} sessions with one message each outstanding \

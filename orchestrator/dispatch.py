@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import enum
 import json
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -22,7 +23,7 @@ from channels import (
 from channels.supervisor import supervise
 from orchestrator.config import Config, SecretRef
 from orchestrator.config.channels import RouteConfig
-from orchestrator.engine import run_tool_call_loop
+from orchestrator.engine import TurnResult, run_tool_call_loop
 from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 from orchestrator.routing import match_route, session_key
@@ -246,6 +247,7 @@ async def _run_turn(
     entry = runtime.transcript(key, route.agent, keep=keep)
     approver = ChannelApprover(runtime, adapter, inbound, route)
     runtime.store.mark(inbound.channel, inbound.event_id, "running")
+    started = time.monotonic()
     runtime.turn_started()
     try:
         async with asyncio.TaskGroup() as group:
@@ -271,12 +273,26 @@ async def _run_turn(
         runtime.turn_finished()
     runtime.persist(entry, keep=keep)
     runtime.store.mark(inbound.channel, inbound.event_id, "done")
+    _log_turn(inbound, route.agent, result, time.monotonic() - started)
     if result is None:
         await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text="Stopped."))
         return Disposition.STOPPED
     reply = result.text or "(no reply)"
     await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=reply, reply_to=inbound.message_id))
     return Disposition.ANSWERED
+
+
+def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:
+    """One line per answered turn (never the message text); JSON logs carry the fields too."""
+    stop = "stopped by /stop" if result is None else result.stop.value
+    tools = ",".join(result.executed) if result is not None and result.executed else "none"
+    logger.bind(
+        channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, agent=agent, stop=stop,
+        seconds=round(seconds, 3), tools=tools,
+    ).info(
+        "turn {}:{} from {} by {}: {} in {:.2f}s, tools run: {}",
+        inbound.channel, inbound.chat, inbound.sender, agent, stop, seconds, tools,
+    )
 
 
 async def _stoppable(turn: asyncio.Task[_T]) -> _T | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 from loguru import logger
 
@@ -21,13 +22,14 @@ class _Intercept(logging.Handler):
         logger.opt(depth=6, exception=record.exc_info).log(level, record.getMessage())
 
 
-def configure_logging(*, level: str, fmt: str) -> None:
-    """Send logs to stderr as text (journald adds timestamps) or one JSON object per line."""
+def configure_logging(*, level: str, fmt: str, sink: TextIO | None = None) -> None:
+    """Send logs to stderr (or `sink`) as text (journald adds timestamps) or one JSON object per line."""
     logger.remove()
+    out = sink if sink is not None else sys.stderr
     if fmt == "json":
-        logger.add(sys.stderr, level=level, serialize=True)
+        logger.add(out, level=level, serialize=True)
     else:
-        logger.add(sys.stderr, level=level, format="{level: <7} {name}: {message}", colorize=False)
+        logger.add(out, level=level, format="{level: <7} {name}: {message}", colorize=False)
     # third-party INFO chatter (one line per HTTP request) only when debugging
     sdk_level = logging.DEBUG if level in ("TRACE", "DEBUG") else logging.WARNING
     logging.basicConfig(handlers=[_Intercept()], level=sdk_level, force=True)

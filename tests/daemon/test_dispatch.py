@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
+
+from loguru import logger
 
 from channels import ApprovalAnswer, Inbound
 from orchestrator.dispatch import Disposition, answer_approval, process_message
@@ -183,3 +186,25 @@ async def test_messages_during_shutdown_are_kept_for_the_next_start(
     async with running(path) as (_, terms):
         await terms["term"].screen.wait_for(lambda lines: "answered after restart" in lines)
     assert contents(fake_llm, 0) == ["arrived while stopping"]
+
+
+async def test_each_answered_turn_is_one_log_line_without_the_message_text(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    records: list[dict[str, Any]] = []
+    sink = logger.add(lambda message: records.append(message.record), level="INFO")
+    try:
+        path = write_config(daemon_toml(fake_llm, agent_extra='[agents.helper.approval]\nauto_approve = ["list_dir"]\n'))
+        fake_llm.script(tool_call("list_dir", {"path": "."}), text("all listed"))
+        async with running(path) as (_, terms):
+            terms["term"].type("my secret question")
+            await terms["term"].screen.wait_for(lambda lines: "all listed" in lines)
+    finally:
+        logger.remove(sink)
+    (turn,) = [r for r in records if r["message"].startswith("turn ")]
+    assert {k: turn["extra"][k] for k in ("channel", "chat", "sender", "agent", "stop", "tools")} == {
+        "channel": "term", "chat": "terminal", "sender": "alice", "agent": "helper", "stop": "completed",
+        "tools": "list_dir",
+    }
+    assert turn["message"].startswith("turn term:terminal from alice by helper: completed in ")
+    assert all("my secret question" not in r["message"] for r in records)
