@@ -27,7 +27,7 @@ from orchestrator.engine import TurnResult, run_tool_call_loop
 from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 from orchestrator.routing import match_route, session_key
-from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime
+from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime, SessionState
 from orchestrator.seam import build_channel
 from orchestrator.store import InboxRow
 
@@ -61,6 +61,7 @@ class Disposition(enum.Enum):
     COMMAND = "command"
     STOPPED = "stopped"
     NOT_ACCEPTING = "not_accepting"
+    BUSY = "busy"
     FAILED = "failed"
 
 
@@ -162,6 +163,11 @@ class Admitted:
     route: RouteConfig
     key: str
     command: str | None
+    # A chat message's place in its session (taken at admission, so a burst is counted in
+    # arrival order before any turn task runs); `process_message` releases it. None for commands.
+    state: SessionState | None = None
+    # Set instead of `state` when the session already has `max_queued_per_session` waiting.
+    busy: int | None = None
 
 
 def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitted | Disposition:
@@ -190,7 +196,14 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
         return Admitted(config=config, route=route, key=key, command=command)
     if not runtime.accepting:
         return Disposition.NOT_ACCEPTING
-    return Admitted(config=config, route=route, key=key, command=command if command in _COMMANDS else None)
+    if command in _COMMANDS:
+        return Admitted(config=config, route=route, key=key, command=command)
+    state = runtime.session(key)
+    waiting = state.users - 2  # besides this message, one is running or about to
+    if waiting >= config.daemon.max_queued_per_session:
+        runtime.release(state)
+        return Admitted(config=config, route=route, key=key, command=None, busy=waiting)
+    return Admitted(config=config, route=route, key=key, command=None, state=state)
 
 
 async def process_message(
@@ -211,6 +224,14 @@ async def process_message(
             return outcome
         admitted = outcome
     config, route, key = admitted.config, admitted.route, admitted.key
+    if admitted.busy is not None:
+        runtime.store.mark(inbound.channel, inbound.event_id, "done")
+        note = (
+            f"I still have {admitted.busy} of your messages to answer, so I did not take this one. "
+            "Please send it again once I have caught up (or /stop the current answer)."
+        )
+        await _reply(runtime, inbound, note)
+        return Disposition.BUSY
     if admitted.command in _INSTANT_COMMANDS:
         runtime.store.mark(inbound.channel, inbound.event_id, "done")
         await _command(runtime, inbound, key, admitted.command)
@@ -218,7 +239,9 @@ async def process_message(
     if admitted.command == "/sop":
         await _sop_command(runtime, config, route, inbound, key)
         return Disposition.COMMAND
-    state = runtime.session(key)
+    state = admitted.state
+    if state is None:  # admit gives every chat message one
+        raise RuntimeError(f"message {inbound.event_id} was admitted without its session place")
     try:
         async with state.lock:
             if not runtime.accepting:  # stopping: leave it pending for the next start
@@ -228,10 +251,7 @@ async def process_message(
             except Exception as exc:  # a bug in one turn must not leave the user in silence
                 logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
                 runtime.store.mark(inbound.channel, inbound.event_id, "done")
-                handle = runtime.channels.get(inbound.channel)
-                if handle is not None:
-                    note = "Sorry, something went wrong while answering; the error is logged."
-                    await _send(handle.adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=note))
+                await _reply(runtime, inbound, "Sorry, something went wrong while answering; the error is logged.")
                 return Disposition.FAILED
     finally:
         runtime.release(state)
@@ -392,6 +412,13 @@ async def _keep_typing(adapter: ChannelAdapter, inbound: Inbound, after_s: float
         except ChannelError as exc:
             logger.debug("typing indicator failed: {}", exc)
         await asyncio.sleep(_TYPING_EVERY_S)
+
+
+async def _reply(runtime: Runtime, inbound: Inbound, text: str) -> None:
+    """Tell the chat `inbound` came from (nothing when its channel is gone)."""
+    handle = runtime.channels.get(inbound.channel)
+    if handle is not None:
+        await _send(handle.adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
 
 
 async def _send(adapter: ChannelAdapter, message: Outbound) -> None:

@@ -50,6 +50,8 @@ class DaemonConfig(_Model):
     shutdown_grace_s: float = Field(default=30.0, ge=0)
     # how deep `delegate` calls may nest (a top-level turn is depth 0)
     max_delegation_depth: int = Field(default=3, ge=1, le=10)
+    # chat messages that may wait behind a session's running turn; more are answered "busy"
+    max_queued_per_session: int = Field(default=10, ge=1)
 
 
 class ProviderConfig(_Model):

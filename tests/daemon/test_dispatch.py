@@ -9,7 +9,7 @@ from typing import Any
 from loguru import logger
 
 from channels import ApprovalAnswer, Inbound
-from orchestrator.dispatch import Disposition, answer_approval, process_message
+from orchestrator.dispatch import Disposition, answer_approval, deliver, process_message
 from orchestrator.store import AuditLog
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running
@@ -208,3 +208,22 @@ async def test_each_answered_turn_is_one_log_line_without_the_message_text(
     }
     assert turn["message"].startswith("turn term:terminal from alice by helper: completed in ")
     assert all("my secret question" not in r["message"] for r in records)
+
+
+async def test_a_burst_beyond_the_session_queue_is_answered_busy_and_never_run(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    path = write_config(daemon_toml(fake_llm).replace("[agents.helper]", "[daemon]\nmax_queued_per_session = 2\n\n[agents.helper]"))
+    fake_llm.latency_s = 0.2  # the first turn is still running while the burst arrives
+    fake_llm.script(*(text(f"answer {i}") for i in range(3)))
+    burst = [Inbound(channel="term", chat="terminal", sender="alice", text=f"q{i}", event_id=f"b{i}") for i in range(5)]
+    async with running(path) as (runtime, terms):
+        for inbound in burst:  # as an adapter delivers: each admitted before any turn starts
+            await deliver(runtime, inbound)
+        lines = await terms["term"].screen.wait_for(lambda ls: "answer 2" in ls)
+        busy = [line for line in lines if line.startswith("I still have 2 of your messages to answer")]
+        assert len(busy) == 2  # q3 and q4
+        assert await process_message(runtime, burst[3]) is Disposition.DUPLICATE  # done, not pending
+        await asyncio.sleep(0.3)
+    assert [contents(fake_llm, i)[-1] for i in range(3)] == ["q0", "q1", "q2"]
+    assert len(fake_llm.requests) == 3
