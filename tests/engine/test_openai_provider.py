@@ -174,14 +174,17 @@ async def test_dynamic_reply_sees_the_request(fake: FakeOpenAI) -> None:
     assert completion.text == "m: hi"
 
 
-async def test_unreachable_port_raises_provider_unavailable() -> None:
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_unreachable_port_raises_provider_unavailable(streamed: bool) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
     async with _provider(url) as provider:
         with pytest.raises(ProviderUnavailable) as caught:
-            await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+            await provider.complete(
+                model="m", messages=USER, tools=(), temperature=None, on_text=Pieces() if streamed else None
+            )
     assert caught.value.url == url
     assert url in str(caught.value)
 
@@ -248,17 +251,6 @@ async def test_streamed_server_error_raises_the_same_provider_error(fake: FakeOp
     assert caught.value.reason == "HTTP 500: model crashed"
     assert len(fake.requests) == 3  # retried like an unstreamed request
     assert sink.pieces == []
-
-
-async def test_streamed_request_to_an_unreachable_port_raises_provider_unavailable() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/v1"
-    async with _provider(url) as provider:
-        with pytest.raises(ProviderUnavailable) as caught:
-            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=Pieces())
-    assert caught.value.url == url
 
 
 async def test_stream_cut_off_mid_answer_raises_provider_unavailable_after_the_pieces_so_far(
