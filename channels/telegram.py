@@ -48,7 +48,7 @@ from channels.base import (
     Outbound,
     Ready,
 )
-from channels.chunking import chunk_text
+from channels.telegram_format import plain, render
 from channels.telegram_http import AiohttpRequest
 from orchestrator.config import SecretRef
 from orchestrator.config.channels import TelegramChannelConfig
@@ -133,17 +133,26 @@ class TelegramAdapter:
             await self._poll(deliver, ready)
 
     async def send(self, message: Outbound) -> None:
-        """Send `message.text` in chunks of at most 4096 UTF-16 units, retrying rate limits."""
+        """Send `message.text` in chunks of at most 4096 UTF-16 units, retrying rate limits.
+
+        With `format = "markdown"` (the default) the text is rendered as Markdown through
+        message entities (`channels.telegram_format`); with "plain" it is sent as written.
+        """
         reply = None
         if message.reply_to is not None and message.reply_to.isdigit():
             reply = ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
-        for chunk in _chunks(message.text):
+        if self._config.format == "markdown":
+            parts = render(message.text, MAX_MESSAGE_CHARS)
+        else:
+            parts = plain(message.text, MAX_MESSAGE_CHARS)
+        for chunk, entities in parts:
             await self._call(
                 "sendMessage",
                 functools.partial(
                     self._bot.send_message,
                     chat_id=_chat_id(message.chat),
                     text=chunk,
+                    entities=entities or None,
                     message_thread_id=_thread_id(message.thread),
                     reply_parameters=reply,
                 ),
@@ -375,12 +384,6 @@ def create(name: str, config: TelegramChannelConfig, *, secrets: Callable[[Secre
         return TelegramAdapter(name=name, config=config, token=token, webhook_secret=webhook_secret)
     except InvalidToken as exc:  # PTB refuses an empty token before any request
         raise ChannelAuthError(name, f"invalid bot token: {exc.message}") from exc
-
-
-def _chunks(text: str) -> list[str]:
-    # Telegram's limit is in UTF-16 units; astral characters (emoji) count twice.
-    astral = len(text.encode("utf-16-le")) // 2 != len(text)
-    return chunk_text(text, MAX_MESSAGE_CHARS // 2 if astral else MAX_MESSAGE_CHARS)
 
 
 def _chat_id(chat: str) -> int | str:

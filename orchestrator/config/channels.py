@@ -42,6 +42,8 @@ class TelegramChannelConfig(_ChannelModel):
     webhook_port: int = Field(default=8443, ge=1, le=65535)
     webhook_secret: SecretRef | None = None
     poll_timeout_s: float = Field(default=30.0, ge=0)
+    # how replies are shown: Markdown rendered through message entities, or the text as written
+    format: Literal["markdown", "plain"] = "markdown"
 
 
 class SlackChannelConfig(_ChannelModel):

@@ -129,19 +129,43 @@ async def test_undelivered_update_is_fetched_again_after_restart(
     assert again.event_id == seen[0].event_id == str(update["update_id"])
 
 
-async def test_send_chunks_to_the_limit_and_keeps_code_fences(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:
-    code = "\n".join(f"print({i})  # line {i:04d} " + "x" * 40 for i in range(150))
-    text = "Here you go:\n\n```python\n" + code + "\n```\n\nDone."
-    await make_adapter().send(Outbound(chat="42", text=text, thread="9", reply_to="77"))
-    sent = fake.sent
+LONG_CODE = "\n".join(f"print({i})  # line {i:04d} " + "x" * 40 for i in range(150))
+LONG_ANSWER = "Here **you** go:\n\n```python\n" + LONG_CODE + "\n```\n\nDone."
+
+
+async def test_send_renders_markdown_as_entities_split_at_the_limit(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    await make_adapter().send(Outbound(chat="42", text=LONG_ANSWER, thread="9", reply_to="77"))
+    sent = fake.sent  # the fake refuses entities outside their text, as Telegram does
     assert len(sent) >= 3
     assert all(len(m["text"]) <= 4096 for m in sent)
-    assert all(m["text"].count("```") % 2 == 0 for m in sent), "every chunk must close its fence"
-    assert all(m["text"].startswith("```python") for m in sent[1:])
+    assert "```" not in "".join(m["text"] for m in sent) and "**" not in sent[0]["text"]
+    assert sent[0]["text"].startswith("Here you go:")
+    assert {"type": "bold", "offset": 5, "length": 3} in sent[0]["entities"]
+    # the code block is code in every message it spans, never cut mid-line
+    for message in sent[1:-1]:
+        (pre,) = [e for e in message["entities"] if e["type"] == "pre"]
+        assert (pre["offset"], pre["language"]) == (0, "python")
+        assert message["text"].startswith("print(")
+    code = "".join(m["text"][e["offset"] : e["offset"] + e["length"]] for m in sent for e in m["entities"] if e["type"] == "pre")
+    assert code.replace("\n", "") == LONG_CODE.replace("\n", "")
     assert [m["chat_id"] for m in sent] == [42] * len(sent)
     assert [m["message_thread_id"] for m in sent] == [9] * len(sent)
     assert sent[0]["reply_parameters"]["message_id"] == 77
     assert all("reply_parameters" not in m for m in sent[1:])
+
+
+async def test_plain_format_sends_the_text_as_written_and_keeps_code_fences(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    await make_adapter(format="plain").send(Outbound(chat="42", text=LONG_ANSWER))
+    sent = fake.sent
+    assert len(sent) >= 3 and all("entities" not in m for m in sent)
+    assert all(len(m["text"]) <= 4096 for m in sent)
+    assert all(m["text"].count("```") % 2 == 0 for m in sent), "every chunk must close its fence"
+    assert all(m["text"].startswith("```python") for m in sent[1:])
+    assert sent[0]["text"].startswith("Here **you** go:")
     joined = "\n".join(m["text"] for m in sent)
     assert all(f"# line {i:04d}" in joined for i in range(150))
 

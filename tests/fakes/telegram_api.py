@@ -46,6 +46,13 @@ _RAW_STRINGS: Final = frozenset(
     {"text", "caption", "url", "secret_token", "callback_query_id", "action", "parse_mode", "data"}
 )
 _WEBHOOK_RETRY_S: Final = 0.05
+_ENTITY_TYPES: Final = frozenset(
+    {
+        "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold", "italic",
+        "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote", "code", "pre",
+        "text_link", "text_mention", "custom_emoji",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -359,8 +366,14 @@ class FakeTelegram:
         text = params.get("text")
         if not isinstance(text, str) or not text.strip():
             return _error(400, "Bad Request: message text is empty")
-        if len(text.encode("utf-16-le")) // 2 > MAX_TEXT_UTF16:
+        units = len(text.encode("utf-16-le")) // 2
+        if units > MAX_TEXT_UTF16:
             return _error(400, "Bad Request: message is too long")
+        entities = params.get("entities") or []
+        for entity in entities:  # as Telegram: each span inside the text (UTF-16 units), a known type
+            offset, length = entity.get("offset", -1), entity.get("length", 0)
+            if entity.get("type") not in _ENTITY_TYPES or offset < 0 or length < 1 or offset + length > units:
+                return _error(400, f"Bad Request: can't parse entities: bad entity {entity}")
         chat_id = int(params["chat_id"])
         message: dict[str, Any] = {
             "message_id": next(self._message_ids),
@@ -373,6 +386,8 @@ class FakeTelegram:
             message |= {"message_thread_id": int(params["message_thread_id"]), "is_topic_message": True}
         if params.get("reply_markup") is not None:
             message["reply_markup"] = params["reply_markup"]
+        if entities:
+            message["entities"] = entities
         self._messages[message["message_id"]] = (bot.token, message)
         return _ok(message)
 
