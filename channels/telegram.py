@@ -146,17 +146,21 @@ class TelegramAdapter:
         else:
             parts = plain(message.text, MAX_MESSAGE_CHARS)
         for chunk, entities in parts:
-            await self._call(
-                "sendMessage",
-                functools.partial(
-                    self._bot.send_message,
-                    chat_id=_chat_id(message.chat),
-                    text=chunk,
-                    entities=entities or None,
-                    message_thread_id=_thread_id(message.thread),
-                    reply_parameters=reply,
-                ),
+            send = functools.partial(
+                self._bot.send_message,
+                chat_id=_chat_id(message.chat),
+                text=chunk,
+                message_thread_id=_thread_id(message.thread),
+                reply_parameters=reply,
             )
+            try:
+                await self._call("sendMessage", functools.partial(send, entities=entities or None))
+            except ChannelError as exc:
+                if not entities or not isinstance(exc.__cause__, BadRequest):
+                    raise
+                # formatting Telegram would not take must not cost the reply: send it unformatted
+                logger.warning("channel {}: formatting refused ({}); sending plain text", self.name, exc.reason)
+                await self._call("sendMessage", send)
             reply = None  # only the first chunk answers the user's message
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:

@@ -26,6 +26,7 @@ __all__ = ["Rendered", "plain", "render"]
 Rendered = list[tuple[str, tuple[MessageEntity, ...]]]
 
 _ENTITY_FIELDS: Final = ("url", "language", "custom_emoji_id")
+_LINK_SCHEMES: Final = ("http://", "https://", "tg://")
 
 
 def render(markdown: str, limit: int) -> Rendered:
@@ -44,13 +45,19 @@ def render(markdown: str, limit: int) -> Rendered:
         return plain(markdown, limit)
     if not parts:  # only whitespace or markup that renders as nothing
         return plain(markdown, limit)
-    return [(part, tuple(_entity(e) for e in spans)) for part, spans in parts]
+    return [(part, tuple(_entity(e) for e in spans if _sendable(e))) for part, spans in parts]
 
 
 def plain(text: str, limit: int) -> Rendered:
     """Return `text` as it is, in chunks of at most `limit` UTF-16 units, without entities."""
     astral = len(text.encode("utf-16-le")) // 2 != len(text)
     return [(chunk, ()) for chunk in chunk_text(text, limit // 2 if astral else limit)]
+
+
+def _sendable(span: Any) -> bool:
+    # Telegram refuses the whole message for a link it cannot open (a relative path, a
+    # mailto:, ...); such a link is shown as its text alone.
+    return span.type != "text_link" or str(span.url or "").startswith(_LINK_SCHEMES)
 
 
 def _entity(span: Any) -> MessageEntity:

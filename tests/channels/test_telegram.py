@@ -316,3 +316,23 @@ async def test_webhook_mode_without_secret_is_refused(fake: FakeTelegram, make_a
     with pytest.raises(ChannelAuthError, match="webhook_secret"):
         await adapter.run(Inbox(), lambda: None)
     assert fake.calls("setWebhook") == []
+
+
+async def test_links_telegram_cannot_open_are_shown_as_text(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:
+    text = "See [the docs](https://example.org/docs), [notes](./notes.md) and [mail](mailto:a@b.c)."
+    await make_adapter().send(Outbound(chat="42", text=text))
+    (sent,) = fake.sent  # the fake refuses a text_link it could not open, as Telegram does
+    assert sent["text"].rstrip() == "See the docs, notes and mail."
+    assert sent["entities"] == [{"type": "text_link", "offset": 4, "length": 8, "url": "https://example.org/docs"}]
+
+
+async def test_formatting_telegram_refuses_is_sent_again_as_plain_text(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    fake.fail_next("sendMessage", status=400, description="Bad Request: can't parse entities: unsupported")
+    await make_adapter().send(Outbound(chat="42", text="Some **bold** words", reply_to="5"))
+    refused, resent = fake.calls("sendMessage")
+    assert refused["entities"] == [{"type": "bold", "offset": 5, "length": 4}]
+    assert resent["text"] == refused["text"] and "entities" not in resent
+    assert resent["reply_parameters"]["message_id"] == 5
+    assert [m["text"] for m in fake.sent] == [resent["text"]]

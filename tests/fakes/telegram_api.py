@@ -46,6 +46,7 @@ _RAW_STRINGS: Final = frozenset(
     {"text", "caption", "url", "secret_token", "callback_query_id", "action", "parse_mode", "data"}
 )
 _WEBHOOK_RETRY_S: Final = 0.05
+_LINK_SCHEMES: Final = ("http://", "https://", "tg://")
 _ENTITY_TYPES: Final = frozenset(
     {
         "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold", "italic",
@@ -374,6 +375,8 @@ class FakeTelegram:
             offset, length = entity.get("offset", -1), entity.get("length", 0)
             if entity.get("type") not in _ENTITY_TYPES or offset < 0 or length < 1 or offset + length > units:
                 return _error(400, f"Bad Request: can't parse entities: bad entity {entity}")
+            if entity["type"] == "text_link" and not str(entity.get("url", "")).startswith(_LINK_SCHEMES):
+                return _error(400, "Bad Request: can't parse entities: wrong HTTP URL")
         chat_id = int(params["chat_id"])
         message: dict[str, Any] = {
             "message_id": next(self._message_ids),
