@@ -116,7 +116,7 @@ class DiscordAdapter:
     `chat` is the channel id (for a thread, its parent channel's id, with `thread` = the
     thread's id); `sender` the author's user id; `event_id` the message id. Approval prompts
     carry Approve / Deny buttons (custom ids `ap:<request_id>:y|n`); a click is delivered as
-    an `ApprovalAnswer` and then acknowledged to Discord (a deferred update, type 6).
+    an `ApprovalAnswer`, acknowledged to Discord at once (a deferred update, type 6).
     """
 
     max_message_chars = MAX_MESSAGE_CHARS
@@ -367,19 +367,20 @@ class _GatewayClient(discord.Client):
             approved=match["answer"] == "y",
             chat=chat,
         )
+        # Acknowledge at once (a deferred update, type 6): Discord fails an interaction not
+        # answered within 3 s (10062), and what the press leads to (a reply in the chat, a
+        # turn resuming) may take longer. An approval answer is not durable state to lose.
+        try:
+            await interaction.response.defer()
+        except discord.DiscordException as exc:
+            logger.warning("channel {}: cannot acknowledge a button press: {}", self._orc_adapter.name, exc)
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._orc_pending.add(done)
         self._orc_inbox.put_nowait(_Delivery(answer, done))
         try:
-            delivered = await done
+            await done
         finally:
             self._orc_pending.discard(done)
-        if not delivered:
-            return  # no acknowledgement: the user's client says the interaction failed; they may retry
-        try:
-            await interaction.response.defer()  # type 6: acknowledged, the message stays as it is
-        except discord.DiscordException as exc:
-            logger.warning("channel {}: cannot acknowledge a button press: {}", self._orc_adapter.name, exc)
 
     def abandon_pending(self) -> None:
         """Cancel clicks still waiting for delivery (run is ending)."""

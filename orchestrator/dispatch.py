@@ -153,7 +153,9 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
     (tasks start in creation order and the session lock is FIFO).
     """
     if isinstance(item, ApprovalAnswer):
-        await answer_approval(runtime, item)
+        # Answered off the adapter's call: the platform wants a button press acknowledged
+        # within seconds (Slack and Discord: 3 s), and telling the presser may be slow.
+        runtime.spawn(answer_approval(runtime, item), name=f"answer:{item.request_id}")
         return
     admitted = admit(runtime, item)
     if isinstance(admitted, Admitted):
