@@ -44,6 +44,7 @@ __all__ = [
     "channel_secret_problems",
     "deliver",
     "deliver_reply",
+    "fit_reply",
     "process_message",
     "replay_unfinished",
     "start_channels",
@@ -307,10 +308,21 @@ async def _run_turn(
         if result is None:
             await deliver_reply(runtime, inbound, "Stopped.", reply_to=False)
             return Disposition.STOPPED
-        await deliver_reply(runtime, inbound, result.text or "(no reply)")
+        await deliver_reply(runtime, inbound, fit_reply(result.text or "(no reply)", config.daemon.max_reply_chars))
         return Disposition.ANSWERED
     finally:
         runtime.turn_finished()
+
+
+def fit_reply(text: str, limit: int) -> str:
+    """Return `text`, or its first `limit` characters (cut at a line or word) and a note."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind("\n"), head.rfind(" "))
+    if cut >= limit - 500:  # a nearby boundary; else cut mid-word rather than lose much
+        head = head[:cut]
+    return f"{head.rstrip()}\n\n[The reply was cut here: {len(text):,} characters, the first {len(head):,} shown.]"
 
 
 async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: bool = True, sent: int = 0) -> bool:

@@ -151,3 +151,17 @@ async def test_a_drain_waits_for_the_reply_it_is_sending(
         runtime.accepting = False  # what SIGTERM does, then the drain
         assert await runtime.drain(10)
         assert delivered(tg) == ["m: hello"]  # sent before the drain returned, not cancelled
+
+
+async def test_a_huge_answer_is_cut_with_a_note_not_sent_as_hundreds_of_messages(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    fake_llm.script(text("word " * 200_000))  # a 1 MB answer
+    async with started(write_config(bot_toml(fake_llm, tg))) as runtime:
+        tg.push_message(5, 5, "say a lot")
+        await tg.wait_for(lambda: delivered(tg) and "cut here" in delivered(tg)[-1], timeout=30)
+        await runtime.drain(10)
+    sent = delivered(tg)
+    assert len(sent) == 5  # 20,000 characters in 4,096-unit messages
+    assert sum(t.count("word") for t in sent) == 4_000
+    assert sent[-1].endswith("[The reply was cut here: 1,000,000 characters, the first 19,999 shown.]")
