@@ -181,10 +181,9 @@ def _cmd_route(args: argparse.Namespace) -> int:
     else:
         shown: dict[str, object] = {"route": None, "explain": lines}
         if match is not None:
-            route = match.route
             shown |= {
-                "route": match.index, "session": route.session, "approvers": list(route.approvers),
-                **resolve_chat_commands(config, route).describe(args.sender),
+                "route": match.index, "session": match.route.session,
+                **resolve_chat_commands(config, match.route).describe(args.sender),
             }
         print(json.dumps(shown, indent=2))
     return 0 if match is not None else 1

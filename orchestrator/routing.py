@@ -41,11 +41,12 @@ def explain_route(config: Config, *, channel: str, chat: str, sender: str) -> li
     for index, route in enumerate(config.routes):
         why = _why_not(route, channel=channel, chat=chat, sender=sender)
         if why is None:
+            commands = resolve_chat_commands(config, route)
             lines.append(
                 f"routes[{index}]: matches -> agent {route.agent!r}, session {route.session}"
-                + (f", approvers {list(route.approvers)}" if route.approvers else "")
+                + (f", approvers {sorted(commands.approvers)}" if commands.approvers else "")
             )
-            lines.extend(_explain_commands(resolve_chat_commands(config, route), sender))
+            lines.extend(_explain_commands(commands, sender))
             return lines
         lines.append(f"routes[{index}]: skipped ({why})")
     lines.append("no route matches: the message would be ignored and logged")

@@ -59,6 +59,7 @@ class ChatCommands:
         """Return the grant for `requester` as plain data (for `orchestrator route --json`)."""
         return {
             "agent": self.agent,
+            "approvers": sorted(self.approvers),
             "commands": list(self.commands),
             "sops": {
                 name: {
