@@ -91,7 +91,10 @@ def _names(execution: ResolvedAgentExecution, *sources: ToolSource) -> list[str]
 
 
 def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> dict[str, Value]:
-    """Return each grid setting's value on `execution` (lists are the narrowable ones)."""
+    """Return each grid setting's value on `execution` (lists are the narrowable ones).
+
+    All but `sop_reach`, which is the routes' (see `parity_matrix`), not the execution's.
+    """
     described = execution.describe()
     approval = dict(execution.approvals.describe())
     deferred = execution.tools.deferred
@@ -244,7 +247,8 @@ def agent_matrix(config: Config, agent: str, services: Services) -> dict[str, di
 
     The delegate and SOP columns run under a parent (an agent that delegates to `agent`, else
     the agent itself) with the ceiling a delegate call gets at the parent's first iteration;
-    the schedule column uses the `tools` of the agent's first schedule that narrows.
+    the schedule column uses the `tools` of the agent's first schedule that narrows. The
+    `sop_reach` baseline is the `sops` of the routes to `agent`, as written.
     """
     from orchestrator.errors import UnknownAgent
     from orchestrator.seam.delegation import _UNCAPPED
