@@ -497,6 +497,12 @@ class ChannelApprover:
             refusal=self.refusal(request),
         )
         try:
+            if self.inbound.sender not in allowed:  # say who decides before the buttons appear
+                note = (
+                    f"Approval {request.request_id} is for agent {request.agent!r}: only a route approver "
+                    f"({', '.join(sorted(allowed))}) can answer it."
+                )
+                await _send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=note))
             await self.adapter.prompt_approval(
                 ApprovalPrompt(
                     request_id=request.request_id,

@@ -132,6 +132,7 @@ async def test_another_agents_step_is_approved_by_the_route_approvers_only(
         prompt = next(p for p in tg.calls("sendMessage") if "reply_markup" in p)
         assert prompt["chat_id"] == GROUP and "file_write" in prompt["text"]
         request = prompt["text"].split("/approve ")[1].split()[0]
+        assert f"Approval {request} is for agent 'ops': only a route approver ({APPROVER}) can answer it." in said(tg)
         refused = "Only a route approver can answer this approval: it is for a step of agent 'ops'."
         tg.press_button(STRANGER, "Approve")  # the requester's own button press ...
         await tg.wait_for(lambda: said(tg).count(refused) == 1, timeout=10)
