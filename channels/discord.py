@@ -32,10 +32,12 @@ from channels.base import (
     ApprovalPrompt,
     ChannelAuthError,
     ChannelError,
+    ChannelRefused,
     Deliver,
     Inbound,
     Outbound,
     Ready,
+    ReplyProgress,
     parse_approval_command,
 )
 from channels.chunking import chunk_text
@@ -243,10 +245,12 @@ class DiscordAdapter:
 
     # -- sending ---------------------------------------------------------------------------
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None:
         """Post `message.text` in chunks of at most 2,000 characters (the first one replying
-        to `reply_to` when given). discord.py waits out 429s (retry_after, up to 5 tries,
-        each wait at most 30 s); raises `ChannelError` when it gives up."""
+        to `reply_to` when given), skipping the chunks `progress` counts as accepted.
+        discord.py waits out 429s (retry_after, up to 5 tries, each wait at most 30 s);
+        raises `ChannelError` when it gives up, `ChannelRefused` for a 4xx."""
+        skip = progress.done if progress is not None else 0
         channel = self._channel(message.chat, message.thread)
         reference = (
             discord.MessageReference(message_id=int(message.reply_to), channel_id=channel.id, fail_if_not_exists=False)
@@ -254,8 +258,12 @@ class DiscordAdapter:
             else None
         )
         for index, chunk in enumerate(chunk_text(message.text, MAX_MESSAGE_CHARS)):
+            if index < skip:
+                continue
             kwargs: dict[str, Any] = {"reference": reference} if index == 0 and reference is not None else {}
             await self._call("send a message", channel.send(chunk, **kwargs))
+            if progress is not None:
+                progress.advance()
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat or thread."""
@@ -442,4 +450,6 @@ def _http_error(name: str, what: str, exc: discord.HTTPException) -> ChannelErro
     reason = f"cannot {what}: HTTP {exc.status} {exc.text or ''}".rstrip()
     if exc.status == 401:
         return ChannelAuthError(name, f"Discord rejected the bot token ({reason})")
+    if 400 <= exc.status < 500 and exc.status != 429:  # refused: the same request fails again
+        return ChannelRefused(name, reason)
     return ChannelError(name, reason)

@@ -31,7 +31,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ChatType
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
+from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
 if TYPE_CHECKING:
@@ -43,10 +43,12 @@ from channels.base import (
     ChannelAdapter,
     ChannelAuthError,
     ChannelError,
+    ChannelRefused,
     Deliver,
     Inbound,
     Outbound,
     Ready,
+    ReplyProgress,
 )
 from channels.telegram_format import plain, render
 from channels.telegram_http import AiohttpRequest
@@ -132,20 +134,26 @@ class TelegramAdapter:
         else:
             await self._poll(deliver, ready)
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None:
         """Send `message.text` in chunks of at most 4096 UTF-16 units, retrying rate limits.
+
+        Chunks `progress` counts as accepted are skipped (a resumed reply); the first chunk
+        sent answers `reply_to` only when no chunk was accepted before.
 
         With `format = "markdown"` (the default) the text is rendered as Markdown through
         message entities (`channels.telegram_format`); with "plain" it is sent as written.
         """
+        skip = progress.done if progress is not None else 0
         reply = None
-        if message.reply_to is not None and message.reply_to.isdigit():
+        if message.reply_to is not None and message.reply_to.isdigit() and skip == 0:
             reply = ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
         if self._config.format == "markdown":
             parts = render(message.text, MAX_MESSAGE_CHARS)
         else:
             parts = plain(message.text, MAX_MESSAGE_CHARS)
-        for chunk, entities in parts:
+        for index, (chunk, entities) in enumerate(parts):
+            if index < skip:
+                continue
             send = functools.partial(
                 self._bot.send_message,
                 chat_id=_chat_id(message.chat),
@@ -162,6 +170,8 @@ class TelegramAdapter:
                 logger.warning("channel {}: formatting refused ({}); sending plain text", self.name, exc.reason)
                 await self._call("sendMessage", send)
             reply = None  # only the first chunk answers the user's message
+            if progress is not None:
+                progress.advance()
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat."""
@@ -376,7 +386,9 @@ class TelegramAdapter:
             except InvalidToken as exc:
                 reason = f"{action}: Telegram rejected the bot token ({exc.message})"
                 raise ChannelAuthError(self.name, reason) from exc
-            except TelegramError as exc:
+            except (BadRequest, Forbidden) as exc:  # a 4xx: the same request fails again
+                raise ChannelRefused(self.name, f"{action}: {exc.message}") from exc
+            except TelegramError as exc:  # network errors, timeouts, 5xx: a retry may work
                 raise ChannelError(self.name, f"{action}: {exc.message}") from exc
 
 

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import enum
 import json
+import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -16,8 +17,10 @@ from channels import (
     ApprovalAnswer,
     ApprovalPrompt,
     ChannelError,
+    ChannelRefused,
     Inbound,
     Outbound,
+    ReplyProgress,
     create_adapter,
 )
 from channels.supervisor import supervise
@@ -40,6 +43,7 @@ __all__ = [
     "admit",
     "channel_secret_problems",
     "deliver",
+    "deliver_reply",
     "process_message",
     "replay_unfinished",
     "start_channels",
@@ -51,6 +55,9 @@ _COMMANDS: Final = _INSTANT_COMMANDS | {SOP_COMMAND}
 _REFUSED: Final = "Only the person who asked, or a configured approver, can answer this approval."
 _T = TypeVar("_T")
 _PREVIEW_CHARS: Final = 300
+# Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
+_SEND_RETRY_FIRST_S: Final = 0.5
+_SEND_RETRY_CAP_S: Final = 15.0
 
 
 class Disposition(enum.Enum):
@@ -274,38 +281,85 @@ async def _run_turn(
     )
     runtime.store.mark(inbound.channel, inbound.event_id, "running")
     started = time.monotonic()
+    # In flight until the reply is sent (or kept for the next start), so a drain waits for
+    # the send too instead of cancelling a reply it already waited for.
     runtime.turn_started()
     try:
-        async with asyncio.TaskGroup() as group:
-            turn = group.create_task(
-                run_tool_call_loop(
-                    execution, entry.transcript, inbound.text, approver=approver,
-                    actor=f"{inbound.channel}:{inbound.sender}",
+        try:
+            async with asyncio.TaskGroup() as group:
+                turn = group.create_task(
+                    run_tool_call_loop(
+                        execution, entry.transcript, inbound.text, approver=approver,
+                        actor=f"{inbound.channel}:{inbound.sender}",
+                    )
                 )
-            )
-            state.current = turn
-            typing = group.create_task(_keep_typing(adapter, inbound, handle.settings.typing_after_s))
-            try:
-                result = await _stoppable(turn)
-            finally:
-                typing.cancel()
-    except asyncio.CancelledError:
-        # the daemon is stopping: keep what the turn did; the row stays "running" so the
-        # next start closes it and tells the user (the adapters are already stopped now)
+                state.current = turn
+                typing = group.create_task(_keep_typing(adapter, inbound, handle.settings.typing_after_s))
+                try:
+                    result = await _stoppable(turn)
+                finally:
+                    typing.cancel()
+        except asyncio.CancelledError:
+            # the daemon is stopping: keep what the turn did; the row stays "running" so the
+            # next start closes it and tells the user (the adapters are already stopped now)
+            runtime.persist(entry, keep=keep)
+            raise
+        finally:
+            state.current = None
         runtime.persist(entry, keep=keep)
-        raise
+        _log_turn(inbound, route.agent, result, time.monotonic() - started)
+        if result is None:
+            await deliver_reply(runtime, inbound, "Stopped.", reply_to=False)
+            return Disposition.STOPPED
+        await deliver_reply(runtime, inbound, result.text or "(no reply)")
+        return Disposition.ANSWERED
     finally:
-        state.current = None
         runtime.turn_finished()
-    runtime.persist(entry, keep=keep)
-    runtime.store.mark(inbound.channel, inbound.event_id, "done")
-    _log_turn(inbound, route.agent, result, time.monotonic() - started)
-    if result is None:
-        await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text="Stopped."))
-        return Disposition.STOPPED
-    reply = result.text or "(no reply)"
-    await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=reply, reply_to=inbound.message_id))
-    return Disposition.ANSWERED
+
+
+async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: bool = True, sent: int = 0) -> bool:
+    """Send the reply to `inbound` under the durability protocol; True once it is finished.
+
+    The row is `replying` (with the text) before the first chunk goes out and records every
+    chunk the platform accepts, so a restart sends only the rest; it is `done` only after
+    the last chunk. Faults a retry may fix (5xx, network, timeouts) are retried with capped
+    backoff plus jitter for up to `[daemon] reply_deadline_s`; past that, or when the
+    channel is gone, the reply is kept for the next start. A refused send (a 4xx) is not
+    retried: the row is finished and the refusal logged.
+    """
+    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
+    if sent == 0:
+        store.begin_reply(channel, event_id, text)
+    progress = ReplyProgress(sent, on_advance=lambda done: store.reply_progress(channel, event_id, done))
+    message = Outbound(
+        chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id if reply_to else None
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + runtime.config.daemon.reply_deadline_s
+    delay = _SEND_RETRY_FIRST_S
+    while True:
+        handle = runtime.channels.get(channel)
+        if handle is None:
+            logger.warning("channel {} is gone; the reply to {} is kept for the next start", channel, event_id)
+            return False
+        try:
+            await handle.adapter.send(message, progress=progress)
+        except ChannelRefused as exc:
+            logger.error("{} refused the reply to {} in chat {}: {}", channel, event_id, inbound.chat, exc.reason)
+        except ChannelError as exc:
+            if loop.time() + delay > deadline:
+                logger.error(
+                    "could not send the reply to {} in chat {} ({}); it is kept and sent after the next start",
+                    event_id, inbound.chat, exc.reason,
+                )
+                return False
+            wait = delay * random.uniform(0.5, 1.0)
+            logger.warning("sending the reply to {} failed ({}); retrying in {:.1f}s", event_id, exc.reason, wait)
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, _SEND_RETRY_CAP_S)
+            continue
+        store.mark(channel, event_id, "done")
+        return True
 
 
 def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:
@@ -569,14 +623,23 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
         if row.state == "pending":
             runtime.spawn(process_message(runtime, inbound, replay=True), name=f"replay:{row.event_id}")
             continue
-        runtime.store.mark(row.channel, row.event_id, "interrupted")
+        if row.state == "replying" and row.reply is not None:  # the turn finished; send the rest
+            runtime.spawn(_resume_reply(runtime, inbound, row.reply, sent=row.sent), name=f"resend:{row.event_id}")
+            continue
+        # The turn itself was cut off: its notice is this message's reply, under the same
+        # protocol, so it is sent once even if this start is killed too.
         preview = inbound.text if len(inbound.text) <= 80 else inbound.text[:77] + "..."
-        await _send(
-            runtime.channels[inbound.channel].adapter,
-            Outbound(
-                chat=inbound.chat,
-                thread=inbound.thread,
-                text=f"I was restarted while answering \"{preview}\" and could not finish. "
-                "Please send it again if you still need it.",
-            ),
+        notice = (
+            f"I was restarted while answering \"{preview}\" and could not finish. "
+            "Please send it again if you still need it."
         )
+        runtime.spawn(_resume_reply(runtime, inbound, notice, sent=0, notice=True), name=f"notice:{row.event_id}")
+
+
+async def _resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False) -> None:
+    """Send what the previous process owed `inbound` (counted in flight, like a turn)."""
+    runtime.turn_started()
+    try:
+        await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent)
+    finally:
+        runtime.turn_finished()

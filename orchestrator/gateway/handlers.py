@@ -130,7 +130,7 @@ async def _json(request: web.Request) -> Any:
     raw = await request.read()  # past client_max_size: 413 (HTTPRequestEntityTooLarge)
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth is bad input too
         raise web.HTTPBadRequest(text="the body must be JSON") from None
 
 

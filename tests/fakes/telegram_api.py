@@ -110,6 +110,7 @@ class FakeTelegram:
         self._chats: dict[int, dict[str, Any]] = {}
         self._messages: dict[int, tuple[str, dict[str, Any]]] = {}  # message_id -> (token, message)
         self._failures: dict[str, deque[_Failure]] = {}
+        self._delays: dict[str, deque[float]] = {}
         self._inflight: dict[int, web.Request] = {}  # id(request) -> request (unhashable)
         self._wake = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -266,17 +267,30 @@ class FakeTelegram:
         retry_after: float | None = None,
         description: str | None = None,
         times: int = 1,
+        after: int = 0,
     ) -> None:
-        """Answer the next `times` requests of `method` with an error (429 carries retry_after)."""
+        """Answer `times` requests of `method` with an error (429 carries retry_after), once
+        `after` more have been answered normally."""
         if status == 429 and retry_after is None:
             retry_after = 1
         failure = _Failure(status, retry_after, description, drop=False)
-        self._failures.setdefault(method, deque()).extend([failure] * times)
+        queue = self._failures.setdefault(method, deque())
+        queue.extend([_Failure(200, None, None, drop=False)] * after)  # answered normally
+        queue.extend([failure] * times)
 
     def drop_next(self, method: str, *, times: int = 1) -> None:
         """Close the connection of the next `times` requests of `method` without answering."""
         failure = _Failure(0, None, None, drop=True)
         self._failures.setdefault(method, deque()).extend([failure] * times)
+
+    def heal(self, method: str) -> None:
+        """Forget the faults still queued for `method`."""
+        self._failures.pop(method, None)
+        self._delays.pop(method, None)
+
+    def slow_next(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next `times` requests of `method` only after `seconds` (a slow Bot API)."""
+        self._delays.setdefault(method, deque()).extend([seconds] * times)
 
     def drop_connections(self) -> int:
         """Close the connection of every request still waiting (long polls); return how many."""
@@ -328,9 +342,12 @@ class FakeTelegram:
         bot = self._bots.get(call.token)
         if bot is None:
             return _error(401, "Unauthorized")
+        delays = self._delays.get(call.method)
+        if delays:
+            await asyncio.sleep(delays.popleft())
         failures = self._failures.get(call.method)
-        if failures:
-            failure = failures.popleft()
+        failure = failures.popleft() if failures else None
+        if failure is not None and failure.status != 200:  # 200: a normal answer before the faults
             if failure.drop:
                 if request.transport is not None:
                     request.transport.abort()

@@ -216,3 +216,13 @@ async def test_non_loopback_without_token_is_refused_by_check_and_at_start(
     async with serving(path) as (_, gw):
         status, body, _ = await call(gw, "GET", "/api/agents", headers={})
     assert status == 200 and len(body["agents"]) == 2
+
+
+async def test_json_nested_too_deep_to_parse_is_400_and_runs_nothing(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    async with serving(write(tmp_path, gateway_toml(fake_llm.base_url))) as (_, gw):
+        deep = '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        status, body, _ = await call(
+            gw, "POST", "/api/agents/ops/messages", data=deep, headers={**AUTH, "Content-Type": "application/json"}
+        )
+        assert (status, body["error"]) == (400, "bad_request")
+    assert fake_llm.requests == []
