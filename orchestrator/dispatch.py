@@ -31,7 +31,7 @@ from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 from orchestrator.routing import match_route, session_key
 from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime, SessionState
-from orchestrator.seam import build_channel
+from orchestrator.seam import SESSION_COMMANDS, SOP_COMMAND, ChatCommands, build_channel, resolve_chat_commands
 from orchestrator.store import InboxRow
 
 if TYPE_CHECKING:
@@ -51,8 +51,9 @@ __all__ = [
 ]
 
 _TYPING_EVERY_S: Final = 4.0
-_INSTANT_COMMANDS: Final = frozenset({"/new", "/stop"})
-_COMMANDS: Final = _INSTANT_COMMANDS | {"/sop"}
+_INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS)
+_COMMANDS: Final = _INSTANT_COMMANDS | {SOP_COMMAND}
+_REFUSED: Final = "Only the person who asked, or a configured approver, can answer this approval."
 _T = TypeVar("_T")
 _PREVIEW_CHARS: Final = 300
 # Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
@@ -246,7 +247,7 @@ async def process_message(
         runtime.store.mark(inbound.channel, inbound.event_id, "done")
         await _command(runtime, inbound, key, admitted.command)
         return Disposition.COMMAND
-    if admitted.command == "/sop":
+    if admitted.command == SOP_COMMAND:
         await _sop_command(runtime, config, route, inbound, key)
         return Disposition.COMMAND
     state = admitted.state
@@ -275,7 +276,12 @@ async def _run_turn(
     execution = build_channel(config, route.agent, runtime.services)
     keep = execution.knobs.max_history_messages
     entry = runtime.transcript(key, route.agent, keep=keep)
-    approver = ChannelApprover(runtime, adapter, inbound, route)
+    commands = resolve_chat_commands(config, route)
+    # A turn's approvals (its delegates' too, which the routed agent's policy granted) are the
+    # routed agent's: the requester or the route's approvers answer them.
+    approver = ChannelApprover(
+        runtime, adapter, inbound, answerers=lambda _: commands.answerers(route.agent, inbound.sender)
+    )
     runtime.store.mark(inbound.channel, inbound.event_id, "running")
     started = time.monotonic()
     # In flight until the reply is sent (or kept for the next start), so a drain waits for
@@ -395,9 +401,14 @@ async def _stoppable(turn: asyncio.Task[_T]) -> _T | None:
 
 
 async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inbound: Inbound, key: str) -> None:
-    """`/sop NAME [context]`: run an SOP in this chat's session; approvals are asked in the chat."""
+    """`/sop NAME [context]`: run an SOP the route grants in this chat's session.
+
+    Approvals are asked in the chat: the routed agent's steps answered by the requester or
+    the route's approvers, every other agent's steps by the route's approvers only (the seam's
+    `ChatCommands.answerers`). An SOP the route does not list never runs a step.
+    """
     from orchestrator.policy import Interactivity
-    from orchestrator.sop import SopStatus, UnknownSop, run_sop
+    from orchestrator.sop import SopStatus, run_sop
 
     adapter = runtime.channels[inbound.channel].adapter
     parts = inbound.text.strip().split(maxsplit=2)
@@ -408,10 +419,19 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
     def done() -> None:
         runtime.store.mark(inbound.channel, inbound.event_id, "done")
 
-    if len(parts) < 2 or parts[1] not in config.sops:
+    commands = resolve_chat_commands(config, route)
+    if len(parts) < 2 or not commands.may_start(parts[1]):
         done()
-        await reply(str(UnknownSop(parts[1], sorted(config.sops))) if len(parts) > 1 else "Usage: /sop NAME [context]")
+        await reply(_not_available(parts[1] if len(parts) > 1 else None, commands))
         return
+
+    def answerers(request: ApprovalRequest) -> frozenset[str]:
+        return commands.answerers(request.agent, inbound.sender)
+
+    def refusal(request: ApprovalRequest) -> str:
+        if request.agent == route.agent:
+            return _REFUSED
+        return f"Only a route approver can answer this approval: it is for a step of agent {request.agent!r}."
     state = runtime.session(key)
     try:
         async with state.lock:
@@ -425,7 +445,7 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
                     task = group.create_task(
                         run_sop(
                             config, parts[1], services=runtime.services,
-                            approver=ChannelApprover(runtime, adapter, inbound, route),
+                            approver=ChannelApprover(runtime, adapter, inbound, answerers=answerers, refusal=refusal),
                             interactivity=Interactivity.CHANNEL_PROMPT,
                             context=parts[2] if len(parts) > 2 else "", initiator=route.agent,
                             actor=f"{inbound.channel}:{inbound.sender}", session=key,
@@ -450,6 +470,14 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
         await reply(result.output or "(no reply)")
     else:
         await reply(f"SOP {parts[1]!r} {result.status.value}: {result.message}")
+
+
+def _not_available(name: str | None, commands: ChatCommands) -> str:
+    """Answer a `/sop` this route does not grant, naming only the SOPs it does."""
+    here = f" (available here: {', '.join(commands.sops)})" if commands.sops else " (no SOP is available here)"
+    if name is None:
+        return "Usage: /sop NAME [context]" + here
+    return f"SOP {name!r} is not available here{here}."
 
 
 async def _command(runtime: Runtime, inbound: Inbound, key: str, command: str) -> None:
@@ -497,22 +525,52 @@ async def _send(adapter: ChannelAdapter, message: Outbound) -> None:
 
 
 class ChannelApprover:
-    """Asks in the chat the request came from; only the requester or route approvers answer."""
+    """Asks in the chat the request came from; only the senders `answerers` names may answer.
 
-    def __init__(self, runtime: Runtime, adapter: ChannelAdapter, inbound: Inbound, route: RouteConfig) -> None:
+    `answerers` is the route's decision (the seam's `ChatCommands.answerers`); when it names
+    nobody, nobody is asked and the call is not run ("no operator decided").
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        adapter: ChannelAdapter,
+        inbound: Inbound,
+        *,
+        answerers: Callable[[ApprovalRequest], frozenset[str]],
+        refusal: Callable[[ApprovalRequest], str] = lambda _: _REFUSED,
+    ) -> None:
         self.runtime, self.adapter, self.inbound = runtime, adapter, inbound
-        self.allowed = frozenset({inbound.sender, *route.approvers})
+        self.answerers, self.refusal = answerers, refusal
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        allowed = self.answerers(request)
+        if not allowed:
+            note = (
+                f"Approval {request.request_id} ({request.tool}) is for agent {request.agent!r}: only a route "
+                "approver may answer it and this route has none, so it was not run."
+            )
+            await _send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=note))
+            return ApprovalDecision(
+                verdict=Verdict.NO_DECISION, decided_by=None,
+                reason=f"only a route approver may approve agent {request.agent!r} here, and the route has none",
+            )
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self.runtime.approvals[request.request_id] = PendingApproval(
             channel=self.inbound.channel,
             chat=self.inbound.chat,
             thread=self.inbound.thread,
-            allowed=self.allowed,
+            allowed=allowed,
             future=future,
+            refusal=self.refusal(request),
         )
         try:
+            if self.inbound.sender not in allowed:  # say who decides before the buttons appear
+                note = (
+                    f"Approval {request.request_id} is for agent {request.agent!r}: only a route approver "
+                    f"({', '.join(sorted(allowed))}) can answer it."
+                )
+                await _send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=note))
             await self.adapter.prompt_approval(
                 ApprovalPrompt(
                     request_id=request.request_id,
@@ -552,7 +610,7 @@ async def answer_approval(runtime: Runtime, answer: ApprovalAnswer) -> None:
         return
     if answer.sender not in pending.allowed:
         logger.warning("{} may not answer approval {}", answer.sender, answer.request_id)
-        await tell("Only the person who asked, or a configured approver, can answer this approval.")
+        await tell(pending.refusal)
         return
     verdict = Verdict.APPROVED if answer.approved else Verdict.DENIED
     pending.future.set_result(
