@@ -14,6 +14,7 @@ import asyncio
 import datetime as dtm
 import functools
 import hmac
+import random
 import warnings
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
@@ -64,6 +65,9 @@ DEFAULT_API_BASE_URL: Final = "https://api.telegram.org"
 SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
 _ALLOWED_UPDATES: Final = ("message", "callback_query")
 _RATE_LIMIT_RETRIES: Final = 3
+# getUpdates failures retried in place (capped backoff) before the supervisor restarts the channel
+_POLL_RETRIES: Final = 4
+_POLL_RETRY_CAP_S: Final = 8.0
 _MAX_RETRY_AFTER_S: Final = 60.0  # a longer flood wait fails the send instead of stalling the turn
 _REQUEST_TIMEOUT_S: Final = 10.0
 _SEND_CONNECTIONS: Final = 100  # as aiohttp's default (Slack); replies beyond wait FIFO for one
@@ -234,16 +238,31 @@ class TelegramAdapter:
         timeout = dtm.timedelta(seconds=self._config.poll_timeout_s)
         self._polling = True
         try:
+            failures = 0
             while True:
-                updates = await self._call(
-                    "getUpdates",
-                    functools.partial(
-                        self._bot.get_updates,
-                        offset=self._offset,
-                        timeout=timeout,
-                        allowed_updates=list(_ALLOWED_UPDATES),
-                    ),
-                )
+                try:
+                    updates = await self._call(
+                        "getUpdates",
+                        functools.partial(
+                            self._bot.get_updates,
+                            offset=self._offset,
+                            timeout=timeout,
+                            allowed_updates=list(_ALLOWED_UPDATES),
+                        ),
+                    )
+                except ChannelRefused:
+                    raise  # e.g. 409: another poller holds this token; the supervisor reports it
+                except ChannelError as exc:
+                    # One bad answer (a proxy's HTML 502, a dropped connection) is one failed
+                    # call, not a lost channel: retry it here a few times before giving up.
+                    failures += 1
+                    if failures > _POLL_RETRIES:
+                        raise
+                    delay = min(_POLL_RETRY_CAP_S, 0.25 * 2**failures) * random.uniform(0.5, 1.0)
+                    logger.warning("channel {}: {}; polling again in {:.1f}s", self.name, exc.reason, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                failures = 0
                 for update in updates:
                     await self._handle(update, deliver)
                     self._offset = update.update_id + 1  # confirmed by the next getUpdates

@@ -73,6 +73,7 @@ class _Failure:
     retry_after: float | None
     description: str | None
     drop: bool
+    html: bool = False
 
 
 @dataclass(slots=True)
@@ -268,12 +269,14 @@ class FakeTelegram:
         description: str | None = None,
         times: int = 1,
         after: int = 0,
+        html: bool = False,
     ) -> None:
         """Answer `times` requests of `method` with an error (429 carries retry_after), once
-        `after` more have been answered normally."""
+        `after` more have been answered normally. `html`: the body is a proxy's HTML error
+        page, not Bot API JSON."""
         if status == 429 and retry_after is None:
             retry_after = 1
-        failure = _Failure(status, retry_after, description, drop=False)
+        failure = _Failure(status, retry_after, description, drop=False, html=html)
         queue = self._failures.setdefault(method, deque())
         queue.extend([_Failure(200, None, None, drop=False)] * after)  # answered normally
         queue.extend([failure] * times)
@@ -352,6 +355,9 @@ class FakeTelegram:
                 if request.transport is not None:
                     request.transport.abort()
                 await asyncio.Event().wait()  # the handler is cancelled as the connection closes
+            if failure.html:
+                page = f"<html><body><h1>{failure.status} Bad Gateway</h1>nginx</body></html>"
+                return web.Response(status=failure.status, text=page, content_type="text/html")
             return _error(failure.status, failure.description, retry_after=failure.retry_after)
         handler = _METHODS.get(call.method)
         if handler is None:
