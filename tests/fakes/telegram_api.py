@@ -65,6 +65,7 @@ class Call:
     payload: dict[str, Any]
     at: float
     status: int | None = None
+    answered_at: float | None = None  # when the answer was handed to the connection
 
 
 @dataclass(slots=True)
@@ -339,6 +340,7 @@ class FakeTelegram:
         finally:
             self._inflight.pop(id(request), None)
         call.status = response.status
+        call.answered_at = time.monotonic()
         return response
 
     async def _answer(self, request: web.Request, call: Call) -> web.Response:
@@ -348,6 +350,10 @@ class FakeTelegram:
         delays = self._delays.get(call.method)
         if delays:
             await asyncio.sleep(delays.popleft())
+            if request.transport is None or request.transport.is_closing():
+                # The client went away while the (slow) platform was still receiving: like
+                # Telegram, nothing was processed, so nothing was sent.
+                return web.Response(status=499)
         failures = self._failures.get(call.method)
         failure = failures.popleft() if failures else None
         if failure is not None and failure.status != 200:  # 200: a normal answer before the faults
