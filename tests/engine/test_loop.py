@@ -250,10 +250,17 @@ async def test_provider_down_is_a_user_facing_message(
 ) -> None:
     url = f"http://127.0.0.1:{unused_tcp_port}/v1"
     config = load(f'[providers.fake]\nbase_url = "{url}"\nmax_retries = 0\n[agents.a]\nprovider = "fake"\nmodel = "m"\n')
-    result = await turn(config, services)
+    transcript = Transcript(session="t")
+    result = await turn(config, services, transcript=transcript)
     assert result.stop is StopReason.PROVIDER_ERROR
-    assert url in (result.error or "")
-    assert result.text.startswith("Sorry, I could not get an answer from the model")
+    assert url in (result.error or "")  # the detail, for the operator-facing CLI only
+    assert result.incident is not None and len(result.incident) == 6
+    assert result.text == (
+        f"Sorry, the model provider failed (incident {result.incident}); "
+        "the operator can find the details in the log."
+    )
+    assert transcript.messages[-1] == {"role": "assistant", "content": result.text}
+    assert url not in str(transcript.messages)
 
 
 async def test_bad_arguments_are_tool_errors(
