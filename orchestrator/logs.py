@@ -61,5 +61,5 @@ def configure_logging(*, level: str, fmt: str, sink: TextIO | None = None) -> No
     sdk_level = logging.DEBUG if level in ("TRACE", "DEBUG") else logging.WARNING
     logging.basicConfig(handlers=[_Intercept()], level=sdk_level, force=True)
     # HTTP client request lines are noise at DEBUG too (the sink would redact their tokens)
-    for name in ("httpx", "httpx2", "httpcore"):
+    for name in ("httpx", "httpx2", "httpcore", "httpcore2"):
         logging.getLogger(name).setLevel(logging.WARNING)
