@@ -97,3 +97,4 @@ async def test_a_provider_echoing_its_key_never_reaches_the_chat_or_the_store(
     assert API_KEY not in log
     [line] = [ln for ln in log.splitlines() if ln.startswith("WARNING") and f"incident {found.group(1)}" in ln]
     assert fake_llm.base_url in line and "HTTP 401" in line and f"Incorrect API key provided: {MARKER}" in line
+    assert f"by ops: provider_error (incident {found.group(1)}) in " in log  # the turn's one INFO line
