@@ -2,8 +2,10 @@
 
 Every secret value the config resolves (`resolve_secret` registers it as it is read) and
 every Telegram bot token inside a URL (`/bot<digits>:<token>`) is replaced by `MARKER`.
-One compiled alternation is rebuilt only when the set of secrets changes, so a line that
-holds no secret costs one regex scan (about 1.5 µs for a 150-character log line).
+One compiled alternation is rebuilt only when the set of secrets changes. Text is first
+checked with `str.__contains__` per needle (C substring search, far cheaper than the regex's
+per-position alternation on text that holds none), so the common case costs a few µs for a
+log line and well under a millisecond for a full 16,000-character tool result.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ _BOT_TOKEN: Final = r"(/bot)\d+:[A-Za-z0-9_-]+"
 class Redactor:
     """Replace registered secret values and bot tokens in URLs with `MARKER`."""
 
-    __slots__ = ("_lock", "_pattern", "_values")
+    __slots__ = ("_lock", "_needles", "_pattern", "_values")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: frozenset[str] = frozenset()
-        self._pattern = _compile(self._values)
+        self._pattern, self._needles = _compile(self._values)
 
     def register(self, value: str) -> None:
         """Redact `value` (and its JSON-escaped form) from now on."""
@@ -40,17 +42,22 @@ class Redactor:
             return
         with self._lock:
             values = self._values | forms
-            self._pattern, self._values = _compile(values), values
+            (self._pattern, self._needles), self._values = _compile(values), values
 
     def redact(self, text: str) -> str:
         """Return `text` with every secret value and bot token replaced by `MARKER`."""
-        return self._pattern.sub(_replacement, text)
+        pattern, needles = self._pattern, self._needles  # one consistent pair, even mid-register
+        for needle in needles:
+            if needle in text:
+                return pattern.sub(_replacement, text)
+        return text
 
 
-def _compile(values: frozenset[str]) -> re.Pattern[str]:
+def _compile(values: frozenset[str]) -> tuple[re.Pattern[str], tuple[str, ...]]:
     # Longest first: a secret that contains another is replaced whole.
-    literals = [re.escape(v) for v in sorted(values, key=len, reverse=True)]
-    return re.compile("|".join([_BOT_TOKEN, *literals]))
+    ordered = sorted(values, key=len, reverse=True)
+    pattern = re.compile("|".join([_BOT_TOKEN, *(re.escape(v) for v in ordered)]))
+    return pattern, ("/bot", *ordered)
 
 
 def _replacement(match: re.Match[str]) -> str:
