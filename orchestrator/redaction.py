@@ -2,10 +2,11 @@
 
 Every secret value the config resolves (`resolve_secret` registers it as it is read) and
 every Telegram bot token inside a URL (`/bot<digits>:<token>`) is replaced by `MARKER`.
-One compiled alternation is rebuilt only when the set of secrets changes. Text is first
-checked with `str.__contains__` per needle (C substring search, far cheaper than the regex's
-per-position alternation on text that holds none), so the common case costs a few µs for a
-log line and well under a millisecond for a full 16,000-character tool result.
+The secrets are kept as one tuple, longest first, rebuilt only when the set changes; each is
+found and replaced with `str` operations (C substring search: measured several times faster
+than one regex alternation, which tries every branch at every position), and the one
+compiled bot-token regex runs only on text containing `/bot`. `bench/redaction.py` has the
+figures: about 1 µs for the per-turn INFO line, ~0.1 ms for a 16,000-character tool result.
 """
 
 from __future__ import annotations
@@ -22,18 +23,18 @@ MIN_SECRET_CHARS: Final = 4
 """Shorter values are not redacted: they would match ordinary words and digits everywhere."""
 
 # Not a lookbehind: a pattern that starts with a literal lets the regex engine skip ahead fast.
-_BOT_TOKEN: Final = r"(/bot)\d+:[A-Za-z0-9_-]+"
+_BOT_TOKEN: Final = re.compile(r"(/bot)\d+:[A-Za-z0-9_-]+")
 
 
 class Redactor:
     """Replace registered secret values and bot tokens in URLs with `MARKER`."""
 
-    __slots__ = ("_lock", "_needles", "_pattern", "_values")
+    __slots__ = ("_lock", "_ordered", "_values")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: frozenset[str] = frozenset()
-        self._pattern, self._needles = _compile(self._values)
+        self._ordered: tuple[str, ...] = ()
 
     def register(self, value: str) -> None:
         """Redact `value` (and its JSON-escaped form) from now on."""
@@ -42,26 +43,18 @@ class Redactor:
             return
         with self._lock:
             values = self._values | forms
-            (self._pattern, self._needles), self._values = _compile(values), values
+            # Longest first: a secret that contains another is replaced whole.
+            self._ordered = tuple(sorted(values, key=len, reverse=True))
+            self._values = values
 
     def redact(self, text: str) -> str:
         """Return `text` with every secret value and bot token replaced by `MARKER`."""
-        pattern, needles = self._pattern, self._needles  # one consistent pair, even mid-register
-        for needle in needles:
-            if needle in text:
-                return pattern.sub(_replacement, text)
+        if "/bot" in text:  # first, so the bot's id goes with its token
+            text = _BOT_TOKEN.sub(rf"\1{MARKER}", text)
+        for value in self._ordered:  # one tuple, read once: consistent even mid-register
+            if value in text:
+                text = text.replace(value, MARKER)
         return text
-
-
-def _compile(values: frozenset[str]) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    # Longest first: a secret that contains another is replaced whole.
-    ordered = sorted(values, key=len, reverse=True)
-    pattern = re.compile("|".join([_BOT_TOKEN, *(re.escape(v) for v in ordered)]))
-    return pattern, ("/bot", *ordered)
-
-
-def _replacement(match: re.Match[str]) -> str:
-    return (match.group(1) or "") + MARKER
 
 
 _REDACTOR: Final = Redactor()
