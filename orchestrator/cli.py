@@ -128,14 +128,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(verbose: bool) -> None:
-    from loguru import logger
+    from orchestrator.logs import configure_logging
 
-    logger.remove()
-    logger.add(sys.stderr, level="DEBUG" if verbose else "ERROR", format="{level}: {message}")
+    configure_logging(level="DEBUG" if verbose else "ERROR", fmt="cli")
 
 
 def _report(exc: BaseException) -> None:
-    for line in str(exc).splitlines():
+    from orchestrator.redaction import redact
+
+    for line in redact(str(exc)).splitlines():
         print(f"error: {line}" if not _is_config_line(exc) else line, file=sys.stderr)
 
 

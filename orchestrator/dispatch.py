@@ -380,12 +380,14 @@ def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: 
     """One line per answered turn (never the message text); JSON logs carry the fields too."""
     stop = "stopped by /stop" if result is None else result.stop.value
     tools = ",".join(result.executed) if result is not None and result.executed else "none"
+    incident = result.incident if result is not None else None
     logger.bind(
         channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, agent=agent, stop=stop,
-        seconds=round(seconds, 3), tools=tools,
+        seconds=round(seconds, 3), tools=tools, incident=incident,
     ).info(
-        "turn {}:{} from {} by {}: {} in {:.2f}s, tools run: {}",
-        inbound.channel, inbound.chat, inbound.sender, agent, stop, seconds, tools,
+        "turn {}:{} from {} by {}: {}{} in {:.2f}s, tools run: {}",
+        inbound.channel, inbound.chat, inbound.sender, agent, stop,
+        f" (incident {incident})" if incident else "", seconds, tools,
     )
 
 

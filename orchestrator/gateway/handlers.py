@@ -172,9 +172,9 @@ async def _chat(
         "stop": result.stop.value,
         "executed": list(result.executed),
     }
-    if result.stop is StopReason.PROVIDER_ERROR:
-        detail = result.error or result.text
-        return StoredResponse(fingerprint=fingerprint, status=502, body={"error": "provider_error", "detail": detail, **body})
+    if result.stop is StopReason.PROVIDER_ERROR:  # a chat path: the generic line, the detail stays in the log
+        failure = {"error": "provider_error", "detail": result.text, "incident": result.incident}
+        return StoredResponse(fingerprint=fingerprint, status=502, body={**failure, **body})
     return StoredResponse(fingerprint=fingerprint, status=200, body=body)
 
 

@@ -33,7 +33,7 @@ from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath
 from orchestrator.tools import ToolSource
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import Config
+    from orchestrator.config import Config
     from orchestrator.seam.execution import ResolvedAgentExecution, RuntimeKnobs
     from orchestrator.seam.services import Services
 

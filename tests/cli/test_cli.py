@@ -147,5 +147,27 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert shown["explain"][-1] == '  sops: none (`/sop NAME` is answered "not available here")'
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--config", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "no route matches: the message would be ignored and logged"
+<<<<<<< HEAD
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--json", "--config", str(path)]) == 1
     assert json.loads(capsys.readouterr().out)["route"] is None
+=======
+
+
+async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    key = "sk-cli-echo-31313131"
+    path = write_config(
+        provider_toml(fake_llm.base_url).replace("max_retries = 0\n", 'max_retries = 0\napi_key = "env:ORCH_TEST_CLI_KEY"\n')
+        + '[agents.a]\nprovider = "fake"\nmodel = "m"\n'
+    )
+    fake_llm.refuse_key = True
+    env = {"ORCH_TEST_CLI_KEY": key}
+    quiet = await asyncio.to_thread(orchestrator, "agent", "a", "-m", "hi", "--config", str(path), env=env)
+    loud = await asyncio.to_thread(orchestrator, "agent", "a", "-m", "hi", "-v", "--config", str(path), env=env)
+    assert fake_llm.authorizations == [f"Bearer {key}"] * 2  # the key went out both times
+    assert quiet.returncode == loud.returncode == 1
+    # the operator's line keeps the detail (provider, URL, status) with the key redacted
+    assert quiet.stderr == f"error: provider 'fake' at {fake_llm.base_url}: HTTP 401: Incorrect API key provided: [redacted]\n"
+    assert key not in loud.stderr and "DEBUG" in loud.stderr and "incident " in loud.stderr
+>>>>>>> secrets
