@@ -147,10 +147,8 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert shown["explain"][-1] == '  sops: none (`/sop NAME` is answered "not available here")'
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--config", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "no route matches: the message would be ignored and logged"
-<<<<<<< HEAD
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--json", "--config", str(path)]) == 1
     assert json.loads(capsys.readouterr().out)["route"] is None
-=======
 
 
 async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(
@@ -170,4 +168,3 @@ async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(
     # the operator's line keeps the detail (provider, URL, status) with the key redacted
     assert quiet.stderr == f"error: provider 'fake' at {fake_llm.base_url}: HTTP 401: Incorrect API key provided: [redacted]\n"
     assert key not in loud.stderr and "DEBUG" in loud.stderr and "incident " in loud.stderr
->>>>>>> secrets
