@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-import json
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -49,7 +48,6 @@ _TYPING_EVERY_S: Final = 4.0
 _INSTANT_COMMANDS: Final = frozenset({"/new", "/stop"})
 _COMMANDS: Final = _INSTANT_COMMANDS | {"/sop"}
 _T = TypeVar("_T")
-_PREVIEW_CHARS: Final = 300
 
 
 class Disposition(enum.Enum):
@@ -452,7 +450,7 @@ class ChannelApprover:
                     thread=self.inbound.thread,
                     requester=self.inbound.sender,
                     tool=request.tool,
-                    arguments_preview=json.dumps(dict(request.arguments), ensure_ascii=False)[:_PREVIEW_CHARS],
+                    arguments_preview=request.preview,
                     timeout_s=request.timeout_s,
                 )
             )

@@ -144,6 +144,25 @@ async def test_interactive_approver_approves_refuses_and_times_out(
     assert "no operator decided (nobody answered within 0.2s)" in tool_results(fake_llm.requests[5])[0]
 
 
+async def test_approval_shows_the_path_a_long_first_argument_would_hide(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    config = load(agent(fake_llm, 'tools = ["file_write"]\n'))
+    asked: list[ApprovalRequest] = []
+
+    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(verdict=Verdict.DENIED, decided_by="alice", reason="no")
+
+    fake_llm.script(tool_call("file_write", {"content": "A" * 5000, "path": "../outside.txt"}), text("ok"))
+    await turn(config, services, approver=refuse, interactivity=Interactivity.INTERACTIVE)
+
+    (request,) = asked
+    assert request.preview.startswith('{"path": "../outside.txt", "content": "AAA')
+    assert "chars cut]…" in request.preview and len(request.preview) <= 500
+    assert request.arguments["content"] == "A" * 5000  # the audit keeps the whole call
+
+
 async def test_read_only_autonomy_drops_and_refuses_writing_tools(
     fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
 ) -> None:
