@@ -247,4 +247,13 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="seal", setting="production enters resolve() only through the path builders", owner=_H,
               tracking="issue #7 items 3-4",
               evidence="tests/seam/test_architecture.py::test_production_enters_resolve_only_through_the_path_builders"),
+    ParityRow(surface="network", setting="[http_fetch] allowed_hosts (absent/[] = no host), private guard, "
+              "max_bytes: identical on every path (matrix row `network`)", owner="#11 Isolation at the edges",
+              tracking="issue #11 item 4",
+              evidence="tests/parity/test_network_parity.py::test_every_path_refuses_a_host_outside_the_allowed_hosts"),
+    ParityRow(surface="approval", setting="approval prompt text: every argument, schema order, visible cut; "
+              "same on terminal, Slack, Discord, Telegram", owner="#11 Isolation at the edges",
+              tracking="issue #11 item 6",
+              evidence="tests/daemon/test_dispatch.py::"
+              "test_terminal_approval_prompt_shows_the_path_despite_a_long_first_argument"),
 )
