@@ -183,6 +183,12 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
             yield ConfigProblem(shown, f"{base}.command", "required for transport 'stdio'")
         if server.transport == "http" and not server.url:
             yield ConfigProblem(shown, f"{base}.url", "required for transport 'http'")
+        if server.url and _has_password(server.url):
+            yield ConfigProblem(
+                shown, f"{base}.url",
+                "a URL with a password: drop the credentials and send them as a header "
+                "given as a reference (e.g. Authorization = \"file:PATH\")",
+            )
         for key, values in (("env", server.env), ("headers", server.headers)):
             for entry, value in values.items():
                 problem = _check_secret_value(entry, value)

@@ -164,3 +164,11 @@ def test_references_and_plain_values_are_accepted(write_config: WriteConfig) -> 
         mcp_server('GITHUB_TOKEN = "env:GH_TOKEN"\nLOG_LEVEL = "debug"\nHOME_URL = "https://user@example.com/"', transport="stdio")
     )
     assert load_config(env).mcp.servers["gh"].env["LOG_LEVEL"] == "debug"
+
+
+def test_mcp_server_url_with_a_password_is_a_config_error(write_config: WriteConfig) -> None:
+    path = write_config(BASE + '[mcp.servers.gh]\ntransport = "http"\nurl = "https://bot:hunter2@mcp.example.com/mcp"\n')
+    assert problems(path) == [
+        f"{path}: mcp.servers.gh.url: a URL with a password: drop the credentials and send them as a "
+        'header given as a reference (e.g. Authorization = "file:PATH")'
+    ]
