@@ -55,6 +55,16 @@ def test_a_channel_secret_that_does_not_resolve_stops_the_start(
     ]
 
 
+def test_a_blank_channel_token_file_stops_the_start(write_config: WriteConfig) -> None:
+    config = write_config(BASE + TELEGRAM.replace('"env:ORCH_TEST_MISSING_TG_TOKEN"', '"file:tg.token"'))
+    (config.parent / "tg.token").write_text("\n", encoding="utf-8")
+    done = run(config)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"{config}: channels.tg.token: secret 'file:tg.token': {config.parent / 'tg.token'} is empty (or only whitespace)"
+    ]
+
+
 @pytest.mark.parametrize(
     ("token", "reason"),
     [
