@@ -62,6 +62,7 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "temperature": frozenset(),
     "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
     "sop_reach": frozenset({"no_chat_commands"}),  # `routes[i]:<sop>` a chat sender may start
+    "network": frozenset(),  # [http_fetch] limits of http_fetch and skill http tools
 }
 # Declared by every column but the channel: no chat command (so no `/sop`) reaches that path.
 _NO_CHAT: Final = ("no_chat_commands",)
@@ -114,12 +115,23 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         "provider_binding": [described["provider"], described["base_url"], described["model"]],
         "temperature": described["temperature"],
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
+        "network": _network(execution),
     }
     knobs = described["knobs"]
     assert isinstance(knobs, dict)
     for budget in BUDGETS:
         values[f"budget.{budget}"] = knobs[budget]
     return values
+
+
+def _network(execution: ResolvedAgentExecution) -> list[str]:
+    """List the network limits: the allowed hosts (none = no host), the private guard, the cap."""
+    security = execution.security
+    return [
+        *(f"host:{h}" for h in security.http_allowed_hosts),
+        f"private_addresses:{'allowed' if security.http_allow_private_addresses else 'refused'}",
+        f"max_bytes:{security.http_max_bytes}",
+    ]
 
 
 def _own_prompt(execution: ResolvedAgentExecution) -> str:
