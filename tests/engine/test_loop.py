@@ -22,7 +22,7 @@ from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.store import AuditLog
 from tests.conftest import provider_toml
 from tests.fakes.loopback import serving
-from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
+from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call, tool_calls
 
 
 def agent(fake: FakeOpenAI, body: str, name: str = "a") -> str:
@@ -379,3 +379,15 @@ async def test_a_secret_in_a_tool_result_reaches_the_model_redacted(
     assert "key=[redacted]" in seen and "https://api.telegram.org/bot[redacted]/getMe" in seen
     assert key not in str(fake_llm.requests) and "AAH-bot-secret_x" not in str(fake_llm.requests)
     assert key not in str(transcript.messages) and "AAH-bot-secret_x" not in str(transcript.messages)
+
+
+async def test_a_truncated_provider_answer_is_a_provider_error_not_a_crash(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    config = load(agent(fake_llm, 'autonomy = "full"\n'))
+    fake_llm.script(Reply(body=b'"choices":[{"index":0,"message":{"role":"assist'))  # the body ends mid-JSON
+    transcript = Transcript(session="t")
+    result = await turn(config, services, transcript=transcript)
+    assert result.stop is StopReason.PROVIDER_ERROR
+    assert result.text.startswith("Sorry, the model provider failed (incident ")
+    assert "malformed" in (result.error or "")
