@@ -14,6 +14,7 @@ __all__ = [
     "ProviderUnavailable",
     "SealViolation",
     "SecretError",
+    "StateCorrupt",
     "StateError",
     "ToolFailure",
     "UnknownAgent",
@@ -116,4 +117,15 @@ class StateError(OrchestratorError):
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
             f"cannot open {path} ({reason}); make [daemon] state_dir a directory this user can write"
+        )
+
+
+class StateCorrupt(OrchestratorError):
+    """A state file is damaged (SQLite found malformed pages)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(
+            f"{path} is damaged ({reason}); stop every orchestrator using it, then move it aside "
+            f"(a new one is created: its data is lost) or repair it with `sqlite3 {path} .recover`"
         )

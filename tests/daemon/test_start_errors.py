@@ -159,3 +159,27 @@ def test_a_second_daemon_on_the_same_state_dir_exits_naming_the_first(write_conf
     assert again.wait(timeout=30) == 0
     assert again.stderr is not None
     again.stderr.close()
+
+
+def test_a_damaged_state_database_is_one_line_naming_it_and_what_to_do(write_config: WriteConfig) -> None:
+    import sqlite3
+
+    from orchestrator.store import SessionStore
+
+    config = write_config(NO_CHANNELS)
+    state = config.parent / "state"
+    with SessionStore(state / "sessions.sqlite3") as store:  # a store with history in it
+        for i in range(3000):
+            store.accept("tg", str(i), {"text": "x" * 200, "event_id": str(i)})
+    with sqlite3.connect(state / "sessions.sqlite3") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(state / "sessions.sqlite3", "r+b") as raw:  # a disk error in an inner page
+        raw.seek(4096 * 40)
+        raw.write(b"\xde\xad\xbe\xef" * 1024)
+    done = run(config)
+    path = state / "sessions.sqlite3"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"error: {path} is damaged (database disk image is malformed); stop every orchestrator using it, "
+        f"then move it aside (a new one is created: its data is lost) or repair it with `sqlite3 {path} .recover`"
+    ]
