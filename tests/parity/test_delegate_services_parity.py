@@ -186,3 +186,18 @@ async def test_the_listing_of_a_delegate_target_is_what_its_delegated_turn_is_se
     assert await asyncio.to_thread(cli.main, argv) == 0
     listed = [row["name"] for row in json.loads(capsys.readouterr().out)]
     assert sorted(listed) == sent_tools(request)
+
+
+async def test_policy_matrix_opens_each_column_as_its_entry_point_does(
+    tmp_path: Path, fake_llm: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path, delegating_toml(fake_llm.base_url))
+    argv = ["policy", "matrix", "--agent", "helper", "--json", "--config", str(config)]
+    assert await asyncio.to_thread(cli.main, argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    grid = out["agents"]["helper"]
+    assert out["gaps"] == []
+    # the delegate column runs under lead's services (lead has no memory): helper's memory is there
+    assert grid["memory"]["delegate"] == grid["memory"]["library"] == grid["memory"]["sop_step"] == "enforced"
+    assert grid["memory"]["acp"] == "narrowed: exclude_memory"  # helper's own ACP turn, not a delegated one
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == ["workspaces"]  # no store opened there
