@@ -59,7 +59,10 @@ def service_reach(
     for name, start_path in starts:
         reached[(name, start_path)] = True
     for name, _ in starts:
-        for target in delegation_reach(config, name):
+        targets = delegation_reach(config, name)
+        # A target that can delegate back makes `name` a delegate target too (on another path).
+        again = (name,) if any(name in delegation_reach(config, t) for t in targets) else ()
+        for target in (*targets, *again):
             reached.setdefault((target, ConstructionPath.DELEGATE), False)
     return tuple(ReachedTurn(agent=a, path=p, required=r) for (a, p), r in reached.items())
 

@@ -64,6 +64,25 @@ def test_reach_follows_delegation_and_sop_steps(load: Callable[..., Config], tmp
     assert [t.agent for t in service_reach(config, ["solo"], ConstructionPath.CHANNEL)] == ["solo"]
 
 
+async def test_an_agent_its_target_delegates_back_to_is_reached_on_the_delegate_path(
+    load: Callable[..., Config],
+) -> None:
+    # on ACP `a` has no memory of its own, but the turn `b` hands back to it runs on the delegate path
+    config = load(
+        provider_toml("http://127.0.0.1:9/v1")
+        + '[agents.a]\nprovider = "fake"\nmodel = "m"\nautonomy = "full"\ntools = ["delegate"]\ndelegates = ["b"]\n'
+        '[agents.a.memory]\nscope = "agent"\n'
+        '[agents.b]\nprovider = "fake"\nmodel = "m"\nautonomy = "full"\ntools = ["delegate"]\ndelegates = ["a"]\n'
+    )
+    reach = service_reach(config, ["a"], ConstructionPath.ACP)
+    assert [(t.agent, t.path) for t in reach] == [
+        ("a", ConstructionPath.ACP), ("b", ConstructionPath.DELEGATE), ("a", ConstructionPath.DELEGATE),
+    ]
+    async with open_services(config, ["a"], ConstructionPath.ACP) as services:
+        assert services.memory is not None  # for a's delegated turn, not its own ACP one
+        assert "memory_recall" in build_delegate(config, "a", services, parent="b").tools
+
+
 async def test_a_delegating_entry_point_opens_what_its_target_needs(
     load: Callable[..., Config], tmp_path: Path
 ) -> None:
