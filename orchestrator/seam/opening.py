@@ -47,8 +47,9 @@ def service_reach(
     """Return every (agent, path) turns started for `agents` on `path` (and `sops`' steps) resolve.
 
     The named agents and the SOP step agents are `required`; the agents they can delegate
-    to (transitively, within the depth limit) are reached on the delegate path. Unknown
-    agents and SOPs reach nothing (`resolve()` and the SOP runner report them).
+    to (transitively, within the depth limit) are reached on the delegate path. An unknown
+    agent needs nothing and an unknown SOP adds no step (`resolve()` and the SOP runner
+    report them).
     """
     reached: dict[tuple[str, ConstructionPath], bool] = {}
     starts = [(name, path) for name in agents]
