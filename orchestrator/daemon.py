@@ -22,16 +22,22 @@ from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.logs import configure_logging
 from orchestrator.providers import warm_provider_sdk
 from orchestrator.runtime import Runtime
+from orchestrator.store import hold_state_lock
 from orchestrator.systemd import notify, watchdog_interval_s
 
 __all__ = ["reload_config", "run_daemon", "serve"]
 
 
 def run_daemon(config_path: Path) -> int:
-    """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0."""
+    """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0.
+
+    Raises `StateDirLocked` when another daemon serves the same state directory: two would
+    replay each other's inbox and answer messages twice.
+    """
     config = load_config(config_path)
     configure_logging(level=config.daemon.log_level, fmt=config.daemon.log_format)
-    return asyncio.run(serve(config, config_path))
+    with hold_state_lock(config.state_path()):
+        return asyncio.run(serve(config, config_path))
 
 
 def _channel_secret_problems(config: Config, config_path: Path) -> list[ConfigProblem]:

@@ -52,6 +52,10 @@ class DaemonConfig(_Model):
     max_delegation_depth: int = Field(default=3, ge=1, le=10)
     # chat messages that may wait behind a session's running turn; more are answered "busy"
     max_queued_per_session: int = Field(default=10, ge=1)
+    # how long a turn's reply send is retried (5xx, network, timeouts) before it is kept for the next start
+    reply_deadline_s: float = Field(default=120.0, ge=1, le=3600)
+    # a chat reply longer than this is cut with a note (a 1 MB answer is not 245 messages)
+    max_reply_chars: int = Field(default=20_000, ge=1_000, le=1_000_000)
 
 
 class ProviderConfig(_Model):

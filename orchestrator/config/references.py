@@ -278,3 +278,6 @@ def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 shown, f"{base}.agent", f"unknown agent {route.agent!r}" + suggest(route.agent, config.agents)
             )
+        for j, sop in enumerate(route.sops):
+            if sop not in config.sops:
+                yield ConfigProblem(shown, f"{base}.sops[{j}]", f"unknown SOP {sop!r}" + suggest(sop, config.sops))

@@ -10,6 +10,7 @@ from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
 from orchestrator.errors import SecretError
+from orchestrator.redaction import register_secret
 
 __all__ = ["SecretRef", "resolve_secret"]
 
@@ -47,8 +48,15 @@ def resolve_secret(ref: SecretRef, *, base: Path | None = None) -> str:
     """Return the secret's value; raise `SecretError` naming the reference when it is missing.
 
     `file:` paths are relative to `base` (the config file's folder) and
-    `$CREDENTIALS_DIRECTORY` (systemd LoadCredential) is expanded.
+    `$CREDENTIALS_DIRECTORY` (systemd LoadCredential) is expanded. The value is registered
+    for redaction (`orchestrator.redaction`) before it is returned.
     """
+    value = _read(ref, base)
+    register_secret(value)
+    return value
+
+
+def _read(ref: SecretRef, base: Path | None) -> str:
     if ref.scheme == "env":
         value = os.environ.get(ref.target)
         if not value:

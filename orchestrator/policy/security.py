@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.config.models import Autonomy
 from orchestrator.errors import WorkspaceEscape
+
+if TYPE_CHECKING:
+    from orchestrator.config import Autonomy  # the config package imports policy: type only
 
 __all__ = ["SecurityPolicy"]
 

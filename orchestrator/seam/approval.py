@@ -9,7 +9,7 @@ from typing import Any
 
 from loguru import logger
 
-from orchestrator.config.models import Autonomy
+from orchestrator.config import Autonomy
 from orchestrator.errors import SealViolation
 from orchestrator.policy import (
     ApprovalDecision,

@@ -1,8 +1,12 @@
 """The live (setting x path) parity matrix behind `orchestrator policy matrix`.
 
 Every column is built through the same path builder production uses, with representative
-call-site inputs and the services its entry point opens (`open_services`); every cell compares that execution's value for one setting with the policy
-baseline (cli run, no knobs). A cell is `enforced` when equal, `narrowed: <knob>` when it
+call-site inputs and the services its entry point opens (`open_services`); every cell
+compares that execution's value for one setting with the policy baseline (cli run, no
+knobs). The `sop_reach` row compares the SOPs a chat sender routed to the agent may start,
+as the seam decides them for `/sop` (`resolve_chat_commands`), with the routes' `sops` as
+written; only the channel path takes chat commands. A cell is `enforced` when equal,
+`narrowed: <knob>` when it
 differs only as a knob the path declares explains (and only narrower), `gap` otherwise.
 """
 
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from orchestrator.policy import Interactivity
+from orchestrator.seam.chat_commands import resolve_chat_commands
 from orchestrator.seam.path_builders import (
     build_acp,
     build_channel,
@@ -32,11 +37,14 @@ from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath
 from orchestrator.tools import ToolSource
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import Config
+    from orchestrator.config import Config
     from orchestrator.seam.execution import ResolvedAgentExecution, RuntimeKnobs
     from orchestrator.seam.services import Services
 
-__all__ = ["BUDGETS", "SETTINGS", "MatrixColumn", "agent_matrix", "classify", "matrix_columns", "parity_matrix", "settings_of"]
+__all__ = [
+    "BUDGETS", "SETTINGS", "MatrixColumn", "agent_matrix", "chat_sop_reach", "classify", "granted_sops",
+    "matrix_columns", "parity_matrix", "settings_of",
+]
 
 BUDGETS: Final = (
     "max_tool_iterations", "turn_timeout_s", "tool_timeout_s",
@@ -57,7 +65,10 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "provider_binding": frozenset(),
     "temperature": frozenset(),
     "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
+    "sop_reach": frozenset({"no_chat_commands"}),  # `routes[i]:<sop>` a chat sender may start
 }
+# Declared by every column but the channel: no chat command (so no `/sop`) reaches that path.
+_NO_CHAT: Final = ("no_chat_commands",)
 
 Value = object
 
@@ -69,6 +80,8 @@ class MatrixColumn:
     label: str
     execution: ResolvedAgentExecution
     declared: frozenset[str]
+    # `routes[i]:<sop>` entries the path lets a chat sender start (the `sop_reach` row)
+    chat_sops: tuple[str, ...] = ()
 
 
 def _names(execution: ResolvedAgentExecution, *sources: ToolSource) -> list[str]:
@@ -82,7 +95,10 @@ def _names(execution: ResolvedAgentExecution, *sources: ToolSource) -> list[str]
 
 
 def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> dict[str, Value]:
-    """Return each grid setting's value on `execution` (lists are the narrowable ones)."""
+    """Return each grid setting's value on `execution` (lists are the narrowable ones).
+
+    All but `sop_reach`, which is the routes' (see `parity_matrix`), not the execution's.
+    """
     described = execution.describe()
     approval = dict(execution.approvals.describe())
     deferred = execution.tools.deferred
@@ -225,32 +241,60 @@ def matrix_columns(
     baseline = build_cli_run(config, agent, services["cli_run"])
     builds: list[tuple[str, Callable[[Services], ResolvedAgentExecution], tuple[str, ...]]] = [
         ("channel", lambda s: build_channel(config, agent, s), ()),
-        ("cli_run", lambda s: build_cli_run(config, agent, s), ()),
-        ("gateway_chat", lambda s: build_gateway_chat(config, agent, s), ()),
-        ("listing", lambda s: build_listing(config, agent, s), ()),
-        ("library", lambda s: build_library(config, agent, s), ()),
-        ("library+approver", lambda s: build_library(config, agent, s, approver_supplied=True), ()),
-        ("delegate", lambda s: build_delegate(config, agent, s, parent=parent, ceiling=ceiling), ("ceiling",)),
-        ("sop_step", lambda s: build_sop_step(config, agent, s, parent=parent), ()),
-        ("acp", lambda s: build_acp(config, agent, s), ()),
-        ("schedule", lambda s: build_schedule(config, agent, s, tools=schedule_tools), ()),
+        ("cli_run", lambda s: build_cli_run(config, agent, s), _NO_CHAT),
+        ("gateway_chat", lambda s: build_gateway_chat(config, agent, s), _NO_CHAT),
+        ("listing", lambda s: build_listing(config, agent, s), _NO_CHAT),
+        ("library", lambda s: build_library(config, agent, s), _NO_CHAT),
+        ("library+approver", lambda s: build_library(config, agent, s, approver_supplied=True), _NO_CHAT),
+        ("delegate", lambda s: build_delegate(config, agent, s, parent=parent, ceiling=ceiling),
+         ("ceiling", *_NO_CHAT)),
+        ("sop_step", lambda s: build_sop_step(config, agent, s, parent=parent), _NO_CHAT),
+        ("acp", lambda s: build_acp(config, agent, s), _NO_CHAT),
+        ("schedule", lambda s: build_schedule(config, agent, s, tools=schedule_tools), _NO_CHAT),
     ]
     columns = []
     for label, build, extra in builds:
         execution = build(services[label])
-        columns.append(MatrixColumn(label=label, execution=execution, declared=_declared(execution, baseline, extra)))
+        columns.append(
+            MatrixColumn(
+                label=label, execution=execution, declared=_declared(execution, baseline, extra),
+                chat_sops=chat_sop_reach(config, agent) if label == "channel" else (),
+            )
+        )
     return baseline, columns
 
 
+def chat_sop_reach(config: Config, agent: str) -> tuple[str, ...]:
+    """Return `routes[i]:<sop>` for every SOP `/sop` may start from a route to `agent` (the seam's decision)."""
+    return tuple(
+        f"routes[{index}]:{sop}"
+        for index, route in enumerate(config.routes)
+        if route.agent == agent
+        for sop in config.sops
+        if resolve_chat_commands(config, route).may_start(sop)
+    )
+
+
+def granted_sops(config: Config, agent: str) -> tuple[str, ...]:
+    """Return `routes[i]:<sop>` for every SOP the routes to `agent` list in `sops` (the policy as written)."""
+    return tuple(
+        f"routes[{index}]:{sop}" for index, route in enumerate(config.routes) if route.agent == agent for sop in route.sops
+    )
+
+
 def parity_matrix(
-    baseline: ResolvedAgentExecution, columns: Iterable[MatrixColumn], excluded: Iterable[str]
+    baseline: ResolvedAgentExecution,
+    columns: Iterable[MatrixColumn],
+    excluded: Iterable[str],
+    *,
+    granted: Iterable[str] = (),
 ) -> dict[str, dict[str, str]]:
-    """Return {setting: {column: verdict}} for one agent."""
+    """Return {setting: {column: verdict}} for one agent; `granted` is the routes' `sops` baseline."""
     patterns = tuple(excluded)
-    base = settings_of(baseline, patterns)
+    base = settings_of(baseline, patterns) | {"sop_reach": sorted(granted)}
     grid: dict[str, dict[str, str]] = {setting: {} for setting in SETTINGS}
     for column in columns:
-        values = settings_of(column.execution, patterns)
+        values = settings_of(column.execution, patterns) | {"sop_reach": sorted(column.chat_sops)}
         for setting in SETTINGS:
             grid[setting][column.label] = classify(
                 setting, base[setting], values[setting], column.declared, path=column.execution.identity.path
@@ -266,7 +310,8 @@ async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[s
     service one entry point forgets for a reached agent shows as a gap. The delegate and
     SOP columns run under a parent (an agent that delegates to `agent`, else the agent
     itself) with the ceiling a delegate call gets at the parent's first iteration; the
-    schedule column uses the `tools` of the agent's first schedule that narrows.
+    schedule column uses the `tools` of the agent's first schedule that narrows. The
+    `sop_reach` baseline is the `sops` of the routes to `agent`, as written.
     """
     from orchestrator.errors import UnknownAgent
     from orchestrator.seam.delegation import _UNCAPPED
@@ -294,4 +339,4 @@ async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[s
         baseline, columns = matrix_columns(
             config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools
         )
-        return parity_matrix(baseline, columns, policy.excluded_tools)
+        return parity_matrix(baseline, columns, policy.excluded_tools, granted=granted_sops(config, agent))

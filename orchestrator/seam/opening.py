@@ -26,7 +26,7 @@ from orchestrator.seam.resolve import mcp_servers_for, uses_memory
 from orchestrator.seam.services import Services
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import Config
+    from orchestrator.config import Config
     from orchestrator.mcp import McpPool
 
 __all__ = ["ReachedTurn", "connect_reach", "open_services", "service_reach"]

@@ -205,6 +205,22 @@ async def test_approval_buttons_outsider_refused_then_approver_approves(
     assert decided == [("file_write", "approved", f"guild_bot:{CAROL}")]
 
 
+async def test_a_button_press_is_acknowledged_within_the_deadline_even_when_answering_is_slow(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
+) -> None:
+    path = write_config(discord_toml(fake_llm, discord, autonomy="supervised"))
+    async with daemon(path):
+        request = await ask_for_approval(discord, fake_llm, "slow.txt")
+        discord.interaction_deadline_s = 0.3  # Discord's is 3 s; the refusal post takes longer
+        discord.slow_next("POST", "/channels/{id}/messages", 1.0)
+        outsider = await click(discord, request, BOB, approve=True)
+        await wait_post(discord, "Only the person who asked")
+        approver = await click(discord, request, CAROL, approve=True)
+        await wait_post(discord, "finished slow.txt")
+    acks = {r["interaction_id"]: r["type"] for r in discord.interaction_responses}
+    assert acks == {outsider: 6, approver: 6}  # neither press answered 10062
+
+
 async def test_approval_deny_button_means_not_run(
     write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
 ) -> None:

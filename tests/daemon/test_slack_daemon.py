@@ -162,6 +162,20 @@ async def test_long_reply_is_chunked_with_code_fences_intact(
     assert shown == code  # nothing lost, nothing repeated, lines never split
 
 
+async def test_a_button_press_is_acknowledged_before_its_slow_answer(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+) -> None:
+    path = write_config(slack_toml(fake_llm, slack, autonomy="supervised"))
+    async with daemon(path):
+        request = await ask_for_approval(slack, fake_llm, "slow.txt")
+        slack.slow_next("chat.postMessage", 3.0)  # the refusal takes longer than Slack's 3 s ack window
+        clicked = await slack.click(request, user=BOB, approve=True)
+        await slack.wait_acked(clicked, timeout=1.5)
+        await wait_text(slack, "Only the person who asked")
+        await slack.click(request, user=CAROL, approve=True)
+        await wait_text(slack, "finished slow.txt")
+
+
 async def test_approval_buttons_outsider_refused_then_approver_approves(
     write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
 ) -> None:
