@@ -261,12 +261,10 @@ def _cmd_sop(args: argparse.Namespace) -> int:
 async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
     import asyncio
     import getpass
-    import json
 
     from orchestrator.policy import ApprovalDecision, Verdict
 
-    shown = json.dumps(dict(request.arguments), ensure_ascii=False)[:500]
-    print(f"approve {request.tool} {shown}? [y/N] ", end="", file=sys.stderr, flush=True)
+    print(f"approve {request.tool}?\n{request.preview}\n[y/N] ", end="", file=sys.stderr, flush=True)
     answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
     user = f"cli:{getpass.getuser()}"
     if answer in ("y", "yes"):

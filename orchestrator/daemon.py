@@ -11,6 +11,7 @@ from pathlib import Path
 from loguru import logger
 
 from orchestrator.config import Config, load_config, resolve_secret
+from orchestrator.config.gateway import gateway_token_problems
 from orchestrator.dispatch import (
     channel_secret_problems,
     replay_unfinished,
@@ -44,12 +45,21 @@ def _channel_secret_problems(config: Config, config_path: Path) -> list[ConfigPr
     return channel_secret_problems(config, lambda ref: resolve_secret(ref, base=config_path.parent))
 
 
+def _start_secret_problems(config: Config, config_path: Path) -> list[ConfigProblem]:
+    gateway = gateway_token_problems(
+        config.gateway, lambda ref: resolve_secret(ref, base=config_path.parent),
+        shown=str(config.source or config_path),
+    )
+    return _channel_secret_problems(config, config_path) + gateway
+
+
 async def serve(config: Config, config_path: Path) -> int:
     """Run channels until told to stop; SIGHUP reloads the config if it is valid.
 
-    Raises `ConfigError` before opening anything when a channel secret does not resolve.
+    Raises `ConfigError` before opening anything when a channel secret does not resolve
+    or the gateway token is unreadable, blank or shorter than 32 characters.
     """
-    problems = _channel_secret_problems(config, config_path)
+    problems = _start_secret_problems(config, config_path)
     if problems:
         raise ConfigError(problems)
     loop = asyncio.get_running_loop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-import json
 import random
 import time
 from collections.abc import Callable
@@ -55,7 +54,6 @@ _INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS)
 _COMMANDS: Final = _INSTANT_COMMANDS | {SOP_COMMAND}
 _REFUSED: Final = "Only the person who asked, or a configured approver, can answer this approval."
 _T = TypeVar("_T")
-_PREVIEW_CHARS: Final = 300
 # Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
 _SEND_RETRY_FIRST_S: Final = 0.5
 _SEND_RETRY_CAP_S: Final = 15.0
@@ -580,7 +578,7 @@ class ChannelApprover:
                     thread=self.inbound.thread,
                     requester=self.inbound.sender,
                     tool=request.tool,
-                    arguments_preview=json.dumps(dict(request.arguments), ensure_ascii=False)[:_PREVIEW_CHARS],
+                    arguments_preview=request.preview,
                     timeout_s=request.timeout_s,
                 )
             )

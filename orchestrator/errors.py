@@ -8,11 +8,13 @@ from dataclasses import dataclass
 __all__ = [
     "ConfigError",
     "ConfigProblem",
+    "EmptySecret",
     "OrchestratorError",
     "ProviderError",
     "ProviderUnavailable",
     "SealViolation",
     "SecretError",
+    "StateCorrupt",
     "StateError",
     "ToolFailure",
     "UnknownAgent",
@@ -51,6 +53,10 @@ class SecretError(OrchestratorError):
     def __init__(self, ref: str, reason: str) -> None:
         self.ref, self.reason = ref, reason
         super().__init__(f"secret {ref!r}: {reason}")
+
+
+class EmptySecret(SecretError):
+    """A secret reference resolved to an empty or whitespace-only value."""
 
 
 class UnknownAgent(OrchestratorError):
@@ -111,4 +117,15 @@ class StateError(OrchestratorError):
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
             f"cannot open {path} ({reason}); make [daemon] state_dir a directory this user can write"
+        )
+
+
+class StateCorrupt(OrchestratorError):
+    """A state file is damaged (SQLite found malformed pages)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(
+            f"{path} is damaged ({reason}); stop every orchestrator using it, then move it aside "
+            f"(a new one is created: its data is lost) or repair it with `sqlite3 {path} .recover`"
         )

@@ -26,6 +26,18 @@ class _Intercept(logging.Handler):
         logger.opt(depth=6, exception=record.exc_info).log(level, record.getMessage())
 
 
+class _DropRepeatedFaults(logging.Filter):
+    """Drop SDK records that repeat per bad line; we log those faults once, rate-limited.
+
+    The MCP SDK logs a full traceback for every stdout line of a stdio server that is not
+    JSON-RPC (a library's stray print): 7 KB per line, hundreds of MB from one noisy server.
+    `McpConnection` reports such output once per connection, with a count.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "mcp.client.stdio" and record.msg == "Failed to parse JSONRPC message from server")
+
+
 class RedactingStream:
     """A loguru sink writing each finished line to `out` with every secret redacted.
 
@@ -59,7 +71,9 @@ def configure_logging(*, level: str, fmt: str, sink: TextIO | None = None) -> No
         logger.add(out, level=level, format=_TEXT_FORMATS[fmt], colorize=False, diagnose=False)
     # third-party INFO chatter (one line per HTTP request) only when debugging
     sdk_level = logging.DEBUG if level in ("TRACE", "DEBUG") else logging.WARNING
-    logging.basicConfig(handlers=[_Intercept()], level=sdk_level, force=True)
+    intercept = _Intercept()
+    intercept.addFilter(_DropRepeatedFaults())
+    logging.basicConfig(handlers=[intercept], level=sdk_level, force=True)
     # HTTP client request lines are noise at DEBUG too (the sink would redact their tokens)
     for name in ("httpx", "httpx2", "httpcore", "httpcore2"):
         logging.getLogger(name).setLevel(logging.WARNING)

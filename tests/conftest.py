@@ -13,9 +13,20 @@ import pytest
 
 from loguru import logger
 
+from orchestrator import redaction
 from orchestrator.config import Config, load_config
 from orchestrator.logs import configure_logging
 from orchestrator.seam import Services
+
+
+@pytest.fixture(autouse=True)
+def _secrets_of_this_test_only() -> Iterator[None]:
+    """Forget the secrets a test resolved: the registry is per process, and one test's
+    token ("x" * 32) must not redact another test's file contents."""
+    registry = redaction._REDACTOR
+    saved = (registry._values, registry._ordered)
+    yield
+    registry._values, registry._ordered = saved
 from tests.fakes.openai_server import FakeOpenAI
 
 WriteConfig = Callable[..., Path]

@@ -30,6 +30,7 @@ from acp.schema import (
 )
 from loguru import logger
 
+from orchestrator.acp.framing import screen_input
 from orchestrator.acp.history import AcpHistory, StoredTranscript
 from orchestrator.acp.session import AcpSession
 from orchestrator.engine import StopReason, run_tool_call_loop
@@ -53,6 +54,8 @@ _STOP: Final[dict[StopReason, AcpStopReason]] = {
     StopReason.PROVIDER_ERROR: "end_turn",
 }
 _STDIO_LIMIT: Final = 16 * 1024 * 1024
+# Prompt content we do not advertise (promptCapabilities image and audio are false).
+_NOT_ACCEPTED: Final = frozenset({"image", "audio"})
 
 
 async def serve_acp(config: Config, agent: str) -> int:
@@ -69,13 +72,19 @@ async def serve_acp(config: Config, agent: str) -> int:
         services = await stack.enter_async_context(open_services(config, [agent], _PATH))
         store = _open_store(config, stack)
         build_acp(config, agent, services)  # fail before speaking, not mid-session
-        reader, writer = await stdio_streams(limit=_STDIO_LIMIT)
+        stdin, writer = await stdio_streams(limit=_STDIO_LIMIT)
         sys.stdout = sys.stderr  # the real stdout now belongs to the protocol writer alone
         history = AcpHistory(agent=agent, store=store)
         server = AcpServer(config=config, agent=agent, services=services, history=history)
         logger.debug("acp: serving agent {} on stdio", agent)
+        reader, feed = screen_input(stdin, writer, cancel=server.cancel, limit=_STDIO_LIMIT)
         try:
-            await run_agent(cast("acp.Agent", server), writer, reader)
+            async with asyncio.TaskGroup() as group:
+                feeder = group.create_task(feed())
+                try:
+                    await run_agent(cast("acp.Agent", server), writer, reader)
+                finally:
+                    feeder.cancel()  # the connection ended: stop reading stdin
         finally:
             await server.aclose()
             sys.stdout = sys.__stdout__
@@ -105,6 +114,7 @@ class AcpServer:
         self._client: acp.Client | None = None
         self._client_name = "client"
         self._actor = _acp_user()
+        self._initialized = False
 
     def on_connect(self, conn: acp.Client) -> None:
         """Keep the client side of the connection (updates and permission requests go there)."""
@@ -116,8 +126,11 @@ class AcpServer:
         """Answer the handshake: our protocol version and what we support."""
         if client_info is not None and getattr(client_info, "name", None):
             self._client_name = str(client_info.name)
+        self._initialized = True
+        # The spec: answer the version asked for when supported, else the latest supported
+        # (only PROTOCOL_VERSION is, so a client asking 0 or a future version gets it).
         return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True)
             ),
@@ -128,6 +141,7 @@ class AcpServer:
         """Start a stored session; the client's cwd and MCP servers grant nothing."""
         _ignore_client_mcp(mcp_servers)
         client = self._connection()
+        self._require_initialized()
         session_id = uuid.uuid4().hex
         self._sessions[session_id] = self._session(client, session_id, self._history.start(session_id))
         logger.debug("acp: session {} started for {}", session_id, self._agent)
@@ -144,6 +158,7 @@ class AcpServer:
         """
         _ignore_client_mcp(mcp_servers)
         client = self._connection()
+        self._require_initialized()
         live = self._sessions.get(session_id)
         if live is not None and live.turn is not None:
             raise RequestError.invalid_request({"sessionId": "a prompt is running in this session"})
@@ -161,6 +176,10 @@ class AcpServer:
         logger.debug("acp: session {} loaded for {} ({} messages)", session_id, self._agent, len(conversation))
         return LoadSessionResponse()
 
+    def _require_initialized(self) -> None:
+        if not self._initialized:
+            raise RequestError.invalid_request({"reason": "send initialize before opening a session"})
+
     def _connection(self) -> acp.Client:
         if self._client is None:
             raise RequestError.internal_error({"reason": "no client connection"})
@@ -176,6 +195,11 @@ class AcpServer:
             raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})
         if session.turn is not None:
             raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
+        refused = sorted({kind for kind in (getattr(b, "type", None) for b in prompt) if kind in _NOT_ACCEPTED})
+        if refused:  # not advertised in promptCapabilities: say so rather than drop it silently
+            raise RequestError.invalid_params(
+                {"prompt": f"this agent does not accept {' or '.join(refused)} content; send text or resources"}
+            )
         execution: ResolvedAgentExecution = build_acp(self._config, self._agent, self._services)
         keep = execution.knobs.max_history_messages
         session.streamed = False

@@ -106,8 +106,9 @@ class ShellConfig(_Model):
 
 
 class HttpFetchConfig(_Model):
-    """`[agents.X.http_fetch]`: where `http_fetch` may go."""
+    """`[agents.X.http_fetch]`: where `http_fetch` (and skill http tools) may go."""
 
+    # names or globs; empty (the default) = no host, ["*"] = any public host
     allowed_hosts: Names = ()
     allow_private_addresses: bool = False
     max_bytes: int = Field(default=1_000_000, ge=1)

@@ -90,6 +90,7 @@ class McpConnection:
         self._wake = asyncio.Event()  # leave the current session: stream lost, restart, close
         self._refresh = asyncio.Event()  # list again: list-changed notification or liveness probe
         self._end_reason: str | None = None
+        self._unreadable = 0  # lines of this connection's output that were not MCP
 
     def close(self) -> None:
         """Ask the owner task to shut the session down and stop."""
@@ -228,6 +229,7 @@ class McpConnection:
         self._wake.clear()
         self._refresh.clear()
         self._end_reason = None
+        self._unreadable = 0
         ready = False
         deadline = asyncio.get_running_loop().time() + self._connect_timeout_s
         try:
@@ -271,6 +273,9 @@ class McpConnection:
             return ready, _classify(exc)
         finally:
             self._client = None
+            if self._unreadable > 1:
+                logger.warning("MCP server {!r}: {} lines of output that is not MCP on that connection",
+                               self.server, self._unreadable)
         if self._closing:
             return ready, None
         return ready, _Fault(self._end_reason or "the session ended", permanent=False)
@@ -306,7 +311,14 @@ class McpConnection:
         if isinstance(message, (types.ToolListChangedNotification, types.ResourceListChangedNotification)):
             self._refresh.set()
         elif isinstance(message, Exception):
-            logger.warning("MCP server {!r} sent something unreadable: {}", self.server, message)
+            # Once per connection, then counted: a noisy server must not flood the log.
+            self._unreadable += 1
+            if self._unreadable == 1:
+                first = (str(message).strip().splitlines() or [type(message).__name__])[0][:200]
+                logger.warning(
+                    "MCP server {!r} wrote output that is not MCP ({}); more of it on this connection "
+                    "is counted, not logged", self.server, first,
+                )
 
     def _publish(self, offer: ServerOffer) -> None:
         if offer != self.offer:

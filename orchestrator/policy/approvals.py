@@ -58,6 +58,8 @@ class ApprovalRequest:
     tool: str
     arguments: Mapping[str, Any]
     timeout_s: float
+    # what the approver is shown (`render_arguments`): the same text on every channel and the CLI
+    preview: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,15 @@ class SecurityPolicy:
     # `[agents.X.shell] denied_args`: globs refused as any whole argv element, for the
     # `shell` built-in and skill shell tools alike.
     shell_denied_args: tuple[str, ...] = ()
+
+    def allows_host(self, host: str) -> bool:
+        """Return whether `http_allowed_hosts` admits `host` (names or globs, case-insensitive).
+
+        An empty list admits no host (omission is never a grant); `"*"` admits any host,
+        which the private-address guard still narrows.
+        """
+        host = host.lower()
+        return any(fnmatchcase(host, pattern.lower()) for pattern in self.http_allowed_hosts)
 
     def confine(self, relative: str) -> Path:
         """Return `relative` resolved inside the workspace.

@@ -114,6 +114,8 @@ class OpenAICompatProvider:
             response = await self._client.post("/chat/completions", body=body, cast_to=self._cast)
         except self._sdk_error as exc:
             raise self._failure(exc) from exc
+        except ValueError as exc:  # the SDK parses the body itself: one cut off mid-JSON lands here
+            raise self._malformed(exc) from exc
         try:
             return _to_completion(response)
         except (AttributeError, IndexError, TypeError) as exc:

@@ -42,10 +42,15 @@ if TYPE_CHECKING:
     from orchestrator.seam.services import Services
 
 __all__ = [
-    "BUDGETS", "SETTINGS", "MatrixColumn", "agent_matrix", "chat_sop_reach", "classify", "granted_sops",
+    "BUDGETS", "COLUMNS", "SETTINGS", "MatrixColumn", "agent_matrix", "chat_sop_reach", "classify", "granted_sops",
     "matrix_columns", "parity_matrix", "settings_of",
 ]
 
+# The grid's columns, in order (each a path, or a path with a representative call-site input).
+COLUMNS: Final = (
+    "channel", "cli_run", "gateway_chat", "listing", "library", "library+approver",
+    "delegate", "sop_step", "acp", "schedule",
+)
 BUDGETS: Final = (
     "max_tool_iterations", "turn_timeout_s", "tool_timeout_s",
     "max_tool_result_chars", "max_history_messages", "max_actions_per_hour",
@@ -66,6 +71,7 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "temperature": frozenset(),
     "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
     "sop_reach": frozenset({"no_chat_commands"}),  # `routes[i]:<sop>` a chat sender may start
+    "network": frozenset(),  # [http_fetch] limits of http_fetch and skill http tools
 }
 # Declared by every column but the channel: no chat command (so no `/sop`) reaches that path.
 _NO_CHAT: Final = ("no_chat_commands",)
@@ -118,12 +124,23 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         "provider_binding": [described["provider"], described["base_url"], described["model"]],
         "temperature": described["temperature"],
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
+        "network": _network(execution),
     }
     knobs = described["knobs"]
     assert isinstance(knobs, dict)
     for budget in BUDGETS:
         values[f"budget.{budget}"] = knobs[budget]
     return values
+
+
+def _network(execution: ResolvedAgentExecution) -> list[str]:
+    """List the network limits: the allowed hosts (none = no host), the private guard, the cap."""
+    security = execution.security
+    return [
+        *(f"host:{h}" for h in security.http_allowed_hosts),
+        f"private_addresses:{'allowed' if security.http_allow_private_addresses else 'refused'}",
+        f"max_bytes:{security.http_max_bytes}",
+    ]
 
 
 def _own_prompt(execution: ResolvedAgentExecution) -> str:
@@ -252,6 +269,7 @@ def matrix_columns(
         ("acp", lambda s: build_acp(config, agent, s), _NO_CHAT),
         ("schedule", lambda s: build_schedule(config, agent, s, tools=schedule_tools), _NO_CHAT),
     ]
+    assert [label for label, _, _ in builds] == list(COLUMNS)
     columns = []
     for label, build, extra in builds:
         execution = build(services[label])

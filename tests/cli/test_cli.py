@@ -91,6 +91,52 @@ async def test_agent_turn_in_a_real_process(write_config: WriteConfig, fake_llm:
     assert "no operator decided" in tool_msg["content"]
 
 
+def _answer_on_a_tty(argv: list[str], answer: str) -> tuple[int, str, str]:
+    """Run the CLI with stdin and stderr on a pseudo-terminal; answer its prompt; return (code, stdout, tty text)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", *argv],
+        stdin=slave, stderr=slave, stdout=subprocess.PIPE, cwd=ROOT, text=True,
+    )
+    os.close(slave)
+    shown = b""
+    try:
+        while b"[y/N] " not in shown:
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, f"no prompt; the terminal showed {shown!r}"
+            shown += os.read(master, 65536)
+        os.write(master, answer.encode() + b"\n")
+        stdout, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        os.close(master)
+    return process.returncode, stdout, shown.decode().replace("\r\n", "\n")
+
+
+async def test_tty_approval_prompt_shows_the_path_a_long_first_argument_would_hide(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    from orchestrator.policy import render_arguments
+    from orchestrator.tools import BUILTIN_TOOLS
+
+    path = write_config(provider_toml(fake_llm.base_url) + '[agents.a]\nprovider = "fake"\nmodel = "m"\ntools = ["file_write"]\n')
+    arguments = {"content": "A" * 5000, "path": "hidden.txt"}
+    fake_llm.script(tool_call("file_write", arguments), text("refused"))
+
+    code, stdout, shown = await asyncio.to_thread(
+        _answer_on_a_tty, ["agent", "a", "-m", "write", "--config", str(path)], "n"
+    )
+
+    assert (code, stdout) == (0, "refused\n")
+    preview = render_arguments(arguments, BUILTIN_TOOLS["file_write"].spec.parameters)
+    assert f"approve file_write?\n{preview}\n[y/N] " in shown  # the same text as every channel
+    assert preview.startswith('{"path": "hidden.txt", ') and "chars cut]…" in preview
+    assert not (path.parent / "state" / "workspaces" / "a" / "hidden.txt").exists()
+
+
 def test_tools_and_policy_output(write_config: WriteConfig, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_config(
         '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n'

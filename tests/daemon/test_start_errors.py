@@ -55,6 +55,37 @@ def test_a_channel_secret_that_does_not_resolve_stops_the_start(
     ]
 
 
+def test_a_blank_channel_token_file_stops_the_start(write_config: WriteConfig) -> None:
+    config = write_config(BASE + TELEGRAM.replace('"env:ORCH_TEST_MISSING_TG_TOKEN"', '"file:tg.token"'))
+    (config.parent / "tg.token").write_text("\n", encoding="utf-8")
+    done = run(config)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"{config}: channels.tg.token: secret 'file:tg.token': {config.parent / 'tg.token'} is empty (or only whitespace)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        ("x" * 31, "the token is 31 characters; use at least 32 (e.g. `openssl rand -hex 32`)"),
+        ("   ", "secret 'env:ORCH_TEST_GATEWAY_TOKEN': environment variable ORCH_TEST_GATEWAY_TOKEN is empty"),
+        (None, "secret 'env:ORCH_TEST_GATEWAY_TOKEN': environment variable ORCH_TEST_GATEWAY_TOKEN is not set"),
+    ],
+)
+def test_a_short_blank_or_missing_gateway_token_stops_the_start(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch, token: str | None, reason: str
+) -> None:
+    # `check` runs without the daemon's environment; the start checks the token it will use
+    monkeypatch.delenv("ORCH_TEST_GATEWAY_TOKEN", raising=False)
+    config = write_config(BASE + '\n[gateway]\nlisten = "0.0.0.0"\nport = 0\ntoken = "env:ORCH_TEST_GATEWAY_TOKEN"\n')
+    if token is not None:
+        monkeypatch.setenv("ORCH_TEST_GATEWAY_TOKEN", token)
+    done = run(config)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [f"{config}: gateway.token: {reason}"]
+
+
 def test_a_gateway_port_in_use_is_one_error_line(write_config: WriteConfig) -> None:
     with socket.socket() as taken:  # raised inside the runtime's TaskGroup: reported all the same
         taken.bind(("127.0.0.1", 0))
@@ -128,3 +159,27 @@ def test_a_second_daemon_on_the_same_state_dir_exits_naming_the_first(write_conf
     assert again.wait(timeout=30) == 0
     assert again.stderr is not None
     again.stderr.close()
+
+
+def test_a_damaged_state_database_is_one_line_naming_it_and_what_to_do(write_config: WriteConfig) -> None:
+    import sqlite3
+
+    from orchestrator.store import SessionStore
+
+    config = write_config(NO_CHANNELS)
+    state = config.parent / "state"
+    with SessionStore(state / "sessions.sqlite3") as store:  # a store with history in it
+        for i in range(3000):
+            store.accept("tg", str(i), {"text": "x" * 200, "event_id": str(i)})
+    with sqlite3.connect(state / "sessions.sqlite3") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(state / "sessions.sqlite3", "r+b") as raw:  # a disk error in an inner page
+        raw.seek(4096 * 40)
+        raw.write(b"\xde\xad\xbe\xef" * 1024)
+    done = run(config)
+    path = state / "sessions.sqlite3"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"error: {path} is damaged (database disk image is malformed); stop every orchestrator using it, "
+        f"then move it aside (a new one is created: its data is lost) or repair it with `sqlite3 {path} .recover`"
+    ]

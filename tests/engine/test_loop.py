@@ -22,7 +22,7 @@ from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.store import AuditLog
 from tests.conftest import provider_toml
 from tests.fakes.loopback import serving
-from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
+from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call, tool_calls
 
 
 def agent(fake: FakeOpenAI, body: str, name: str = "a") -> str:
@@ -144,10 +144,30 @@ async def test_interactive_approver_approves_refuses_and_times_out(
     assert "no operator decided (nobody answered within 0.2s)" in tool_results(fake_llm.requests[5])[0]
 
 
+async def test_approval_shows_the_path_a_long_first_argument_would_hide(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    config = load(agent(fake_llm, 'tools = ["file_write"]\n'))
+    asked: list[ApprovalRequest] = []
+
+    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(verdict=Verdict.DENIED, decided_by="alice", reason="no")
+
+    fake_llm.script(tool_call("file_write", {"content": "A" * 5000, "path": "../outside.txt"}), text("ok"))
+    await turn(config, services, approver=refuse, interactivity=Interactivity.INTERACTIVE)
+
+    (request,) = asked
+    assert request.preview.startswith('{"path": "../outside.txt", "content": "AAA')
+    assert "chars cut]…" in request.preview and len(request.preview) <= 500
+    assert request.arguments["content"] == "A" * 5000  # the audit keeps the whole call
+
+
 async def test_read_only_autonomy_drops_and_refuses_writing_tools(
     fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
 ) -> None:
-    config = load(agent(fake_llm, 'autonomy = "read_only"\ntools = ["*"]\n[agents.a.shell]\nallowed_commands = ["touch"]\n'))
+    config = load(agent(fake_llm, 'autonomy = "read_only"\ntools = ["*"]\n[agents.a.shell]\nallowed_commands = ["touch"]\n'
+                                      '[agents.a.http_fetch]\nallowed_hosts = ["docs.example.com"]\n'))
     fake_llm.script(tool_call("shell", {"argv": ["touch", "x"]}), text("ok"))
     result = await turn(config, services)
     assert result.executed == ()
@@ -196,7 +216,7 @@ async def test_results_are_capped_and_outside_content_wrapped(
                 fake_llm,
                 'autonomy = "full"\ntools = ["file_read", "http_fetch"]\n'
                 "[agents.a.budget]\nmax_tool_result_chars = 100\n"
-                "[agents.a.http_fetch]\nallow_private_addresses = true\n",
+                "[agents.a.http_fetch]\nallow_private_addresses = true\nallowed_hosts = [\"127.0.0.1\"]\n",
             )
         )
         (workspace(config) / "big.txt").write_text("x" * 250)
@@ -359,3 +379,15 @@ async def test_a_secret_in_a_tool_result_reaches_the_model_redacted(
     assert "key=[redacted]" in seen and "https://api.telegram.org/bot[redacted]/getMe" in seen
     assert key not in str(fake_llm.requests) and "AAH-bot-secret_x" not in str(fake_llm.requests)
     assert key not in str(transcript.messages) and "AAH-bot-secret_x" not in str(transcript.messages)
+
+
+async def test_a_truncated_provider_answer_is_a_provider_error_not_a_crash(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    config = load(agent(fake_llm, 'autonomy = "full"\n'))
+    fake_llm.script(Reply(body=b'"choices":[{"index":0,"message":{"role":"assist'))  # the body ends mid-JSON
+    transcript = Transcript(session="t")
+    result = await turn(config, services, transcript=transcript)
+    assert result.stop is StopReason.PROVIDER_ERROR
+    assert result.text.startswith("Sorry, the model provider failed (incident ")
+    assert "malformed" in (result.error or "")

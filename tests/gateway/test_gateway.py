@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import Config, GatewayConfig, load_config
+from orchestrator.config import Config, GatewayConfig, SecretRef, load_config
 from orchestrator.engine import add_turn_observer
 from orchestrator.errors import ConfigError
 from orchestrator.gateway import GatewayError, open_gateway
@@ -209,6 +209,16 @@ async def test_non_loopback_without_token_is_refused_by_check_and_at_start(
     config = Config(gateway=GatewayConfig(listen="0.0.0.0", port=0), daemon={"state_dir": str(tmp_path / "state")})
     async with Runtime.open(config) as runtime:
         with pytest.raises(GatewayError, match="non-loopback address without gateway.token"):
+            async with open_gateway(runtime):
+                pass
+    # nor with a token shorter than 32 characters (read when the gateway opens)
+    (tmp_path / "short.token").write_text("y" * 31 + "\n", encoding="utf-8")
+    short = Config(
+        gateway=GatewayConfig(listen="0.0.0.0", port=0, token=SecretRef("file:short.token")),
+        daemon={"state_dir": str(tmp_path / "state")},
+    )
+    async with Runtime.open(short, config_path=tmp_path / "config.toml") as runtime:
+        with pytest.raises(GatewayError, match="gateway.token: the token is 31 characters; use at least 32"):
             async with open_gateway(runtime):
                 pass
     # loopback without a token is allowed and needs no Authorization header

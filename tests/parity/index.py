@@ -288,4 +288,13 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               "(tool calls and confirmations)", owner=_C, tracking=_I11,
               evidence="tests/daemon/test_chat_commands.py::"
               "test_without_route_approvers_another_agents_step_is_denied_and_nobody_is_asked"),
+    ParityRow(surface="network", setting="[http_fetch] allowed_hosts (absent/[] = no host), private guard, "
+              "max_bytes: identical on every path (matrix row `network`)", owner="#11 Isolation at the edges",
+              tracking="issue #11 item 4",
+              evidence="tests/parity/test_network_parity.py::test_every_path_refuses_a_host_outside_the_allowed_hosts"),
+    ParityRow(surface="approval", setting="approval prompt text: every argument, schema order, visible cut; "
+              "same on terminal, Slack, Discord, Telegram", owner="#11 Isolation at the edges",
+              tracking="issue #11 item 6",
+              evidence="tests/daemon/test_dispatch.py::"
+              "test_terminal_approval_prompt_shows_the_path_despite_a_long_first_argument"),
 )

@@ -132,18 +132,46 @@ def build(name: str = "kit") -> MCPServer:
     return app
 
 
+def _start_junk(lines: int) -> None:
+    """Write lines that are not JSON-RPC to the protocol stream (a noisy C library's prints:
+    straight to fd 1, past any redirect of `sys.stdout`)."""
+    import threading
+    import time
+
+    def spew() -> None:
+        for i in range(lines):
+            os.write(1, f"junk line {i}: not json\n".encode())
+            time.sleep(0.01)
+
+    threading.Thread(target=spew, daemon=True).start()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--spawn-log", default=None, help="append this process's pid to FILE at start")
     parser.add_argument("--name", default="kit")
+    parser.add_argument(
+        "--junk", type=int, default=0, help="stdio: also write N junk lines to stdout, one every 10 ms"
+    )
+    parser.add_argument(
+        "--linger", action="store_true", help="stdio: stay alive 300 s after stdin closes (a server stuck in a call)"
+    )
     args = parser.parse_args()
     if args.spawn_log:
         with open(args.spawn_log, "a", encoding="utf-8") as log:
             log.write(f"{os.getpid()}\n")
     app = build(args.name)
     if args.http is None:
-        app.run()
+        if args.junk:
+            _start_junk(args.junk)
+        try:
+            app.run()
+        finally:
+            if args.linger:  # whatever ended the session (EOF, a broken pipe), stay
+                import time
+
+                time.sleep(300)
     else:
         app.run("streamable-http", host="127.0.0.1", port=args.http)
 
