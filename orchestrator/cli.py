@@ -9,10 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
     from orchestrator.config import Config
-    from orchestrator.memory import MemoryStore
     from orchestrator.policy import ApprovalDecision, ApprovalRequest
 
 __all__ = ["main"]
@@ -209,42 +206,26 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     import asyncio
 
     from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
-    from orchestrator.mcp import McpPool
-    from orchestrator.peripherals import PeripheralPool
-    from orchestrator.seam import ConstructionPath, Services, build_cli_run, mcp_servers_for
-    from orchestrator.store import AuditLog
+    from orchestrator.seam import ConstructionPath, build_cli_run, open_services
 
     config = _load(args)
     allowed = frozenset(t.strip() for item in args.allow for t in item.split(",") if t.strip())
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
 
     async def run() -> int:
-        # Ports open on the first peripheral tool call of this turn, and close on exit.
-        async with McpPool(config) as pool, PeripheralPool() as peripherals:
-            await pool.ensure_connected(mcp_servers_for(config, args.name), agent=args.name)
-            await _connect_delegates(config, args.name, pool)
-            return await turn(pool, peripherals)
-
-    async def turn(pool: McpPool, peripherals: PeripheralPool) -> int:
-        with (
-            AuditLog(config.state_path() / "audit.sqlite3") as audit,
-            _memory_store(config, args.name, ConstructionPath.CLI_RUN, delegating=True) as memory,
-        ):
-            services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
-            try:
-                execution = build_cli_run(
-                    config, args.name, services,
-                    caller_allowed=allowed if args.allow else None, interactive=interactive,
-                )
-                result = await run_tool_call_loop(
-                    execution,
-                    Transcript(session="cli"),
-                    args.message,
-                    approver=_tty_approver if interactive else None,
-                    actor=_cli_user(),
-                )
-            finally:
-                await services.providers.aclose()
+        # What the agent and every agent it can delegate to need; ports open on first call.
+        async with open_services(config, [args.name], ConstructionPath.CLI_RUN) as services:
+            execution = build_cli_run(
+                config, args.name, services,
+                caller_allowed=allowed if args.allow else None, interactive=interactive,
+            )
+            result = await run_tool_call_loop(
+                execution,
+                Transcript(session="cli"),
+                args.message,
+                approver=_tty_approver if interactive else None,
+                actor=_cli_user(),
+            )
         if result.stop is StopReason.PROVIDER_ERROR:
             print(f"error: {result.error}", file=sys.stderr)
             return 1
@@ -294,64 +275,18 @@ async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
 def _execution(args: argparse.Namespace) -> Any:
     import asyncio
 
-    from orchestrator.peripherals import PeripheralPool
-    from orchestrator.seam import ConstructionPath, Services, build_on_path, mcp_servers_for
+    from orchestrator.seam import ConstructionPath, build_on_path, open_services
 
     config = _load(args)
     path = ConstructionPath(args.path)
-    # Never entered, so it cannot open a port: listing shows the tools a path would get.
-    peripherals = PeripheralPool()
-    servers = mcp_servers_for(config, args.name, path=path)
-    # Bind the memory tools to the store as a turn would; no turn runs, so it closes at once.
-    with _memory_store(config, args.name, path) as memory:
-        if not servers:
-            return build_on_path(config, args.name, path, Services(memory=memory, peripherals=peripherals))
-        return asyncio.run(_resolve_connected(config, args.name, path, servers, memory, peripherals))
 
+    async def listing() -> Any:
+        # Opened as a turn would (memory, MCP listings) and closed at once: no turn runs, and
+        # the peripheral pool is never entered, so no port can open.
+        async with open_services(config, [args.name], path, connect_peripherals=False) as services:
+            return build_on_path(config, args.name, path, services)
 
-async def _resolve_connected(
-    config: Config, name: str, path: Any, servers: tuple[str, ...], memory: Any, peripherals: Any
-) -> Any:
-    from orchestrator.mcp import McpPool
-    from orchestrator.seam import Services, build_on_path
-
-    # Connect what the agent's bundles need, read their listings, and disconnect.
-    async with McpPool(config) as pool:
-        await pool.ensure_connected(servers, agent=name)
-        return build_on_path(config, name, path, Services(mcp=pool, memory=memory, peripherals=peripherals))
-
-
-async def _connect_delegates(config: Config, name: str, pool: Any) -> None:
-    from loguru import logger
-
-    from orchestrator.mcp import McpServerUnavailable
-    from orchestrator.seam import ConstructionPath, delegation_reach, mcp_servers_for
-
-    # A delegated turn resolves its target's own bundles: connect them too. One that does not
-    # come up only leaves that target without its tools.
-    for target in delegation_reach(config, name):
-        try:
-            await pool.ensure_connected(mcp_servers_for(config, target, path=ConstructionPath.DELEGATE), agent=target)
-        except McpServerUnavailable as exc:
-            logger.warning("delegate target {}: {}", target, exc)
-
-
-def _memory_store(
-    config: Config, name: str, path: Any, *, delegating: bool = False
-) -> AbstractContextManager[MemoryStore | None]:
-    from contextlib import nullcontext
-
-    from orchestrator.memory import MemoryStore
-    from orchestrator.seam import ConstructionPath, delegation_reach, uses_memory
-
-    # Opened only when the seam says the agent (or, for a turn, an agent it may delegate
-    # to) has memory on this path: no store, no tools.
-    targets = delegation_reach(config, name) if delegating else ()
-    if not uses_memory(config, name, path=path) and not any(
-        uses_memory(config, t, path=ConstructionPath.DELEGATE) for t in targets
-    ):
-        return nullcontext(None)
-    return MemoryStore(config.state_path() / "memory.sqlite3")
+    return asyncio.run(listing())
 
 
 def _cli_user() -> str | None:
@@ -435,24 +370,23 @@ def _cmd_policy(args: argparse.Namespace) -> int:
 
 
 def _cmd_policy_matrix(args: argparse.Namespace) -> int:
+    import asyncio
     import json
     import tempfile
     from pathlib import Path
 
-    from orchestrator.memory import MemoryStore
-    from orchestrator.peripherals import PeripheralPool
-    from orchestrator.seam import Services
     from orchestrator.seam.matrix import agent_matrix
 
     config = _load(args)
     agents = [args.agent] if args.agent else sorted(config.agents)
-    # Memory tools bind to a throwaway store and peripherals to an unentered pool: the grid
-    # resolves every path without touching state, ports or MCP servers.
-    with tempfile.TemporaryDirectory(prefix="orchestrator-matrix-") as tmp, MemoryStore(
-        Path(tmp) / "memory.sqlite3"
-    ) as memory:
-        services = Services(memory=memory, peripherals=PeripheralPool())
-        grids = {agent: agent_matrix(config, agent, services) for agent in agents}
+
+    async def grids_of() -> dict[str, dict[str, dict[str, str]]]:
+        # Each column's services are opened as its entry point opens them, isolated: state in
+        # a throwaway directory, no MCP server started, no port opened.
+        with tempfile.TemporaryDirectory(prefix="orchestrator-matrix-") as tmp:
+            return {agent: await agent_matrix(config, agent, state_dir=Path(tmp)) for agent in agents}
+
+    grids = asyncio.run(grids_of())
     gaps = [
         f"{agent}: {setting} on {path}"
         for agent, grid in grids.items()

@@ -13,25 +13,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack, nullcontext
+from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 from orchestrator.config import Config, load_config
 from orchestrator.engine import Transcript, TurnResult, run_tool_call_loop
 from orchestrator.errors import OrchestratorError, UnknownAgent
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity, Verdict
-from orchestrator.seam import (
-    ConstructionPath,
-    Services,
-    build_library,
-    mcp_servers_for,
-    uses_memory,
-)
-
-if TYPE_CHECKING:
-    from orchestrator.memory import MemoryStore
+from orchestrator.seam import ConstructionPath, Services, build_library, open_services
 
 __all__ = ["Agent", "AgentClosed", "LibraryApprover"]
 
@@ -54,9 +45,10 @@ class AgentClosed(OrchestratorError):
 class Agent:
     """One configured agent, run in-process on the library path; build it with `from_config`.
 
-    It owns its services (provider clients, the audit log in the state directory, the MCP
-    pool when the agent has bundles, the memory store when it has memory), opened on
-    `async with` or the first `run()` and closed by `aclose()`. Sessions live in memory,
+    It owns its services, opened by the seam's `open_services` for this agent and every
+    agent it can delegate to (provider clients, the audit log in the state directory, the
+    MCP pool when one has bundles, the memory store when one has memory), on `async with`
+    or the first `run()`, and closed by `aclose()`. Sessions live in memory,
     one transcript per `session` id, one turn at a time each.
     """
 
@@ -131,30 +123,12 @@ class Agent:
                 raise AgentClosed(self.name)
             if self._services is not None:
                 return self._services
-            async with AsyncExitStack() as stack:
-                services = await self._open_services(stack)
-                self._stack, self._services = stack.pop_all(), services
+            # What this agent and every agent it can delegate to need (ports open on first
+            # call); a failed opening has already closed what it opened.
+            stack = AsyncExitStack()
+            services = await stack.enter_async_context(open_services(self.config, [self.name], _PATH))
+            self._stack, self._services = stack, services
             return services
-
-    async def _open_services(self, stack: AsyncExitStack) -> Services:
-        from orchestrator.peripherals import PeripheralPool
-        from orchestrator.store import AuditLog
-
-        state = self.config.state_path()
-        audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
-        memory = stack.enter_context(_memory_store(self.config, self.name))
-        # Opens no port: each opens on its first tool call, and closes with the agent.
-        peripherals = await stack.enter_async_context(PeripheralPool())
-        pool = None
-        servers = mcp_servers_for(self.config, self.name, path=_PATH)
-        if servers:
-            from orchestrator.mcp import McpPool
-
-            pool = await stack.enter_async_context(McpPool(self.config))
-            await pool.ensure_connected(servers, agent=self.name)
-        services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
-        stack.push_async_callback(services.providers.aclose)
-        return services
 
 
 class _Approval:
@@ -174,15 +148,6 @@ class _Approval:
         if answer is True:
             return ApprovalDecision(verdict=Verdict.APPROVED, decided_by="library", reason="approved by the caller")
         return ApprovalDecision(verdict=Verdict.DENIED, decided_by="library", reason="refused by the caller")
-
-
-def _memory_store(config: Config, name: str) -> nullcontext[None] | MemoryStore:
-    from orchestrator.memory import MemoryStore
-
-    # Opened only when the seam says the agent has memory on this path: no store, no tools.
-    if not uses_memory(config, name, path=_PATH):
-        return nullcontext(None)
-    return MemoryStore(config.state_path() / "memory.sqlite3")
 
 
 _FACTORY = object()

@@ -16,10 +16,9 @@ from orchestrator.config import Config, resolve_secret
 from orchestrator.config.secrets import SecretRef
 from orchestrator.config.channels import ChannelConfig
 from orchestrator.engine import Transcript
-from orchestrator.memory import MemoryStore
 from orchestrator.policy import ApprovalDecision
-from orchestrator.seam import Services
-from orchestrator.store import AuditLog, SessionStore
+from orchestrator.seam import ConstructionPath, Services, open_services
+from orchestrator.store import SessionStore
 
 if TYPE_CHECKING:
     from channels import ChannelAdapter
@@ -114,36 +113,36 @@ class Runtime:
     async def open(
         cls, config: Config, *, config_path: Path | None = None, services: Services | None = None
     ) -> AsyncIterator[Runtime]:
-        """Open the store, services and MCP pool (connecting the servers routed agents use).
+        """Open the services (`open_services`, connecting the servers the agents reach) and the store.
 
         On exit every task is cancelled, then everything closes in reverse order.
         """
         state = config.state_path()
         async with AsyncExitStack() as stack:
+            injected = services is not None
             if services is None:
-                audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
-                memory = stack.enter_context(MemoryStore(state / "memory.sqlite3"))
-                pool = None
-                if config.mcp.servers:
-                    from orchestrator.mcp import McpPool
-
-                    pool = await stack.enter_async_context(McpPool(config))
-                from orchestrator.peripherals import PeripheralPool
-
-                # Opens no port: each opens on its first tool call (a reload may add some).
-                peripherals = await stack.enter_async_context(PeripheralPool())
-                services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
-            stack.push_async_callback(services.providers.aclose)
+                # Every agent, every SOP; reloadable: a reload may add agents that need more.
+                services = await stack.enter_async_context(
+                    open_services(
+                        config, sorted(config.agents), ConstructionPath.CHANNEL, sops=sorted(config.sops),
+                        reloadable=True, require_mcp=False,
+                    )
+                )
+            else:
+                stack.push_async_callback(services.providers.aclose)
             store = stack.enter_context(SessionStore(state / "sessions.sqlite3"))
             tasks = await stack.enter_async_context(asyncio.TaskGroup())
             runtime = cls(config=config, config_path=config_path, services=services, store=store, tasks=tasks)
             stack.push_async_callback(runtime._cancel_everything)
             runtime._stack = stack
-            await runtime.connect_mcp()
+            if injected:
+                await runtime.connect_mcp()
+            else:  # open_services connected what the agents reach
+                runtime.warn_bundle_problems()
             yield runtime
 
     async def connect_mcp(self) -> None:
-        """Connect every MCP server a routed agent reaches on the channel path; log failures.
+        """Connect every MCP server the agents (and SOP steps) of this generation reach; log failures.
 
         A server that does not come up keeps retrying in the background; until it does, the
         agents using it simply have none of its tools (never another agent's).
@@ -151,17 +150,20 @@ class Runtime:
         pool = self.services.mcp
         if pool is None:
             return
-        from orchestrator.mcp import McpServerUnavailable, bundle_problems
-        from orchestrator.seam import ConstructionPath, mcp_servers_for
+        from orchestrator.seam import ConstructionPath, connect_reach, service_reach
 
-        async def connect(agent: str) -> None:
-            servers = mcp_servers_for(self.config, agent, path=ConstructionPath.CHANNEL)
-            try:
-                await pool.ensure_connected(servers, agent=agent)
-            except McpServerUnavailable as exc:
-                logger.error("agent {}: {}", agent, exc)
+        config = self.config
+        reach = service_reach(config, sorted(config.agents), ConstructionPath.CHANNEL, sops=sorted(config.sops))
+        await connect_reach(pool, config, reach, require=False)
+        self.warn_bundle_problems()
 
-        await asyncio.gather(*(connect(name) for name in sorted(self.config.agents)))
+    def warn_bundle_problems(self) -> None:
+        """Log each bundle tool name no connected server offers."""
+        pool = self.services.mcp
+        if pool is None:
+            return
+        from orchestrator.mcp import bundle_problems
+
         offers = {name: pool.offer(name, None) for name in self.config.mcp.servers}
         shown = str(self.config_path or "config")
         for problem in bundle_problems(self.config, offers, shown=shown):

@@ -5,7 +5,7 @@ stdout carries the protocol and nothing else: the protocol streams are bound fir
 
 Sessions are stored in the daemon's `sessions.sqlite3` (key `acp:<agent>:<session id>`) after
 every turn, so `session/load` resumes them in a later process; that is one SQLite file, not
-the MCP servers or the memory store the fast path skips.
+the MCP servers or the memory store the fast path skips (unless a delegate target uses them).
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from orchestrator.acp.framing import screen_input
 from orchestrator.acp.history import AcpHistory, StoredTranscript
 from orchestrator.acp.session import AcpSession
 from orchestrator.engine import StopReason, run_tool_call_loop
-from orchestrator.seam import ConstructionPath, Services, build_acp, mcp_servers_for, uses_memory
+from orchestrator.seam import ConstructionPath, Services, build_acp, open_services
 
 if TYPE_CHECKING:
     import acp
 
     from orchestrator.config import Config
     from orchestrator.seam import ResolvedAgentExecution
-    from orchestrator.store import AuditLog, SessionStore
+    from orchestrator.store import SessionStore
 
 __all__ = ["AcpServer", "serve_acp"]
 
@@ -61,13 +61,16 @@ _NOT_ACCEPTED: Final = frozenset({"image", "audio"})
 async def serve_acp(config: Config, agent: str) -> int:
     """Serve `agent` on stdin/stdout until the client closes stdin; return the exit code.
 
-    Opens only what the ACP path's resolved policy needs: MCP servers only when the agent
-    sets `acp_enable_mcp`, the memory store never (the path strips memory). Raises
+    Opens only what the ACP path's resolved policy needs (`open_services`): the agent's MCP
+    servers only when it sets `acp_enable_mcp`, its memory never (the path strips memory),
+    and the memory store and servers of the agents it can delegate to. Raises
     `UnknownAgent` before any protocol traffic when the agent is not configured.
     """
     async with AsyncExitStack() as stack:
-        audit, store = _open_state(config, stack)
-        services = await _open_services(config, agent, stack, audit=audit)
+        # The path's own knobs keep the boot fast: no MCP (unless `acp_enable_mcp`), no memory
+        # for the agent itself; what its delegate targets need is opened for them.
+        services = await stack.enter_async_context(open_services(config, [agent], _PATH))
+        store = _open_store(config, stack)
         build_acp(config, agent, services)  # fail before speaking, not mid-session
         stdin, writer = await stdio_streams(limit=_STDIO_LIMIT)
         sys.stdout = sys.stderr  # the real stdout now belongs to the protocol writer alone
@@ -88,38 +91,15 @@ async def serve_acp(config: Config, agent: str) -> int:
     return 0
 
 
-def _open_state(config: Config, stack: AsyncExitStack) -> tuple[AuditLog, SessionStore]:
-    """Open the audit log and the session store; `StateError` (one line) when we cannot.
+def _open_store(config: Config, stack: AsyncExitStack) -> SessionStore:
+    """Open the session store; `StateError` (one line) when we cannot.
 
-    Both are required, as for the daemon: an approval nobody can audit, or a session a
-    client could not load again, is not a degraded mode worth serving silently.
+    Required, as the audit log is (`open_services` opens it): a session a client could not
+    load again is not a degraded mode worth serving silently.
     """
-    from orchestrator.store import AuditLog, SessionStore
+    from orchestrator.store import SessionStore
 
-    state = config.state_path()
-    audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
-    return audit, stack.enter_context(SessionStore(state / "sessions.sqlite3"))
-
-
-async def _open_services(config: Config, agent: str, stack: AsyncExitStack, *, audit: AuditLog) -> Services:
-    from orchestrator.peripherals import PeripheralPool
-
-    mcp = None
-    servers = mcp_servers_for(config, agent, path=_PATH)
-    if servers:  # only with `acp_enable_mcp`: the fast path connects nothing
-        from orchestrator.mcp import McpPool
-
-        mcp = await stack.enter_async_context(McpPool(config))
-        await mcp.ensure_connected(servers, agent=agent)
-    memory = None
-    if uses_memory(config, agent, path=_PATH):
-        from orchestrator.memory import MemoryStore
-
-        memory = stack.enter_context(MemoryStore(config.state_path() / "memory.sqlite3"))
-    peripherals = await stack.enter_async_context(PeripheralPool())  # opens a port on first call only
-    services = Services(audit=audit, mcp=mcp, memory=memory, peripherals=peripherals)
-    stack.push_async_callback(services.providers.aclose)
-    return services
+    return stack.enter_context(SessionStore(config.state_path() / "sessions.sqlite3"))
 
 
 class AcpServer:

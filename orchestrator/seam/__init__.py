@@ -16,6 +16,7 @@ from orchestrator.seam.execution import (
     RuntimeKnobs,
 )
 from orchestrator.seam.ledger import ActionLedger
+from orchestrator.seam.opening import ReachedTurn, connect_reach, open_services, service_reach
 from orchestrator.seam.path_builders import (
     DEFAULT_BUILDERS,
     build_acp,
@@ -50,6 +51,7 @@ __all__ = [
     "MemoryScope",
     "PathProfile",
     "PromptSection",
+    "ReachedTurn",
     "ResolvedAgentExecution",
     "RuntimeKnobs",
     "ScopedAssembly",
@@ -67,9 +69,12 @@ __all__ = [
     "build_on_path",
     "build_schedule",
     "build_sop_step",
+    "connect_reach",
     "delegation_reach",
     "mcp_servers_for",
+    "open_services",
     "resolve",
     "resolve_chat_commands",
+    "service_reach",
     "uses_memory",
 ]

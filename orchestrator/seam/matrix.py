@@ -1,10 +1,12 @@
 """The live (setting x path) parity matrix behind `orchestrator policy matrix`.
 
 Every column is built through the same path builder production uses, with representative
-call-site inputs; every cell compares that execution's value for one setting with the policy
-baseline (cli run, no knobs). The `sop_reach` row compares the SOPs a chat sender routed to
-the agent may start, as the seam decides them for `/sop` (`resolve_chat_commands`), with the
-routes' `sops` as written; only the channel path takes chat commands. A cell is `enforced` when equal, `narrowed: <knob>` when it
+call-site inputs and the services its entry point opens (`open_services`); every cell
+compares that execution's value for one setting with the policy baseline (cli run, no
+knobs). The `sop_reach` row compares the SOPs a chat sender routed to the agent may start,
+as the seam decides them for `/sop` (`resolve_chat_commands`), with the routes' `sops` as
+written; only the channel path takes chat commands. A cell is `enforced` when equal,
+`narrowed: <knob>` when it
 differs only as a knob the path declares explains (and only narrower), `gap` otherwise.
 """
 
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from orchestrator.policy import Interactivity
@@ -38,10 +42,15 @@ if TYPE_CHECKING:
     from orchestrator.seam.services import Services
 
 __all__ = [
-    "BUDGETS", "SETTINGS", "MatrixColumn", "agent_matrix", "chat_sop_reach", "classify", "granted_sops",
+    "BUDGETS", "COLUMNS", "SETTINGS", "MatrixColumn", "agent_matrix", "chat_sop_reach", "classify", "granted_sops",
     "matrix_columns", "parity_matrix", "settings_of",
 ]
 
+# The grid's columns, in order (each a path, or a path with a representative call-site input).
+COLUMNS: Final = (
+    "channel", "cli_run", "gateway_chat", "listing", "library", "library+approver",
+    "delegate", "sop_step", "acp", "schedule",
+)
 BUDGETS: Final = (
     "max_tool_iterations", "turn_timeout_s", "tool_timeout_s",
     "max_tool_result_chars", "max_history_messages", "max_actions_per_hour",
@@ -180,33 +189,90 @@ def _declared(execution: ResolvedAgentExecution, baseline: ResolvedAgentExecutio
     return frozenset(knobs | set(extra))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Entry:
+    """What one production entry point opens services for (the arguments of `open_services`)."""
+
+    agents: tuple[str, ...]
+    path: ConstructionPath
+    sops: tuple[str, ...] = ()
+    reloadable: bool = False
+
+
+def _entries(config: Config, agent: str, parent: str) -> dict[str, _Entry]:
+    """Return, per column, the entry point whose services its turns run with."""
+    daemon = _Entry(agents=tuple(config.agents), path=ConstructionPath.CHANNEL, sops=tuple(config.sops), reloadable=True)
+    own = {p: _Entry(agents=(agent,), path=p) for p in ConstructionPath}
+    step_sops = tuple(
+        name for name, sop in config.sops.items() if any((step.agent or sop.agent) == agent for step in sop.steps)
+    )
+    return {
+        "cli_run": own[ConstructionPath.CLI_RUN],  # `orchestrator agent`; also the baseline
+        "channel": daemon, "gateway_chat": daemon, "schedule": daemon,  # all run inside the daemon
+        "listing": own[ConstructionPath.LISTING],
+        "library": own[ConstructionPath.LIBRARY], "library+approver": own[ConstructionPath.LIBRARY],
+        # the parent's `orchestrator agent` turn delegates to `agent`
+        "delegate": _Entry(agents=(parent,), path=ConstructionPath.CLI_RUN),
+        # `orchestrator sop` of an SOP with a step run as `agent` (else the step path itself)
+        "sop_step": _Entry(agents=(), path=ConstructionPath.SOP_STEP, sops=step_sops) if step_sops
+        else own[ConstructionPath.SOP_STEP],
+        "acp": own[ConstructionPath.ACP],
+    }
+
+
+async def _open_entries(
+    config: Config, entries: Mapping[str, _Entry], stack: AsyncExitStack, *, state_dir: Path
+) -> dict[str, Services]:
+    """Open each distinct entry's services once, through `open_services`, isolated for a listing.
+
+    Isolated means: the state is `state_dir` (a throwaway), no MCP server is started and no
+    port can open; every column is isolated alike, so none differs for it.
+    """
+    from orchestrator.seam.opening import open_services
+
+    opened: dict[_Entry, Services] = {}
+    for entry in entries.values():
+        if entry not in opened:
+            opened[entry] = await stack.enter_async_context(
+                open_services(
+                    config, entry.agents, entry.path, sops=entry.sops, reloadable=entry.reloadable,
+                    state_dir=state_dir, connect_mcp=False, connect_peripherals=False,
+                )
+            )
+    return {label: opened[entry] for label, entry in entries.items()}
+
+
 def matrix_columns(
     config: Config,
     agent: str,
-    services: Services,
+    services: Mapping[str, Services],
     *,
     parent: str,
     ceiling: RuntimeKnobs,
     schedule_tools: Iterable[str] | None,
 ) -> tuple[ResolvedAgentExecution, list[MatrixColumn]]:
-    """Build the baseline and every path's column through the production path builders."""
-    baseline = build_cli_run(config, agent, services)
-    builds: list[tuple[str, Callable[[], ResolvedAgentExecution], tuple[str, ...]]] = [
-        ("channel", lambda: build_channel(config, agent, services), ()),
-        ("cli_run", lambda: build_cli_run(config, agent, services), _NO_CHAT),
-        ("gateway_chat", lambda: build_gateway_chat(config, agent, services), _NO_CHAT),
-        ("listing", lambda: build_listing(config, agent, services), _NO_CHAT),
-        ("library", lambda: build_library(config, agent, services), _NO_CHAT),
-        ("library+approver", lambda: build_library(config, agent, services, approver_supplied=True), _NO_CHAT),
-        ("delegate", lambda: build_delegate(config, agent, services, parent=parent, ceiling=ceiling),
+    """Build the baseline and every path's column through the production path builders.
+
+    `services` holds each column's services (keyed by label), opened as its entry point opens them.
+    """
+    baseline = build_cli_run(config, agent, services["cli_run"])
+    builds: list[tuple[str, Callable[[Services], ResolvedAgentExecution], tuple[str, ...]]] = [
+        ("channel", lambda s: build_channel(config, agent, s), ()),
+        ("cli_run", lambda s: build_cli_run(config, agent, s), _NO_CHAT),
+        ("gateway_chat", lambda s: build_gateway_chat(config, agent, s), _NO_CHAT),
+        ("listing", lambda s: build_listing(config, agent, s), _NO_CHAT),
+        ("library", lambda s: build_library(config, agent, s), _NO_CHAT),
+        ("library+approver", lambda s: build_library(config, agent, s, approver_supplied=True), _NO_CHAT),
+        ("delegate", lambda s: build_delegate(config, agent, s, parent=parent, ceiling=ceiling),
          ("ceiling", *_NO_CHAT)),
-        ("sop_step", lambda: build_sop_step(config, agent, services, parent=parent), _NO_CHAT),
-        ("acp", lambda: build_acp(config, agent, services), _NO_CHAT),
-        ("schedule", lambda: build_schedule(config, agent, services, tools=schedule_tools), _NO_CHAT),
+        ("sop_step", lambda s: build_sop_step(config, agent, s, parent=parent), _NO_CHAT),
+        ("acp", lambda s: build_acp(config, agent, s), _NO_CHAT),
+        ("schedule", lambda s: build_schedule(config, agent, s, tools=schedule_tools), _NO_CHAT),
     ]
+    assert [label for label, _, _ in builds] == list(COLUMNS)
     columns = []
     for label, build, extra in builds:
-        execution = build()
+        execution = build(services[label])
         columns.append(
             MatrixColumn(
                 label=label, execution=execution, declared=_declared(execution, baseline, extra),
@@ -254,12 +320,15 @@ def parity_matrix(
     return grid
 
 
-def agent_matrix(config: Config, agent: str, services: Services) -> dict[str, dict[str, str]]:
+async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[str, dict[str, str]]:
     """Return the grid for `agent` with representative inputs taken from the config.
 
-    The delegate and SOP columns run under a parent (an agent that delegates to `agent`, else
-    the agent itself) with the ceiling a delegate call gets at the parent's first iteration;
-    the schedule column uses the `tools` of the agent's first schedule that narrows. The
+    Each column's services are opened through `open_services` exactly as its production
+    entry point opens them (isolated: state in `state_dir`, no MCP server, no port), so a
+    service one entry point forgets for a reached agent shows as a gap. The delegate and
+    SOP columns run under a parent (an agent that delegates to `agent`, else the agent
+    itself) with the ceiling a delegate call gets at the parent's first iteration; the
+    schedule column uses the `tools` of the agent's first schedule that narrows. The
     `sop_reach` baseline is the `sops` of the routes to `agent`, as written.
     """
     from orchestrator.errors import UnknownAgent
@@ -270,20 +339,22 @@ def agent_matrix(config: Config, agent: str, services: Services) -> dict[str, di
     if policy is None:
         raise UnknownAgent(agent, sorted(config.agents))
     parent = next((name for name, other in config.agents.items() if agent in other.delegates), agent)
-    caller = build_cli_run(config, parent, services).knobs
-    time_left = min(caller.turn_timeout_s, caller.tool_timeout_s)
-    ceiling = RuntimeKnobs(
-        max_tool_iterations=max(caller.max_tool_iterations - 1, 1),
-        turn_timeout_s=time_left,
-        tool_timeout_s=time_left,
-        max_tool_result_chars=caller.max_tool_result_chars,
-        max_history_messages=_UNCAPPED,
-        max_actions_per_hour=_UNCAPPED,
-    )
     schedule_tools = next(
         (s.tools for s in config.schedules if s.agent == agent and s.tools is not None), None
     )
-    baseline, columns = matrix_columns(
-        config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools
-    )
-    return parity_matrix(baseline, columns, policy.excluded_tools, granted=granted_sops(config, agent))
+    async with AsyncExitStack() as stack:
+        services = await _open_entries(config, _entries(config, agent, parent), stack, state_dir=state_dir)
+        caller = build_cli_run(config, parent, services["delegate"]).knobs
+        time_left = min(caller.turn_timeout_s, caller.tool_timeout_s)
+        ceiling = RuntimeKnobs(
+            max_tool_iterations=max(caller.max_tool_iterations - 1, 1),
+            turn_timeout_s=time_left,
+            tool_timeout_s=time_left,
+            max_tool_result_chars=caller.max_tool_result_chars,
+            max_history_messages=_UNCAPPED,
+            max_actions_per_hour=_UNCAPPED,
+        )
+        baseline, columns = matrix_columns(
+            config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools
+        )
+        return parity_matrix(baseline, columns, policy.excluded_tools, granted=granted_sops(config, agent))

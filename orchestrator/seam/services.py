@@ -1,4 +1,4 @@
-"""Services: the long-lived, runtime-owned objects `resolve()` binds executions to."""
+"""Services: the long-lived objects `resolve()` binds executions to (opened by `open_services`)."""
 
 from __future__ import annotations
 

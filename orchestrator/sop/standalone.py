@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
-
 from orchestrator.config import Config
 from orchestrator.policy import Approver, Interactivity
-from orchestrator.seam import ConstructionPath, Services, mcp_servers_for, uses_memory
+from orchestrator.seam import ConstructionPath, open_services
 from orchestrator.sop.runner import SopResult, run_sop, sop_agents
 
 __all__ = ["run_sop_standalone"]
@@ -21,30 +19,14 @@ async def run_sop_standalone(
     interactivity: Interactivity = Interactivity.NON_INTERACTIVE,
     actor: str | None = None,
 ) -> SopResult:
-    """Open the audit log, memory store, MCP servers and serial pool the steps need; run; close.
+    """Open what the steps (and every agent they can delegate to) need; run; close.
 
-    What each step agent reaches is asked of the seam (`mcp_servers_for`, `uses_memory` on
-    the SOP_STEP path); raises UnknownSop before opening anything.
+    The seam's `open_services` decides what that is (the audit log, the memory store and
+    MCP servers only when a reached agent uses them, the serial pool); raises UnknownSop
+    before opening anything.
     """
-    from orchestrator.mcp import McpPool
-    from orchestrator.memory import MemoryStore
-    from orchestrator.peripherals import PeripheralPool
-    from orchestrator.store import AuditLog
-
-    agents = sop_agents(config, name)
-    state = config.state_path()
-    async with AsyncExitStack() as stack:
-        audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
-        memory = None
-        if any(uses_memory(config, a, path=ConstructionPath.SOP_STEP) for a in agents):
-            memory = stack.enter_context(MemoryStore(state / "memory.sqlite3"))
-        pool = await stack.enter_async_context(McpPool(config))
-        for agent in agents:
-            await pool.ensure_connected(mcp_servers_for(config, agent, path=ConstructionPath.SOP_STEP), agent=agent)
-        # Ports open on the first peripheral tool call of a step, and close on exit.
-        peripherals = await stack.enter_async_context(PeripheralPool())
-        services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
-        stack.push_async_callback(services.providers.aclose)
+    sop_agents(config, name)  # UnknownSop before anything is opened
+    async with open_services(config, (), ConstructionPath.SOP_STEP, sops=[name]) as services:
         return await run_sop(
             config, name, services=services, approver=approver, interactivity=interactivity,
             context=context, actor=actor,

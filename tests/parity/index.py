@@ -246,6 +246,24 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="seal", setting="no module outside the seam reads agent policy from config", owner=_H,
               tracking="issue #7 item 3",
               evidence="tests/seam/test_architecture.py::test_agent_policy_is_read_only_in_the_seam"),
+    # Issue 11 item 3: one way to open a turn's services, so a delegate target gets the same on every path.
+    ParityRow(surface="services", setting="delegate target's tools (its memory + MCP bundle) identical on channel, "
+              "cli_run, gateway_chat, library, sop_step, acp, schedule and delegate", owner="#11 Services",
+              tracking="issue #11 item 3",
+              evidence="tests/parity/test_delegate_services_parity.py::"
+              "test_a_delegate_target_gets_its_own_memory_and_mcp_tools_on_every_delegating_path"),
+    ParityRow(surface="services", setting="policy matrix opens each column's services as its entry point does",
+              owner="#11 Services", tracking="issue #11 item 3",
+              evidence="tests/parity/test_delegate_services_parity.py::"
+              "test_policy_matrix_opens_each_column_as_its_entry_point_does"),
+    ParityRow(surface="services", setting="open_services: reach = agents + transitive delegates + SOP steps; "
+              "nothing opened for nobody; a failed opening closes what it opened", owner="#11 Services",
+              tracking="issue #11 item 3",
+              evidence="tests/seam/test_services.py::"
+              "test_a_broken_server_for_the_named_agent_fails_the_opening_and_closes_what_it_opened"),
+    ParityRow(surface="seal", setting="entry points construct no audit log, memory store, MCP pool or peripheral "
+              "pool themselves (only open_services)", owner="#11 Services", tracking="issue #11 item 3",
+              evidence="tests/seam/test_services.py::test_entry_points_open_services_only_through_open_services"),
     ParityRow(surface="seal", setting="production enters resolve() only through the path builders", owner=_H,
               tracking="issue #7 items 3-4",
               evidence="tests/seam/test_architecture.py::test_production_enters_resolve_only_through_the_path_builders"),

@@ -42,7 +42,7 @@ async def test_acp_turn_resolves_cli_run_policy_modulo_its_knobs(
         session = await conn.new_session(cwd=str(path.parent))
         done = await conn.prompt(session_id=session.session_id, prompt=prompt("hi"))
     assert (done.stop_reason, client.reply()) == ("end_turn", "from acp")
-    code, out = run_cli(["policy", agent, "--path", "acp", "--json", "--config", str(path)], capsys)
+    code, out = await _in_thread(run_cli, ["policy", agent, "--path", "acp", "--json", "--config", str(path)], capsys)
     acp = json.loads(out)
     # same resolved policy as cli-run, differing only by the declared ACP knobs
     assert acp["path"] == "acp"

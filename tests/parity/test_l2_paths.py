@@ -85,11 +85,12 @@ async def test_cli_run_and_listing_resolve_the_same_policy(
     assert (code, out) == (0, "hello from the model\n")
     (execution,) = seen
     assert execution.identity.path is ConstructionPath.CLI_RUN
-    code, listing_policy = run_cli(["policy", agent, "--path", "listing", "--json", "--config", str(path)], capsys)
+    argv = ["policy", agent, "--path", "listing", "--json", "--config", str(path)]
+    code, listing_policy = await _in_thread(run_cli, argv, capsys)
     listed = json.loads(listing_policy)
     assert comparable(listed) == declared(ConstructionPath.LISTING, comparable(execution.describe()))
     assert listed["assembly"] == {**execution.assembly.describe(), "connect_peripherals": False}
-    code, tools_json = run_cli(["tools", agent, "--json", "--config", str(path)], capsys)
+    code, tools_json = await _in_thread(run_cli, ["tools", agent, "--json", "--config", str(path)], capsys)
     listed_names = [row["name"] for row in json.loads(tools_json)]
     assert listed_names == declared(ConstructionPath.LISTING, {"tools": list(execution.tools.names)})["tools"]
     assert "arm__status" in execution.tools and "arm__status" not in listed_names  # the knob is live

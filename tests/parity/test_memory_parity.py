@@ -90,11 +90,11 @@ async def test_memory_scope_is_identical_on_cli_run_listing_and_channel(
         assert memory_names(execution.tools.names) == expected, agent
         sent = [t["function"]["name"] for t in fake_llm.requests[-1].get("tools", [])]
         assert sent == list(execution.tools.names)  # the provider got exactly the registry
-        code, listed = run_cli(["tools", agent, "--json", "--config", str(path)], capsys)
+        code, listed = await asyncio.to_thread(run_cli, ["tools", agent, "--json", "--config", str(path)], capsys)
         rows = json.loads(listed)
         assert [r["name"] for r in rows] == list(execution.tools.names), agent
         assert {r["name"]: r["source"] for r in rows if r["source"] == "memory"} == dict.fromkeys(expected, "memory")
-        code, policy = run_cli(["policy", agent, "--path", "listing", "--json", "--config", str(path)], capsys)
+        code, policy = await asyncio.to_thread(run_cli, ["policy", agent, "--path", "listing", "--json", "--config", str(path)], capsys)
         assert json.loads(policy)["memory"] == execution.describe()["memory"]
     async with running(path) as (runtime, _):
         for n, agent in enumerate(AGENTS):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from orchestrator import cli
 from orchestrator.config import load_config
 from orchestrator.errors import ToolFailure
 from orchestrator.seam import Services
-from orchestrator.seam.matrix import matrix_columns, settings_of
+from orchestrator.seam.matrix import COLUMNS, matrix_columns, settings_of
 from orchestrator.seam.execution import RuntimeKnobs
 from tests.conftest import WriteConfig
 
@@ -47,7 +48,8 @@ async def test_every_path_refuses_a_host_outside_the_allowed_hosts(
         max_tool_iterations=1, turn_timeout_s=1, tool_timeout_s=1, max_tool_result_chars=100,
         max_history_messages=1, max_actions_per_hour=1,
     )
-    _, columns = matrix_columns(config, "net", Services(), parent="net", ceiling=ceiling, schedule_tools=None)
+    services = dict.fromkeys(COLUMNS, Services())  # one for every column: http_fetch needs none
+    _, columns = matrix_columns(config, "net", services, parent="net", ceiling=ceiling, schedule_tools=None)
 
     refusals = {}
     for column in columns:
@@ -64,6 +66,7 @@ async def test_every_path_refuses_a_host_outside_the_allowed_hosts(
     assert set(refusals.values()) == {
         "refused 'http://127.0.0.1:9/': host '127.0.0.1' is not in the allowed hosts (docs.example.com)"
     }
-    assert cli.main(["policy", "matrix", "--json", "--agent", "net", "--config", str(path)]) == 0
+    argv = ["policy", "matrix", "--json", "--agent", "net", "--config", str(path)]
+    assert await asyncio.to_thread(cli.main, argv) == 0
     grid = json.loads(capsys.readouterr().out)
     assert set(grid["agents"]["net"]["network"].values()) == {"enforced"} and grid["gaps"] == []

@@ -6,6 +6,7 @@ route and sender, and read back from `orchestrator policy matrix` (the `sop_reac
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -94,7 +95,7 @@ async def test_sop_reach_on_the_channel_path_is_the_routes_sops(
     assert channel.identity.path is ConstructionPath.CHANNEL
     # 42 in ops-room takes routes[0]; 99 there (not on its senders) and anyone elsewhere take routes[1]
     assert started == {("ops-room", "42"): ["maint", "audit"], ("ops-room", "99"): ["faq"], ("lobby", "99"): ["faq"]}
-    assert cli.main(["policy", "matrix", "--json", "--config", str(path)]) == 0
+    assert await asyncio.to_thread(cli.main, ["policy", "matrix", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["gaps"] == []
     for agent in ("ops", "public"):
