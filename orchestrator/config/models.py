@@ -99,6 +99,11 @@ class ShellConfig(_Model):
     allowed_commands: Names = ()
     # globs refused as any whole argv element (built-in `shell` and skill shell tools)
     denied_args: Names = ()
+    # which sandbox every command runs under: "auto" = the strongest that works here,
+    # refused when none does; only a written "none" runs commands unconfined
+    sandbox: Literal["auto", "bwrap", "landlock", "none"] = "auto"
+    # network inside the sandbox (absent = none)
+    network: bool = False
 
 
 class HttpFetchConfig(_Model):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from orchestrator.config.models import Autonomy
 from orchestrator.errors import WorkspaceEscape
+from orchestrator.policy.sandbox import UNRESOLVED, ShellSandbox
 
 __all__ = ["SecurityPolicy"]
 
@@ -29,6 +30,8 @@ class SecurityPolicy:
     # `[agents.X.shell] denied_args`: globs refused as any whole argv element, for the
     # `shell` built-in and skill shell tools alike.
     shell_denied_args: tuple[str, ...] = ()
+    # `[agents.X.shell] sandbox` / `network`, resolved by the seam; absent = commands refused.
+    shell_sandbox: ShellSandbox = UNRESOLVED
 
     def confine(self, relative: str) -> Path:
         """Return `relative` resolved inside the workspace.

@@ -25,6 +25,7 @@ from orchestrator.seam.path_builders import (
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext, assemble
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
+from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "PathProfile",
     "PromptSection",
     "ResolvedAgentExecution",
+    "SandboxNotice",
     "RuntimeKnobs",
     "ScopedAssembly",
     "ScopedToolRegistry",
@@ -56,8 +58,11 @@ __all__ = [
     "build_on_path",
     "build_schedule",
     "build_sop_step",
+    "default_workspace",
     "delegation_reach",
     "mcp_servers_for",
     "resolve",
+    "sandbox_notices",
+    "shell_sandbox",
     "uses_memory",
 ]

@@ -130,6 +130,7 @@ class ResolvedAgentExecution:
             "temperature": self.model.temperature,
             "autonomy": self.security.autonomy,
             "workspace": str(self.security.workspace),
+            "shell_sandbox": self.security.shell_sandbox.describe(),
             "tools": list(self.tools.names),
             "approval": self.approvals.describe(),
             "knobs": {

@@ -55,6 +55,7 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "provider_binding": frozenset(),
     "temperature": frozenset(),
     "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
+    "shell_sandbox": frozenset(),  # the sandbox kind, network and limits: never narrowed per path
 }
 
 Value = object
@@ -100,12 +101,20 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         "provider_binding": [described["provider"], described["base_url"], described["model"]],
         "temperature": described["temperature"],
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
+        "shell_sandbox": _sandbox(execution),
     }
     knobs = described["knobs"]
     assert isinstance(knobs, dict)
     for budget in BUDGETS:
         values[f"budget.{budget}"] = knobs[budget]
     return values
+
+
+def _sandbox(execution: ResolvedAgentExecution) -> str:
+    sandbox = execution.security.shell_sandbox
+    limits = sandbox.limits
+    return (f"{sandbox.describe()}; workspace {execution.security.workspace}; cpu {limits.cpu_seconds}s, "
+            f"as {limits.address_space_bytes}, fsize {limits.file_size_bytes}")
 
 
 def _own_prompt(execution: ResolvedAgentExecution) -> str:

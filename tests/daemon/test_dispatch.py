@@ -106,7 +106,7 @@ async def test_in_channel_approval_approve_deny_outsider_and_timeout(
     path = write_config(daemon_toml(fake_llm, agent_extra=extra))
     async with running(path) as (runtime, terms):
         term = terms["term"]
-        workspace = Path(runtime.config.state_path()) / "workspaces" / "helper"
+        workspace = Path(runtime.config.state_path()).with_name("state-workspaces") / "helper"
 
         async def ask(file: str) -> str:
             fake_llm.script(tool_call("file_write", {"path": file, "content": "x"}), text(f"done {file}"))

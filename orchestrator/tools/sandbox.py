@@ -1,0 +1,187 @@
+"""How a command is launched under each sandbox kind: bubblewrap, Landlock or none.
+
+This module only knows mechanisms (which kinds this machine supports, probed once, and how to
+start a command under one); which kind an agent gets is decided in the seam and arrives here
+as `SecurityPolicy.shell_sandbox`.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Final
+
+from orchestrator.policy import SandboxLimits
+from orchestrator.tools.landlock import LandlockUnavailable, Ruleset, build_ruleset
+
+__all__ = ["BWRAP", "Launch", "bwrap_error", "landlock_error", "launch", "resolve_command"]
+
+BWRAP: Final = "/usr/bin/bwrap"
+# The system directories a command may read and execute (read-only in either sandbox).
+_SYSTEM_DIRS: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# The pieces of /etc the usual commands need: the loader cache, Debian's alternatives
+# (`awk` is /etc/alternatives/awk), the time zone.
+_ETC_FILES: Final = (
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime",
+)
+# Only with network = true: name resolution and TLS roots.
+_ETC_NETWORK: Final = (
+    "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/ssl", "/etc/ca-certificates",
+)
+_DEVICES: Final = ("/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+_PROBE_TIMEOUT_S: Final = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launch:
+    """What `asyncio.create_subprocess_exec` needs to start one sandboxed command."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]
+    preexec: Callable[[], None]
+    pass_fds: tuple[int, ...] = field(default=())
+
+
+@cache
+def bwrap_error() -> str | None:
+    """Return why bubblewrap cannot sandbox here, None when it can (probed once per process)."""
+    if not os.access(BWRAP, os.X_OK):
+        return f"{BWRAP} is not installed (Debian package bubblewrap)"
+    probe = [BWRAP, *_namespaces(network=False), *_system_mounts(network=False), "--", "/usr/bin/true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{BWRAP} did not run: {exc}"
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return f"{BWRAP} cannot create namespaces here: {reason[0]}"
+    return None
+
+
+@cache
+def landlock_error(network: bool) -> str | None:
+    """Return why Landlock cannot sandbox here (for `network`), None when it can."""
+    try:
+        build_ruleset(read_only=(), writable=(), rw_files=(), network=network).close()
+    except LandlockUnavailable as exc:
+        return exc.reason
+    return None
+
+
+@contextmanager
+def launch(
+    kind: str, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits
+) -> Iterator[Launch]:
+    """Yield how to start `argv` under sandbox `kind` ("bwrap", "landlock" or "none").
+
+    The parent's copies of any descriptors handed to the child are closed on exit, so
+    leave the context only once the process has started. Raises `LandlockUnavailable`
+    when the Landlock ruleset cannot be built.
+    """
+    if kind == "bwrap":
+        with _bwrap_launch(argv, workspace=workspace, network=network, env=env, limits=limits) as started:
+            yield started
+    elif kind == "landlock":
+        ruleset = build_ruleset(
+            read_only=(*_SYSTEM_DIRS, *_ETC_FILES, *(_ETC_NETWORK if network else ()), *_DEVICES),
+            writable=(str(workspace),),
+            rw_files=("/dev/null",),
+            network=network,
+        )
+        try:
+            yield Launch(argv=tuple(argv), cwd=workspace, env=env, preexec=_in_child(limits, ruleset))
+        finally:
+            ruleset.close()
+    elif kind == "none":
+        yield Launch(argv=tuple(argv), cwd=workspace, env=env, preexec=_in_child(limits, None))
+    else:
+        raise ValueError(f"unknown sandbox kind {kind!r}")
+
+
+@contextmanager
+def _bwrap_launch(
+    argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits
+) -> Iterator[Launch]:
+    uid, gid = os.getuid(), os.getgid()
+    # A minimal passwd/group naming only the sandbox user: no other account is visible.
+    files = {
+        "/etc/passwd": f"sandbox:x:{uid}:{gid}:sandbox:{workspace}:/usr/sbin/nologin\n",
+        "/etc/group": f"sandbox:x:{gid}:\n",
+    }
+    fds: list[int] = []
+    try:
+        data_args: list[str] = []
+        for target, text in files.items():
+            read, write = os.pipe()
+            fds.append(read)
+            os.write(write, text.encode())
+            os.close(write)
+            data_args += ["--ro-bind-data", str(read), target]
+        command = [
+            BWRAP,
+            *_namespaces(network=network),
+            *_system_mounts(network=network),
+            *data_args,
+            "--tmpfs", "/tmp",
+            "--bind", str(workspace), str(workspace),
+            "--chdir", str(workspace),
+            "--",
+            *argv,
+        ]
+        yield Launch(argv=tuple(command), cwd=workspace, env=env, preexec=_in_child(limits, None),
+                     pass_fds=tuple(fds))
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _namespaces(*, network: bool) -> list[str]:
+    # A new PID namespace: the fresh /proc shows only the sandbox, and when its init dies
+    # (the command exits, or the daemon kills bwrap at the timeout) every process in it dies.
+    out = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        out.append("--unshare-net")
+    return [*out, "--hostname", "sandbox", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+
+
+def _system_mounts(*, network: bool) -> list[str]:
+    out: list[str] = []
+    for path in _SYSTEM_DIRS:
+        if os.path.islink(path):
+            out += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            out += ["--ro-bind", path, path]
+    for path in (*_ETC_FILES, *(_ETC_NETWORK if network else ())):
+        out += ["--ro-bind-try", path, path]
+    return [*out, "--proc", "/proc", "--dev", "/dev"]
+
+
+def _in_child(limits: SandboxLimits, ruleset: Ruleset | None) -> Callable[[], None]:
+    def preexec() -> None:
+        # Runs in the child between fork and exec: limits first, then Landlock (which
+        # also sets no_new_privs), so nothing the command execs can lift either.
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
+        resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes, limits.address_space_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if ruleset is not None:
+            ruleset.enforce()
+
+    return preexec
+
+
+def resolve_command(command: str, env: Mapping[str, str], *, cwd: Path) -> str | None:
+    """Return where `command` is found on the child's PATH (or as given with a slash), else None."""
+    if "/" in command:
+        found = cwd / command
+        return str(found) if os.access(found, os.X_OK) else None
+    return shutil.which(command, path=env.get("PATH", os.defpath))
