@@ -21,7 +21,7 @@ from typing import Final
 from orchestrator.policy import SandboxLimits
 from orchestrator.tools.landlock import LandlockUnavailable, Ruleset, build_ruleset
 
-__all__ = ["BWRAP", "Launch", "bwrap_error", "landlock_error", "launch", "resolve_command"]
+__all__ = ["BWRAP", "Launch", "bwrap_arguments", "bwrap_error", "landlock_error", "launch", "resolve_command"]
 
 BWRAP: Final = "/usr/bin/bwrap"
 # The system directories a command may read and execute (read-only in either sandbox).
@@ -142,6 +142,11 @@ def _bwrap_launch(
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def bwrap_arguments(*, network: bool) -> list[str]:
+    """Return the namespace options every sandboxed command gets (the systemd unit must allow them)."""
+    return _namespaces(network=network)
 
 
 def _namespaces(*, network: bool) -> list[str]:
