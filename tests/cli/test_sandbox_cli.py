@@ -99,3 +99,46 @@ async def test_sandbox_none_written_explicitly_runs_unconfined(write_config: Wri
     results = _tool_results(fake_llm)
     assert SECRET in results[0]
     assert results[2].startswith("exit code: 0\n")  # ../../state/audit.sqlite3, read unconfined
+
+
+# What systemd's ProtectKernelTunables=yes does: a read-only bind over /proc/sys, after which
+# the kernel refuses the fresh /proc bubblewrap mounts. Here bwrap really cannot sandbox.
+NO_BWRAP = "mount --bind -o ro /proc/sys /proc/sys && exec \"$@\""
+
+
+def _where_bwrap_fails(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["unshare", "--mount", "--map-root-user", "sh", "-c", NO_BWRAP, "sh", *argv],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        env={**os.environ, "ORCHESTRATOR_TELEGRAM_TOKEN": SECRET},
+    )
+
+
+def test_auto_falls_back_to_landlock_and_a_written_bwrap_is_refused(write_config: WriteConfig) -> None:
+    path = write_config(
+        '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[agents.a]\nprovider = "p"\nmodel = "m"\n[agents.a.shell]\nallowed_commands = ["cat"]\n'
+        '[agents.b]\nprovider = "p"\nmodel = "m"\n[agents.b.shell]\nallowed_commands = ["cat"]\nsandbox = "bwrap"\n'
+    )
+
+    done = _where_bwrap_fails(sys.executable, "-m", "orchestrator.cli", "check", "--config", str(path))
+
+    assert done.returncode == 0, done.stderr
+    _, auto, written = done.stdout.splitlines()
+    assert auto == "agent a: shell sandbox landlock (network off)"
+    assert written.startswith("agent b: shell sandbox refused: sandbox 'bwrap' does not work here (bwrap: ")
+    assert "Can't mount proc" in written
+    assert written.endswith('write [agents.b.shell] sandbox = "none" to run commands unconfined')
+
+
+async def test_the_attack_fails_under_the_landlock_fallback_too(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    config = write_config(_config(fake_llm, ""))
+    fake_llm.script(_attack(config), text("nothing found"))
+    argv = (sys.executable, "-m", "orchestrator.cli", "agent", "a", "-m", "go", "--config", str(config))
+
+    done = await asyncio.to_thread(_where_bwrap_fails, *argv)
+
+    assert (done.returncode, done.stdout) == (0, "nothing found\n"), done.stderr
+    results = _tool_results(fake_llm)
+    assert all(SECRET not in r for r in results) and len(results) == 4
+    assert "Permission denied" in results[0]  # Landlock's answer, not a missing /proc entry
