@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
-from orchestrator.policy import SandboxLimits
+from orchestrator.policy import SandboxKind, SandboxLimits
 from orchestrator.tools.landlock import LandlockUnavailable, Ruleset, build_ruleset
 
 __all__ = ["BWRAP", "Launch", "bwrap_arguments", "bwrap_error", "landlock_error", "launch", "resolve_command"]
@@ -84,7 +84,7 @@ def landlock_error(network: bool) -> str | None:
 
 @contextmanager
 def launch(
-    kind: str, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits
+    kind: SandboxKind, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits
 ) -> Iterator[Launch]:
     """Yield how to start `argv` under sandbox `kind` ("bwrap", "landlock" or "none").
 
@@ -164,7 +164,9 @@ def _namespaces(*, network: bool) -> list[str]:
     return [*out, "--die-with-parent", "--cap-drop", "ALL"]
 
 
-def _system_mounts(*, network: bool) -> list[str]:
+@cache
+def _system_mounts(*, network: bool) -> tuple[str, ...]:
+    # The same for every command of this process: read the host's layout once.
     out: list[str] = []
     for path in _SYSTEM_DIRS:
         if os.path.islink(path):
@@ -179,7 +181,7 @@ def _system_mounts(*, network: bool) -> list[str]:
         out += ["--dev-bind-try", device, device]
     for target, link in _DEV_LINKS:
         out += ["--symlink", target, link]
-    return [*out, "--proc", "/proc"]
+    return (*out, "--proc", "/proc")
 
 
 def _limited(argv: Sequence[str], limits: SandboxLimits) -> tuple[tuple[str, ...], Callable[[], None] | None]:
