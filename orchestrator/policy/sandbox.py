@@ -33,12 +33,15 @@ class ShellSandbox:
     network: bool = False
     reason: str = ""
     limits: SandboxLimits = SandboxLimits()
+    # `[agents.X.shell] env`, sorted by name: added to every command's minimal environment
+    env: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
-        """Return one line: `bwrap (network off)`, or `refused: <reason>`."""
+        """Return one line: `bwrap (network off)`, `... env: A, B`, or `refused: <reason>`."""
         if self.kind is None:
             return f"refused: {self.reason}"
-        return f"{self.kind} (network {'on' if self.network else 'off'})"
+        names = f", env: {', '.join(name for name, _ in self.env)}" if self.env else ""
+        return f"{self.kind} (network {'on' if self.network else 'off'}{names})"
 
 
 # The default on a SecurityPolicy built without one: omission is never a grant.

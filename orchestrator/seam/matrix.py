@@ -113,8 +113,10 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
 def _sandbox(execution: ResolvedAgentExecution) -> str:
     sandbox = execution.security.shell_sandbox
     limits = sandbox.limits
-    return (f"{sandbox.describe()}; workspace {execution.security.workspace}; cpu {limits.cpu_seconds}s, "
-            f"as {limits.address_space_bytes}, fsize {limits.file_size_bytes}")
+    # env values are fingerprinted, never shown (one may be a credential)
+    env = hashlib.sha256(repr(sandbox.env).encode()).hexdigest()[:12]
+    return (f"{sandbox.describe()}; env {env}; workspace {execution.security.workspace}; "
+            f"cpu {limits.cpu_seconds}s, as {limits.address_space_bytes}, fsize {limits.file_size_bytes}")
 
 
 def _own_prompt(execution: ResolvedAgentExecution) -> str:

@@ -69,15 +69,16 @@ def shell_sandbox(name: str, agent: AgentConfig) -> ShellSandbox:
     """
     requested = agent.shell.sandbox
     network = agent.shell.network
+    env = tuple(sorted(agent.shell.env.items()))
     if requested == "none":
-        return ShellSandbox(requested=requested, kind="none", network=True)
+        return ShellSandbox(requested=requested, kind="none", network=True, env=env)
     errors: list[str] = []
     for kind in ("bwrap", "landlock"):
         if requested not in ("auto", kind):
             continue
         error = bwrap_error() if kind == "bwrap" else landlock_error(network)
         if error is None:
-            return ShellSandbox(requested=requested, kind=kind, network=network)
+            return ShellSandbox(requested=requested, kind=kind, network=network, env=env)
         errors.append(f"{kind}: {error}")
     hint = f'write [agents.{name}.shell] sandbox = "none" to run commands unconfined'
     what = "no sandbox works here" if requested == "auto" else f"sandbox {requested!r} does not work here"

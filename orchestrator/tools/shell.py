@@ -168,11 +168,13 @@ def _argv(arguments: Mapping[str, Any]) -> tuple[str, ...]:
 def _child_environment(policy: SecurityPolicy) -> dict[str, str]:
     # Nothing from the daemon's environment but PATH, and only its absolute entries:
     # an empty or relative entry would run a binary the agent planted in its workspace.
+    # Then what the agent's `[shell] env` declares (it cannot set PATH or HOME).
     search = [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
     return {
+        "LANG": "C.UTF-8",
+        **dict(policy.shell_sandbox.env),
         "PATH": os.pathsep.join(search) or os.defpath,
         "HOME": str(policy.workspace),
-        "LANG": "C.UTF-8",
     }
 
 

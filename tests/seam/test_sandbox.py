@@ -76,3 +76,28 @@ def test_files_left_in_the_old_default_workspace_are_named(load: Callable[..., C
     assert notice.attention
     assert str(old) in notice.text and str(config.state_path().with_name("state-workspaces") / "a") in notice.text
     assert (old / "notes.txt").read_text() == "keep me"  # told, never deleted
+
+
+async def test_commands_get_only_the_declared_environment(
+    load: Callable[..., Config], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_TEST_API_KEY", "sk-daemon-only")
+    config = load(BASE + '[agents.a.shell]\nallowed_commands = ["env"]\nenv = { TZ = "UTC", LANG = "C" }\n')
+    execution = resolve(config, "a", path=ConstructionPath.CLI_RUN, services=Services())
+    shell = execution.tools.get("shell")
+    assert shell is not None
+
+    result = await shell.invoke({"argv": ["env"]})
+
+    names = sorted(line.split("=", 1)[0] for line in result.split("--- stdout ---\n")[1].split("\n--- stderr")[0].splitlines())
+    assert names == ["HOME", "LANG", "PATH", "PWD", "TZ"]  # bwrap sets PWD (the workspace)
+    assert "TZ=UTC\n" in result and "LANG=C\n" in result and "sk-daemon-only" not in result
+    assert execution.security.shell_sandbox.describe() == "bwrap (network off, env: LANG, TZ)"
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "A B"])
+def test_env_cannot_set_path_home_or_a_non_name(load: Callable[..., Config], name: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(BASE + f'[agents.a.shell]\nenv = {{ "{name}" = "./bin" }}\n')
+    (line,) = str(caught.value).splitlines()
+    assert "agents.a.shell.env" in line
