@@ -101,6 +101,31 @@ class ChannelError(OrchestratorError):
         super().__init__(f"channel {channel!r}: {reason}")
 
 
+class ChannelRefused(ChannelError):
+    """The platform refused this request (a 4xx such as a bad chat id); resending cannot help."""
+
+
+class ReplyProgress:
+    """How many chunks of one reply the platform has accepted (the durability protocol).
+
+    An adapter's `send` skips the first `done` chunks and calls `advance()` after each chunk
+    the platform accepted, so a retried or resumed reply continues where it stopped and never
+    posts a chunk twice.
+    """
+
+    __slots__ = ("done", "_on_advance")
+
+    def __init__(self, done: int = 0, on_advance: Callable[[int], None] | None = None) -> None:
+        self.done = done
+        self._on_advance = on_advance
+
+    def advance(self) -> None:
+        """Record one more accepted chunk."""
+        self.done += 1
+        if self._on_advance is not None:
+            self._on_advance(self.done)
+
+
 class ChannelAuthError(ChannelError):
     """The platform refused the credentials; retrying cannot help."""
 
@@ -111,7 +136,10 @@ class ChannelAdapter(Protocol):
     `run` connects, calls `ready()` once it is receiving, then delivers every inbound
     message and approval answer through `deliver` until cancelled; it raises
     `ChannelAuthError` for bad credentials and `ChannelError` when the connection is lost
-    (the supervisor reconnects with backoff). `deliver` must be awaited before the platform
+    (the supervisor reconnects with backoff). `send` skips the chunks `progress` says were
+    accepted and advances it after each one; it raises `ChannelRefused` when the platform
+    refused the request and `ChannelError` for what a retry may fix (5xx, network, timeouts).
+    `deliver` must be awaited before the platform
     is told the message was received (that is the durability point). Sends retry rate limits
     (retry_after) themselves and raise `ChannelError` when they give up.
     """
@@ -121,7 +149,7 @@ class ChannelAdapter(Protocol):
 
     async def run(self, deliver: Deliver, ready: Ready) -> None: ...
 
-    async def send(self, message: Outbound) -> None: ...
+    async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None: ...
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None: ...
 

@@ -32,10 +32,12 @@ from channels.base import (
     ApprovalPrompt,
     ChannelAuthError,
     ChannelError,
+    ChannelRefused,
     Deliver,
     Inbound,
     Outbound,
     Ready,
+    ReplyProgress,
     parse_approval_command,
 )
 from channels.chunking import chunk_text
@@ -114,7 +116,7 @@ class DiscordAdapter:
     `chat` is the channel id (for a thread, its parent channel's id, with `thread` = the
     thread's id); `sender` the author's user id; `event_id` the message id. Approval prompts
     carry Approve / Deny buttons (custom ids `ap:<request_id>:y|n`); a click is delivered as
-    an `ApprovalAnswer` and then acknowledged to Discord (a deferred update, type 6).
+    an `ApprovalAnswer`, acknowledged to Discord at once (a deferred update, type 6).
     """
 
     max_message_chars = MAX_MESSAGE_CHARS
@@ -243,10 +245,12 @@ class DiscordAdapter:
 
     # -- sending ---------------------------------------------------------------------------
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None:
         """Post `message.text` in chunks of at most 2,000 characters (the first one replying
-        to `reply_to` when given). discord.py waits out 429s (retry_after, up to 5 tries,
-        each wait at most 30 s); raises `ChannelError` when it gives up."""
+        to `reply_to` when given), skipping the chunks `progress` counts as accepted.
+        discord.py waits out 429s (retry_after, up to 5 tries, each wait at most 30 s);
+        raises `ChannelError` when it gives up, `ChannelRefused` for a 4xx."""
+        skip = progress.done if progress is not None else 0
         channel = self._channel(message.chat, message.thread)
         reference = (
             discord.MessageReference(message_id=int(message.reply_to), channel_id=channel.id, fail_if_not_exists=False)
@@ -254,8 +258,12 @@ class DiscordAdapter:
             else None
         )
         for index, chunk in enumerate(chunk_text(message.text, MAX_MESSAGE_CHARS)):
+            if index < skip:
+                continue
             kwargs: dict[str, Any] = {"reference": reference} if index == 0 and reference is not None else {}
             await self._call("send a message", channel.send(chunk, **kwargs))
+            if progress is not None:
+                progress.advance()
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat or thread."""
@@ -359,19 +367,20 @@ class _GatewayClient(discord.Client):
             approved=match["answer"] == "y",
             chat=chat,
         )
+        # Acknowledge at once (a deferred update, type 6): Discord fails an interaction not
+        # answered within 3 s (10062), and what the press leads to (a reply in the chat, a
+        # turn resuming) may take longer. An approval answer is not durable state to lose.
+        try:
+            await interaction.response.defer()
+        except discord.DiscordException as exc:
+            logger.warning("channel {}: cannot acknowledge a button press: {}", self._orc_adapter.name, exc)
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._orc_pending.add(done)
         self._orc_inbox.put_nowait(_Delivery(answer, done))
         try:
-            delivered = await done
+            await done
         finally:
             self._orc_pending.discard(done)
-        if not delivered:
-            return  # no acknowledgement: the user's client says the interaction failed; they may retry
-        try:
-            await interaction.response.defer()  # type 6: acknowledged, the message stays as it is
-        except discord.DiscordException as exc:
-            logger.warning("channel {}: cannot acknowledge a button press: {}", self._orc_adapter.name, exc)
 
     def abandon_pending(self) -> None:
         """Cancel clicks still waiting for delivery (run is ending)."""
@@ -442,4 +451,6 @@ def _http_error(name: str, what: str, exc: discord.HTTPException) -> ChannelErro
     reason = f"cannot {what}: HTTP {exc.status} {exc.text or ''}".rstrip()
     if exc.status == 401:
         return ChannelAuthError(name, f"Discord rejected the bot token ({reason})")
+    if 400 <= exc.status < 500 and exc.status != 429:  # refused: the same request fails again
+        return ChannelRefused(name, reason)
     return ChannelError(name, reason)

@@ -46,9 +46,11 @@ from channels.base import (
     ApprovalPrompt,
     ChannelAuthError,
     ChannelError,
+    ChannelRefused,
     Deliver,
     Outbound,
     Ready,
+    ReplyProgress,
 )
 from channels.chunking import chunk_text
 from channels.slack_payloads import approval_message, escape, from_block_actions, from_event
@@ -236,17 +238,23 @@ class SlackAdapter:
 
     # -- sending -----------------------------------------------------------------------------
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None:
         """Post `message.text` escaped and chunked to 4,000 characters, in its thread if any.
 
-        Slack has no reply-to other than threads, so `reply_to` is not used. Raises
-        `ChannelError` when Slack still rate-limits after the retries, or refuses the post.
+        Slack has no reply-to other than threads, so `reply_to` is not used. Chunks `progress`
+        counts as accepted are skipped. Raises `ChannelRefused` when Slack refuses the post
+        and `ChannelError` when it still rate-limits after the retries or fails (5xx, network).
         """
         client = self._web_client()
-        for chunk in chunk_text(escape(message.text), self.max_message_chars):
+        skip = progress.done if progress is not None else 0
+        for index, chunk in enumerate(chunk_text(escape(message.text), self.max_message_chars)):
+            if index < skip:
+                continue
             await self._api(
                 "chat.postMessage", client.chat_postMessage(channel=message.chat, text=chunk, thread_ts=message.thread)
             )
+            if progress is not None:
+                progress.advance()
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the tool name, an argument preview and Approve / Deny buttons in the chat."""
@@ -288,6 +296,9 @@ class SlackAdapter:
             reason = f"{method}: {error or f'HTTP {exc.response.status_code}'}"
             if error in _AUTH_ERRORS:
                 raise ChannelAuthError(self.name, reason) from exc
+            status = exc.response.status_code
+            if status < 500 and status != 429:  # Slack answered and refused: resending cannot help
+                raise ChannelRefused(self.name, reason) from exc
             raise ChannelError(self.name, reason) from exc
         except (SlackClientError, aiohttp.ClientError, OSError) as exc:
             raise ChannelError(self.name, f"{method}: {type(exc).__name__}: {exc}") from exc

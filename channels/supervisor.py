@@ -52,10 +52,13 @@ async def supervise(
     backoff = backoff or Backoff()
     loop = asyncio.get_running_loop()
     while True:
-        started = loop.time()
+        ready_at: list[float] = []
 
         def ready() -> None:
-            backoff.reset()
+            # The backoff is not reset here: a channel that connects and then crashes at once
+            # would otherwise reconnect at the base delay forever. It resets only after the
+            # connection stayed up for a stable period (below).
+            ready_at.append(loop.time())
             on_ready()
 
         try:
@@ -70,7 +73,7 @@ async def supervise(
         except Exception as exc:  # an SDK bug must not kill the daemon; reconnect instead
             logger.opt(exception=exc).error("channel {} crashed", adapter.name)
             reason = f"{type(exc).__name__}: {exc}"
-        if loop.time() - started > _STABLE_AFTER_S:
+        if ready_at and loop.time() - ready_at[0] > _STABLE_AFTER_S:
             backoff.reset()
         delay = backoff.next_delay()
         logger.warning("channel {}: {}; reconnecting in {:.1f}s", adapter.name, reason, delay)

@@ -14,6 +14,7 @@ import asyncio
 import datetime as dtm
 import functools
 import hmac
+import random
 import warnings
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
@@ -31,7 +32,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ChatType
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
+from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
 if TYPE_CHECKING:
@@ -43,10 +44,12 @@ from channels.base import (
     ChannelAdapter,
     ChannelAuthError,
     ChannelError,
+    ChannelRefused,
     Deliver,
     Inbound,
     Outbound,
     Ready,
+    ReplyProgress,
 )
 from channels.telegram_format import plain, render
 from channels.telegram_http import AiohttpRequest
@@ -62,6 +65,9 @@ DEFAULT_API_BASE_URL: Final = "https://api.telegram.org"
 SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
 _ALLOWED_UPDATES: Final = ("message", "callback_query")
 _RATE_LIMIT_RETRIES: Final = 3
+# getUpdates failures retried in place (capped backoff) before the supervisor restarts the channel
+_POLL_RETRIES: Final = 4
+_POLL_RETRY_CAP_S: Final = 8.0
 _MAX_RETRY_AFTER_S: Final = 60.0  # a longer flood wait fails the send instead of stalling the turn
 _REQUEST_TIMEOUT_S: Final = 10.0
 _SEND_CONNECTIONS: Final = 100  # as aiohttp's default (Slack); replies beyond wait FIFO for one
@@ -132,20 +138,26 @@ class TelegramAdapter:
         else:
             await self._poll(deliver, ready)
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None:
         """Send `message.text` in chunks of at most 4096 UTF-16 units, retrying rate limits.
+
+        Chunks `progress` counts as accepted are skipped (a resumed reply); the first chunk
+        sent answers `reply_to` only when no chunk was accepted before.
 
         With `format = "markdown"` (the default) the text is rendered as Markdown through
         message entities (`channels.telegram_format`); with "plain" it is sent as written.
         """
+        skip = progress.done if progress is not None else 0
         reply = None
-        if message.reply_to is not None and message.reply_to.isdigit():
+        if message.reply_to is not None and message.reply_to.isdigit() and skip == 0:
             reply = ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
         if self._config.format == "markdown":
             parts = render(message.text, MAX_MESSAGE_CHARS)
         else:
             parts = plain(message.text, MAX_MESSAGE_CHARS)
-        for chunk, entities in parts:
+        for index, (chunk, entities) in enumerate(parts):
+            if index < skip:
+                continue
             send = functools.partial(
                 self._bot.send_message,
                 chat_id=_chat_id(message.chat),
@@ -162,6 +174,8 @@ class TelegramAdapter:
                 logger.warning("channel {}: formatting refused ({}); sending plain text", self.name, exc.reason)
                 await self._call("sendMessage", send)
             reply = None  # only the first chunk answers the user's message
+            if progress is not None:
+                progress.advance()
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat."""
@@ -224,16 +238,31 @@ class TelegramAdapter:
         timeout = dtm.timedelta(seconds=self._config.poll_timeout_s)
         self._polling = True
         try:
+            failures = 0
             while True:
-                updates = await self._call(
-                    "getUpdates",
-                    functools.partial(
-                        self._bot.get_updates,
-                        offset=self._offset,
-                        timeout=timeout,
-                        allowed_updates=list(_ALLOWED_UPDATES),
-                    ),
-                )
+                try:
+                    updates = await self._call(
+                        "getUpdates",
+                        functools.partial(
+                            self._bot.get_updates,
+                            offset=self._offset,
+                            timeout=timeout,
+                            allowed_updates=list(_ALLOWED_UPDATES),
+                        ),
+                    )
+                except ChannelRefused:
+                    raise  # e.g. 409: another poller holds this token; the supervisor reports it
+                except ChannelError as exc:
+                    # One bad answer (a proxy's HTML 502, a dropped connection) is one failed
+                    # call, not a lost channel: retry it here a few times before giving up.
+                    failures += 1
+                    if failures > _POLL_RETRIES:
+                        raise
+                    delay = min(_POLL_RETRY_CAP_S, 0.25 * 2**failures) * random.uniform(0.5, 1.0)
+                    logger.warning("channel {}: {}; polling again in {:.1f}s", self.name, exc.reason, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                failures = 0
                 for update in updates:
                     await self._handle(update, deliver)
                     self._offset = update.update_id + 1  # confirmed by the next getUpdates
@@ -376,7 +405,9 @@ class TelegramAdapter:
             except InvalidToken as exc:
                 reason = f"{action}: Telegram rejected the bot token ({exc.message})"
                 raise ChannelAuthError(self.name, reason) from exc
-            except TelegramError as exc:
+            except (BadRequest, Forbidden) as exc:  # a 4xx: the same request fails again
+                raise ChannelRefused(self.name, f"{action}: {exc.message}") from exc
+            except TelegramError as exc:  # network errors, timeouts, 5xx: a retry may work
                 raise ChannelError(self.name, f"{action}: {exc.message}") from exc
 
 

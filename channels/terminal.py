@@ -14,6 +14,7 @@ from channels.base import (
     Inbound,
     Outbound,
     Ready,
+    ReplyProgress,
     parse_approval_command,
 )
 
@@ -87,8 +88,12 @@ class TerminalAdapter:
         self._stdout.write(text + "\n")
         self._stdout.flush()
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None:
+        if progress is not None and progress.done:
+            return  # the one chunk was written before
         self._write(message.text)
+        if progress is not None:
+            progress.advance()
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         self._write(

@@ -68,10 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     run = command("run", "run the daemon: channels, routing, sessions (SIGHUP reloads, SIGTERM drains)")
     run.set_defaults(handler=_cmd_run)
 
-    route = command("route", "explain which route and agent a message would get")
+    route = command("route", "explain which route and agent a message would get, and its chat commands and SOPs")
     route.add_argument("channel", help="channel name")
     route.add_argument("--chat", required=True, help="chat id")
     route.add_argument("--sender", required=True, help="sender id")
+    route.add_argument("--json", action="store_true", help="print JSON")
     route.set_defaults(handler=_cmd_route)
 
     check = command("check", "validate the config; one line per problem, exit 1 if any")
@@ -127,14 +128,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(verbose: bool) -> None:
-    from loguru import logger
+    from orchestrator.logs import configure_logging
 
-    logger.remove()
-    logger.add(sys.stderr, level="DEBUG" if verbose else "ERROR", format="{level}: {message}")
+    configure_logging(level="DEBUG" if verbose else "ERROR", fmt="cli")
 
 
 def _report(exc: BaseException) -> None:
-    for line in str(exc).splitlines():
+    from orchestrator.redaction import redact
+
+    for line in redact(str(exc)).splitlines():
         print(f"error: {line}" if not _is_config_line(exc) else line, file=sys.stderr)
 
 
@@ -166,12 +168,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_route(args: argparse.Namespace) -> int:
+    import json
+
     from orchestrator.routing import explain_route, match_route
+    from orchestrator.seam import resolve_chat_commands
 
     config = _load(args)
-    for line in explain_route(config, channel=args.channel, chat=args.chat, sender=args.sender):
-        print(line)
-    return 0 if match_route(config, channel=args.channel, chat=args.chat, sender=args.sender) else 1
+    lines = explain_route(config, channel=args.channel, chat=args.chat, sender=args.sender)
+    match = match_route(config, channel=args.channel, chat=args.chat, sender=args.sender)
+    if not args.json:
+        for line in lines:
+            print(line)
+    else:
+        shown: dict[str, object] = {"route": None, "explain": lines}
+        if match is not None:
+            shown |= {
+                "route": match.index, "session": match.route.session,
+                **resolve_chat_commands(config, match.route).describe(args.sender),
+            }
+        print(json.dumps(shown, indent=2))
+    return 0 if match is not None else 1
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -268,12 +284,10 @@ def _cmd_sop(args: argparse.Namespace) -> int:
 async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
     import asyncio
     import getpass
-    import json
 
     from orchestrator.policy import ApprovalDecision, Verdict
 
-    shown = json.dumps(dict(request.arguments), ensure_ascii=False)[:500]
-    print(f"approve {request.tool} {shown}? [y/N] ", end="", file=sys.stderr, flush=True)
+    print(f"approve {request.tool}?\n{request.preview}\n[y/N] ", end="", file=sys.stderr, flush=True)
     answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
     user = f"cli:{getpass.getuser()}"
     if answer in ("y", "yes"):

@@ -11,6 +11,7 @@ from pathlib import Path
 from loguru import logger
 
 from orchestrator.config import Config, load_config, resolve_secret
+from orchestrator.config.gateway import gateway_token_problems
 from orchestrator.dispatch import (
     channel_secret_problems,
     replay_unfinished,
@@ -23,28 +24,43 @@ from orchestrator.logs import configure_logging
 from orchestrator.providers import warm_provider_sdk
 from orchestrator.runtime import Runtime
 from orchestrator.seam import sandbox_notices
+from orchestrator.store import hold_state_lock
 from orchestrator.systemd import notify, watchdog_interval_s
 
 __all__ = ["reload_config", "run_daemon", "serve"]
 
 
 def run_daemon(config_path: Path) -> int:
-    """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0."""
+    """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0.
+
+    Raises `StateDirLocked` when another daemon serves the same state directory: two would
+    replay each other's inbox and answer messages twice.
+    """
     config = load_config(config_path)
     configure_logging(level=config.daemon.log_level, fmt=config.daemon.log_format)
-    return asyncio.run(serve(config, config_path))
+    with hold_state_lock(config.state_path()):
+        return asyncio.run(serve(config, config_path))
 
 
 def _channel_secret_problems(config: Config, config_path: Path) -> list[ConfigProblem]:
     return channel_secret_problems(config, lambda ref: resolve_secret(ref, base=config_path.parent))
 
 
+def _start_secret_problems(config: Config, config_path: Path) -> list[ConfigProblem]:
+    gateway = gateway_token_problems(
+        config.gateway, lambda ref: resolve_secret(ref, base=config_path.parent),
+        shown=str(config.source or config_path),
+    )
+    return _channel_secret_problems(config, config_path) + gateway
+
+
 async def serve(config: Config, config_path: Path) -> int:
     """Run channels until told to stop; SIGHUP reloads the config if it is valid.
 
-    Raises `ConfigError` before opening anything when a channel secret does not resolve.
+    Raises `ConfigError` before opening anything when a channel secret does not resolve
+    or the gateway token is unreadable, blank or shorter than 32 characters.
     """
-    problems = _channel_secret_problems(config, config_path)
+    problems = _start_secret_problems(config, config_path)
     if problems:
         raise ConfigError(problems)
     loop = asyncio.get_running_loop()

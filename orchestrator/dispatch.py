@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-import json
+import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -16,8 +16,10 @@ from channels import (
     ApprovalAnswer,
     ApprovalPrompt,
     ChannelError,
+    ChannelRefused,
     Inbound,
     Outbound,
+    ReplyProgress,
     create_adapter,
 )
 from channels.supervisor import supervise
@@ -28,7 +30,7 @@ from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
 from orchestrator.routing import match_route, session_key
 from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime, SessionState
-from orchestrator.seam import build_channel
+from orchestrator.seam import SESSION_COMMANDS, SOP_COMMAND, ChatCommands, build_channel, resolve_chat_commands
 from orchestrator.store import InboxRow
 
 if TYPE_CHECKING:
@@ -40,16 +42,21 @@ __all__ = [
     "admit",
     "channel_secret_problems",
     "deliver",
+    "deliver_reply",
+    "fit_reply",
     "process_message",
     "replay_unfinished",
     "start_channels",
 ]
 
 _TYPING_EVERY_S: Final = 4.0
-_INSTANT_COMMANDS: Final = frozenset({"/new", "/stop"})
-_COMMANDS: Final = _INSTANT_COMMANDS | {"/sop"}
+_INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS)
+_COMMANDS: Final = _INSTANT_COMMANDS | {SOP_COMMAND}
+_REFUSED: Final = "Only the person who asked, or a configured approver, can answer this approval."
 _T = TypeVar("_T")
-_PREVIEW_CHARS: Final = 300
+# Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
+_SEND_RETRY_FIRST_S: Final = 0.5
+_SEND_RETRY_CAP_S: Final = 15.0
 
 
 class Disposition(enum.Enum):
@@ -146,7 +153,9 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
     (tasks start in creation order and the session lock is FIFO).
     """
     if isinstance(item, ApprovalAnswer):
-        await answer_approval(runtime, item)
+        # Answered off the adapter's call: the platform wants a button press acknowledged
+        # within seconds (Slack and Discord: 3 s), and telling the presser may be slow.
+        runtime.spawn(answer_approval(runtime, item), name=f"answer:{item.request_id}")
         return
     admitted = admit(runtime, item)
     if isinstance(admitted, Admitted):
@@ -236,7 +245,7 @@ async def process_message(
         runtime.store.mark(inbound.channel, inbound.event_id, "done")
         await _command(runtime, inbound, key, admitted.command)
         return Disposition.COMMAND
-    if admitted.command == "/sop":
+    if admitted.command == SOP_COMMAND:
         await _sop_command(runtime, config, route, inbound, key)
         return Disposition.COMMAND
     state = admitted.state
@@ -265,53 +274,118 @@ async def _run_turn(
     execution = build_channel(config, route.agent, runtime.services)
     keep = execution.knobs.max_history_messages
     entry = runtime.transcript(key, route.agent, keep=keep)
-    approver = ChannelApprover(runtime, adapter, inbound, route)
+    commands = resolve_chat_commands(config, route)
+    # A turn's approvals (its delegates' too, which the routed agent's policy granted) are the
+    # routed agent's: the requester or the route's approvers answer them.
+    approver = ChannelApprover(
+        runtime, adapter, inbound, answerers=lambda _: commands.answerers(route.agent, inbound.sender)
+    )
     runtime.store.mark(inbound.channel, inbound.event_id, "running")
     started = time.monotonic()
+    # In flight until the reply is sent (or kept for the next start), so a drain waits for
+    # the send too instead of cancelling a reply it already waited for.
     runtime.turn_started()
     try:
-        async with asyncio.TaskGroup() as group:
-            turn = group.create_task(
-                run_tool_call_loop(
-                    execution, entry.transcript, inbound.text, approver=approver,
-                    actor=f"{inbound.channel}:{inbound.sender}",
+        try:
+            async with asyncio.TaskGroup() as group:
+                turn = group.create_task(
+                    run_tool_call_loop(
+                        execution, entry.transcript, inbound.text, approver=approver,
+                        actor=f"{inbound.channel}:{inbound.sender}",
+                    )
                 )
-            )
-            state.current = turn
-            typing = group.create_task(_keep_typing(adapter, inbound, handle.settings.typing_after_s))
-            try:
-                result = await _stoppable(turn)
-            finally:
-                typing.cancel()
-    except asyncio.CancelledError:
-        # the daemon is stopping: keep what the turn did; the row stays "running" so the
-        # next start closes it and tells the user (the adapters are already stopped now)
+                state.current = turn
+                typing = group.create_task(_keep_typing(adapter, inbound, handle.settings.typing_after_s))
+                try:
+                    result = await _stoppable(turn)
+                finally:
+                    typing.cancel()
+        except asyncio.CancelledError:
+            # the daemon is stopping: keep what the turn did; the row stays "running" so the
+            # next start closes it and tells the user (the adapters are already stopped now)
+            runtime.persist(entry, keep=keep)
+            raise
+        finally:
+            state.current = None
         runtime.persist(entry, keep=keep)
-        raise
+        _log_turn(inbound, route.agent, result, time.monotonic() - started)
+        if result is None:
+            await deliver_reply(runtime, inbound, "Stopped.", reply_to=False)
+            return Disposition.STOPPED
+        await deliver_reply(runtime, inbound, fit_reply(result.text or "(no reply)", config.daemon.max_reply_chars))
+        return Disposition.ANSWERED
     finally:
-        state.current = None
         runtime.turn_finished()
-    runtime.persist(entry, keep=keep)
-    runtime.store.mark(inbound.channel, inbound.event_id, "done")
-    _log_turn(inbound, route.agent, result, time.monotonic() - started)
-    if result is None:
-        await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text="Stopped."))
-        return Disposition.STOPPED
-    reply = result.text or "(no reply)"
-    await _send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=reply, reply_to=inbound.message_id))
-    return Disposition.ANSWERED
+
+
+def fit_reply(text: str, limit: int) -> str:
+    """Return `text`, or its first `limit` characters (cut at a line or word) and a note."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind("\n"), head.rfind(" "))
+    if cut >= limit - 500:  # a nearby boundary; else cut mid-word rather than lose much
+        head = head[:cut]
+    return f"{head.rstrip()}\n\n[The reply was cut here: {len(text):,} characters, the first {len(head):,} shown.]"
+
+
+async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: bool = True, sent: int = 0) -> bool:
+    """Send the reply to `inbound` under the durability protocol; True once it is finished.
+
+    The row is `replying` (with the text) before the first chunk goes out and records every
+    chunk the platform accepts, so a restart sends only the rest; it is `done` only after
+    the last chunk. Faults a retry may fix (5xx, network, timeouts) are retried with capped
+    backoff plus jitter for up to `[daemon] reply_deadline_s`; past that, or when the
+    channel is gone, the reply is kept for the next start. A refused send (a 4xx) is not
+    retried: the row is finished and the refusal logged.
+    """
+    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
+    if sent == 0:
+        store.begin_reply(channel, event_id, text)
+    progress = ReplyProgress(sent, on_advance=lambda done: store.reply_progress(channel, event_id, done))
+    message = Outbound(
+        chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id if reply_to else None
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + runtime.config.daemon.reply_deadline_s
+    delay = _SEND_RETRY_FIRST_S
+    while True:
+        handle = runtime.channels.get(channel)
+        if handle is None:
+            logger.warning("channel {} is gone; the reply to {} is kept for the next start", channel, event_id)
+            return False
+        try:
+            await handle.adapter.send(message, progress=progress)
+        except ChannelRefused as exc:
+            logger.error("{} refused the reply to {} in chat {}: {}", channel, event_id, inbound.chat, exc.reason)
+        except ChannelError as exc:
+            if loop.time() + delay > deadline:
+                logger.error(
+                    "could not send the reply to {} in chat {} ({}); it is kept and sent after the next start",
+                    event_id, inbound.chat, exc.reason,
+                )
+                return False
+            wait = delay * random.uniform(0.5, 1.0)
+            logger.warning("sending the reply to {} failed ({}); retrying in {:.1f}s", event_id, exc.reason, wait)
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, _SEND_RETRY_CAP_S)
+            continue
+        store.mark(channel, event_id, "done")
+        return True
 
 
 def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:
     """One line per answered turn (never the message text); JSON logs carry the fields too."""
     stop = "stopped by /stop" if result is None else result.stop.value
     tools = ",".join(result.executed) if result is not None and result.executed else "none"
+    incident = result.incident if result is not None else None
     logger.bind(
         channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, agent=agent, stop=stop,
-        seconds=round(seconds, 3), tools=tools,
+        seconds=round(seconds, 3), tools=tools, incident=incident,
     ).info(
-        "turn {}:{} from {} by {}: {} in {:.2f}s, tools run: {}",
-        inbound.channel, inbound.chat, inbound.sender, agent, stop, seconds, tools,
+        "turn {}:{} from {} by {}: {}{} in {:.2f}s, tools run: {}",
+        inbound.channel, inbound.chat, inbound.sender, agent, stop,
+        f" (incident {incident})" if incident else "", seconds, tools,
     )
 
 
@@ -327,9 +401,14 @@ async def _stoppable(turn: asyncio.Task[_T]) -> _T | None:
 
 
 async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inbound: Inbound, key: str) -> None:
-    """`/sop NAME [context]`: run an SOP in this chat's session; approvals are asked in the chat."""
+    """`/sop NAME [context]`: run an SOP the route grants in this chat's session.
+
+    Approvals are asked in the chat: the routed agent's steps answered by the requester or
+    the route's approvers, every other agent's steps by the route's approvers only (the seam's
+    `ChatCommands.answerers`). An SOP the route does not list never runs a step.
+    """
     from orchestrator.policy import Interactivity
-    from orchestrator.sop import SopStatus, UnknownSop, run_sop
+    from orchestrator.sop import SopStatus, run_sop
 
     adapter = runtime.channels[inbound.channel].adapter
     parts = inbound.text.strip().split(maxsplit=2)
@@ -340,10 +419,19 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
     def done() -> None:
         runtime.store.mark(inbound.channel, inbound.event_id, "done")
 
-    if len(parts) < 2 or parts[1] not in config.sops:
+    commands = resolve_chat_commands(config, route)
+    if len(parts) < 2 or not commands.may_start(parts[1]):
         done()
-        await reply(str(UnknownSop(parts[1], sorted(config.sops))) if len(parts) > 1 else "Usage: /sop NAME [context]")
+        await reply(_not_available(parts[1] if len(parts) > 1 else None, commands))
         return
+
+    def answerers(request: ApprovalRequest) -> frozenset[str]:
+        return commands.answerers(request.agent, inbound.sender)
+
+    def refusal(request: ApprovalRequest) -> str:
+        if request.agent == route.agent:
+            return _REFUSED
+        return f"Only a route approver can answer this approval: it is for a step of agent {request.agent!r}."
     state = runtime.session(key)
     try:
         async with state.lock:
@@ -357,7 +445,7 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
                     task = group.create_task(
                         run_sop(
                             config, parts[1], services=runtime.services,
-                            approver=ChannelApprover(runtime, adapter, inbound, route),
+                            approver=ChannelApprover(runtime, adapter, inbound, answerers=answerers, refusal=refusal),
                             interactivity=Interactivity.CHANNEL_PROMPT,
                             context=parts[2] if len(parts) > 2 else "", initiator=route.agent,
                             actor=f"{inbound.channel}:{inbound.sender}", session=key,
@@ -382,6 +470,14 @@ async def _sop_command(runtime: Runtime, config: Any, route: RouteConfig, inboun
         await reply(result.output or "(no reply)")
     else:
         await reply(f"SOP {parts[1]!r} {result.status.value}: {result.message}")
+
+
+def _not_available(name: str | None, commands: ChatCommands) -> str:
+    """Answer a `/sop` this route does not grant, naming only the SOPs it does."""
+    here = f" (available here: {', '.join(commands.sops)})" if commands.sops else " (no SOP is available here)"
+    if name is None:
+        return "Usage: /sop NAME [context]" + here
+    return f"SOP {name!r} is not available here{here}."
 
 
 async def _command(runtime: Runtime, inbound: Inbound, key: str, command: str) -> None:
@@ -429,22 +525,52 @@ async def _send(adapter: ChannelAdapter, message: Outbound) -> None:
 
 
 class ChannelApprover:
-    """Asks in the chat the request came from; only the requester or route approvers answer."""
+    """Asks in the chat the request came from; only the senders `answerers` names may answer.
 
-    def __init__(self, runtime: Runtime, adapter: ChannelAdapter, inbound: Inbound, route: RouteConfig) -> None:
+    `answerers` is the route's decision (the seam's `ChatCommands.answerers`); when it names
+    nobody, nobody is asked and the call is not run ("no operator decided").
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        adapter: ChannelAdapter,
+        inbound: Inbound,
+        *,
+        answerers: Callable[[ApprovalRequest], frozenset[str]],
+        refusal: Callable[[ApprovalRequest], str] = lambda _: _REFUSED,
+    ) -> None:
         self.runtime, self.adapter, self.inbound = runtime, adapter, inbound
-        self.allowed = frozenset({inbound.sender, *route.approvers})
+        self.answerers, self.refusal = answerers, refusal
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        allowed = self.answerers(request)
+        if not allowed:
+            note = (
+                f"Approval {request.request_id} ({request.tool}) is for agent {request.agent!r}: only a route "
+                "approver may answer it and this route has none, so it was not run."
+            )
+            await _send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=note))
+            return ApprovalDecision(
+                verdict=Verdict.NO_DECISION, decided_by=None,
+                reason=f"only a route approver may approve agent {request.agent!r} here, and the route has none",
+            )
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self.runtime.approvals[request.request_id] = PendingApproval(
             channel=self.inbound.channel,
             chat=self.inbound.chat,
             thread=self.inbound.thread,
-            allowed=self.allowed,
+            allowed=allowed,
             future=future,
+            refusal=self.refusal(request),
         )
         try:
+            if self.inbound.sender not in allowed:  # say who decides before the buttons appear
+                note = (
+                    f"Approval {request.request_id} is for agent {request.agent!r}: only a route approver "
+                    f"({', '.join(sorted(allowed))}) can answer it."
+                )
+                await _send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=note))
             await self.adapter.prompt_approval(
                 ApprovalPrompt(
                     request_id=request.request_id,
@@ -452,7 +578,7 @@ class ChannelApprover:
                     thread=self.inbound.thread,
                     requester=self.inbound.sender,
                     tool=request.tool,
-                    arguments_preview=json.dumps(dict(request.arguments), ensure_ascii=False)[:_PREVIEW_CHARS],
+                    arguments_preview=request.preview,
                     timeout_s=request.timeout_s,
                 )
             )
@@ -484,7 +610,7 @@ async def answer_approval(runtime: Runtime, answer: ApprovalAnswer) -> None:
         return
     if answer.sender not in pending.allowed:
         logger.warning("{} may not answer approval {}", answer.sender, answer.request_id)
-        await tell("Only the person who asked, or a configured approver, can answer this approval.")
+        await tell(pending.refusal)
         return
     verdict = Verdict.APPROVED if answer.approved else Verdict.DENIED
     pending.future.set_result(
@@ -511,14 +637,23 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
         if row.state == "pending":
             runtime.spawn(process_message(runtime, inbound, replay=True), name=f"replay:{row.event_id}")
             continue
-        runtime.store.mark(row.channel, row.event_id, "interrupted")
+        if row.state == "replying" and row.reply is not None:  # the turn finished; send the rest
+            runtime.spawn(_resume_reply(runtime, inbound, row.reply, sent=row.sent), name=f"resend:{row.event_id}")
+            continue
+        # The turn itself was cut off: its notice is this message's reply, under the same
+        # protocol, so it is sent once even if this start is killed too.
         preview = inbound.text if len(inbound.text) <= 80 else inbound.text[:77] + "..."
-        await _send(
-            runtime.channels[inbound.channel].adapter,
-            Outbound(
-                chat=inbound.chat,
-                thread=inbound.thread,
-                text=f"I was restarted while answering \"{preview}\" and could not finish. "
-                "Please send it again if you still need it.",
-            ),
+        notice = (
+            f"I was restarted while answering \"{preview}\" and could not finish. "
+            "Please send it again if you still need it."
         )
+        runtime.spawn(_resume_reply(runtime, inbound, notice, sent=0, notice=True), name=f"notice:{row.event_id}")
+
+
+async def _resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False) -> None:
+    """Send what the previous process owed `inbound` (counted in flight, like a turn)."""
+    runtime.turn_started()
+    try:
+        await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent)
+    finally:
+        runtime.turn_finished()

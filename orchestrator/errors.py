@@ -8,6 +8,7 @@ from dataclasses import dataclass
 __all__ = [
     "ConfigError",
     "ConfigProblem",
+    "EmptySecret",
     "OrchestratorError",
     "ProviderError",
     "ProviderUnavailable",
@@ -51,6 +52,10 @@ class SecretError(OrchestratorError):
     def __init__(self, ref: str, reason: str) -> None:
         self.ref, self.reason = ref, reason
         super().__init__(f"secret {ref!r}: {reason}")
+
+
+class EmptySecret(SecretError):
+    """A secret reference resolved to an empty or whitespace-only value."""
 
 
 class UnknownAgent(OrchestratorError):

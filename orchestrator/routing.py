@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 
 from orchestrator.config import Config
 from orchestrator.config.channels import RouteConfig
+from orchestrator.seam import ChatCommands, resolve_chat_commands
 
 __all__ = ["RouteMatch", "explain_route", "match_route", "session_key"]
 
@@ -31,15 +32,21 @@ def match_route(config: Config, *, channel: str, chat: str, sender: str) -> Rout
 
 
 def explain_route(config: Config, *, channel: str, chat: str, sender: str) -> list[str]:
-    """Return one line per route considered, ending with the decision."""
+    """Return one line per route considered, ending with the decision.
+
+    A match is followed by the chat commands and SOPs the route grants that sender, and who
+    answers the approvals of each SOP's step agents.
+    """
     lines: list[str] = []
     for index, route in enumerate(config.routes):
         why = _why_not(route, channel=channel, chat=chat, sender=sender)
         if why is None:
+            commands = resolve_chat_commands(config, route)
             lines.append(
                 f"routes[{index}]: matches -> agent {route.agent!r}, session {route.session}"
-                + (f", approvers {list(route.approvers)}" if route.approvers else "")
+                + (f", approvers {sorted(commands.approvers)}" if commands.approvers else "")
             )
+            lines.extend(_explain_commands(commands, sender))
             return lines
         lines.append(f"routes[{index}]: skipped ({why})")
     lines.append("no route matches: the message would be ignored and logged")
@@ -60,3 +67,16 @@ def _why_not(route: RouteConfig, *, channel: str, chat: str, sender: str) -> str
     if "*" not in route.senders and sender not in route.senders:
         return f"sender {sender!r} is not in its senders list"
     return None
+
+
+def _explain_commands(commands: ChatCommands, sender: str) -> list[str]:
+    lines = [f"  commands: {' '.join(commands.commands)}"]
+    if not commands.sops:
+        lines.append("  sops: none (`/sop NAME` is answered \"not available here\")")
+    for name, agents in commands.sop_agents.items():
+        who = [
+            f"{agent} by {sorted(answerers)}" if answerers else f"{agent} by nobody (the route has no approvers: denied)"
+            for agent, answerers in ((a, commands.answerers(a, sender)) for a in agents)
+        ]
+        lines.append(f"  sop {name}: steps run as {', '.join(agents)}; approvals: {'; '.join(who)}")
+    return lines

@@ -59,6 +59,7 @@ class PendingApproval:
     thread: str | None
     allowed: frozenset[str]
     future: asyncio.Future[ApprovalDecision]
+    refusal: str  # what a sender who may not answer it is told
 
 
 @dataclass(eq=False)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import logging
+import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from loguru import logger
+
 from orchestrator.config import Config, load_config
+from orchestrator.logs import configure_logging
 from orchestrator.seam import Services
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -59,3 +65,22 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
 def provider_toml(base_url: str) -> str:
     """Return a `[providers.fake]` table pointing at a fake server."""
     return f'[providers.fake]\nbase_url = "{base_url}"\nmax_retries = 0\n'
+
+
+@pytest.fixture
+def debug_log() -> Iterator[io.StringIO]:
+    """Log everything at DEBUG through the daemon's own sink into a buffer; restore afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    quiet = {name: logging.getLogger(name).level for name in ("httpx", "httpx2", "httpcore", "httpcore2")}
+    buffer = io.StringIO()
+    configure_logging(level="DEBUG", fmt="text", sink=buffer)
+    try:
+        yield buffer
+    finally:
+        logger.remove()
+        logger.add(sys.stderr)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        for name, was in quiet.items():
+            logging.getLogger(name).setLevel(was)

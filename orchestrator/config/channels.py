@@ -95,3 +95,5 @@ class RouteConfig(_Model):
     senders: tuple[NonEmptyStr, ...] = ()
     session: Literal["per_sender", "per_chat"] = "per_sender"
     approvers: tuple[NonEmptyStr, ...] = ()
+    # the SOPs this route's senders may start with `/sop NAME`; none by default
+    sops: tuple[NonEmptyStr, ...] = ()

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
-from typing import Annotated
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.config.secrets import SecretRef
-from orchestrator.errors import ConfigProblem
+from orchestrator.config.secrets import SecretRef, resolve_secret
+from orchestrator.errors import ConfigProblem, EmptySecret, SecretError
 
-__all__ = ["GatewayConfig", "check_gateway", "is_loopback"]
+__all__ = ["MIN_TOKEN_CHARS", "GatewayConfig", "check_gateway", "gateway_token_problems", "is_loopback", "token_problem"]
+
+# A bearer token anyone on the network may guess at: 32 characters is `openssl rand -hex 16`.
+MIN_TOKEN_CHARS: Final = 32
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
@@ -38,12 +42,53 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_gateway(gateway: GatewayConfig | None, *, shown: str) -> Iterator[ConfigProblem]:
-    """Refuse a gateway reachable from other hosts without a token."""
-    if gateway is not None and gateway.token is None and not is_loopback(gateway.listen):
+def check_gateway(
+    gateway: GatewayConfig | None, *, shown: str, base: Path | None = None
+) -> Iterator[ConfigProblem]:
+    """Refuse a gateway reachable from other hosts without a token, and a blank or short token.
+
+    The token is read here when it can be (a `file:` next to the config, an `env:` set in
+    this environment); one that cannot be read yet is checked by the daemon before it starts
+    (`gateway_token_problems`).
+    """
+    if gateway is None:
+        return
+    if gateway.token is None and not is_loopback(gateway.listen):
         yield ConfigProblem(
             shown,
             "gateway.listen",
             f"{gateway.listen!r} is not a loopback address: set gateway.token (a secret reference) "
             "or listen on 127.0.0.1",
         )
+    if gateway.token is not None:
+        try:
+            problem = token_problem(resolve_secret(gateway.token, base=base))
+        except EmptySecret as exc:
+            problem = str(exc)
+        except SecretError:
+            problem = None  # resolved in the daemon's environment, checked there at start
+        if problem:
+            yield ConfigProblem(shown, "gateway.token", problem)
+
+
+def gateway_token_problems(
+    gateway: GatewayConfig | None, lookup: Callable[[SecretRef], str], *, shown: str
+) -> list[ConfigProblem]:
+    """Resolve the gateway token now (before the daemon opens anything); one problem if unusable."""
+    if gateway is None or gateway.token is None:
+        return []
+    try:
+        problem = token_problem(lookup(gateway.token))
+    except SecretError as exc:
+        problem = str(exc)
+    return [ConfigProblem(shown, "gateway.token", problem)] if problem else []
+
+
+def token_problem(token: str) -> str | None:
+    """Return why `token` may not guard the gateway (too short), or None; never shows the token."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return (
+            f"the token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
+            "(e.g. `openssl rand -hex 32`)"
+        )
+    return None

@@ -61,6 +61,10 @@ class DaemonConfig(_Model):
     max_delegation_depth: int = Field(default=3, ge=1, le=10)
     # chat messages that may wait behind a session's running turn; more are answered "busy"
     max_queued_per_session: int = Field(default=10, ge=1)
+    # how long a turn's reply send is retried (5xx, network, timeouts) before it is kept for the next start
+    reply_deadline_s: float = Field(default=120.0, ge=1, le=3600)
+    # a chat reply longer than this is cut with a note (a 1 MB answer is not 245 messages)
+    max_reply_chars: int = Field(default=20_000, ge=1_000, le=1_000_000)
 
 
 class ProviderConfig(_Model):
@@ -118,8 +122,9 @@ class ShellConfig(_Model):
 
 
 class HttpFetchConfig(_Model):
-    """`[agents.X.http_fetch]`: where `http_fetch` may go."""
+    """`[agents.X.http_fetch]`: where `http_fetch` (and skill http tools) may go."""
 
+    # names or globs; empty (the default) = no host, ["*"] = any public host
     allowed_hosts: Names = ()
     allow_private_addresses: bool = False
     max_bytes: int = Field(default=1_000_000, ge=1)

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from orchestrator.config.gateway import check_gateway
 from orchestrator.config.models import AgentConfig, Config
@@ -13,6 +14,7 @@ from orchestrator.config.schedule_checks import check_schedules
 from orchestrator.config.skill_checks import check_skills
 from orchestrator.config.sop_checks import check_sops
 from orchestrator.errors import ConfigProblem
+from orchestrator.policy.tool_filter import is_granted
 
 __all__ = ["check_references", "find_skill_dirs"]
 
@@ -26,11 +28,11 @@ SEAM_TOOL_NAMES = frozenset({"tool_search"})
 DELEGATE_TOOL_NAME = "delegate"
 # Agent names that are `orchestrator policy` subcommands.
 RESERVED_AGENT_NAMES = frozenset({"matrix"})
-# `[mcp.servers.X] env` / `headers` names whose values must be secret references.
-_SECRET_WORDS = frozenset(
-    {"TOKEN", "SECRET", "KEY", "APIKEY", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS",
-     "AUTH", "AUTHORIZATION", "COOKIE", "PAT"}
-)
+# `[mcp.servers.X] env` / `headers` names whose values must be secret references: these
+# header names, any name containing one of the parts, and any name with one of the words.
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+_SECRET_PARTS = ("token", "key", "secret", "password", "passwd", "auth")
+_SECRET_WORDS = frozenset({"CREDENTIAL", "CREDENTIALS", "COOKIE", "PAT"})
 
 
 def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
@@ -41,7 +43,9 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
     problems.extend(_check_mcp(config, shown))
     problems.extend(_check_peripherals(config, shown))
     problems.extend(_check_channels(config, shown))
-    problems.extend(check_gateway(config.gateway, shown=shown))
+    problems.extend(
+        check_gateway(config.gateway, shown=shown, base=config.source.parent if config.source else None)
+    )
     problems.extend(check_schedules(config, shown=shown))
     skill_dirs = find_skill_dirs(config)
     problems.extend(check_skills(config, shown=shown, skill_dirs=skill_dirs))
@@ -103,6 +107,14 @@ def _check_agent(
             problem = None if agent.delegates else "'delegate' grants nothing without a non-empty delegates list"
         if problem:
             yield f"tools[{i}]", problem
+    if not agent.http_fetch.allowed_hosts and is_granted(
+        "http_fetch", allowed=agent.tools, excluded=agent.excluded_tools
+    ):
+        yield "http_fetch.allowed_hosts", (
+            "http_fetch is granted but no host is allowed, so every fetch would be refused: "
+            'list the hosts (names or globs; ["*"] = any public host), or add http_fetch to '
+            "excluded_tools"
+        )
     for key, entries in (
         ("excluded_tools", agent.excluded_tools),
         ("approval.auto_approve", agent.approval.auto_approve),
@@ -171,6 +183,12 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
             yield ConfigProblem(shown, f"{base}.command", "required for transport 'stdio'")
         if server.transport == "http" and not server.url:
             yield ConfigProblem(shown, f"{base}.url", "required for transport 'http'")
+        if server.url and _has_password(server.url):
+            yield ConfigProblem(
+                shown, f"{base}.url",
+                "a URL with a password: drop the credentials and send them as a header "
+                "given as a reference (e.g. Authorization = \"file:PATH\")",
+            )
         for key, values in (("env", server.env), ("headers", server.headers)):
             for entry, value in values.items():
                 problem = _check_secret_value(entry, value)
@@ -228,17 +246,30 @@ def _check_peripherals(config: Config, shown: str) -> Iterator[ConfigProblem]:
 
 
 def _check_secret_value(name: str, value: str) -> str | None:
-    """Return a problem when a value is a malformed reference or a literal secret."""
+    """Return a problem when a value is a malformed reference or a literal credential."""
     scheme, sep, target = value.partition(":")
     if sep and scheme in ("env", "file"):
         return None if target else f"reference {value!r} names nothing after '{scheme}:'"
+    lowered = name.lower()
     words = {w for w in name.upper().replace("-", "_").split("_") if w}
-    if words & _SECRET_WORDS:
+    if lowered in _SECRET_HEADERS or any(p in lowered for p in _SECRET_PARTS) or words & _SECRET_WORDS:
         return (
             f"{name!r} looks like a secret: give it as a reference ('env:NAME' or 'file:PATH'), "
             "not a literal value"
         )
+    if _has_password(value):
+        return (
+            "the value is a URL with a password: give the whole URL as a reference "
+            "('env:NAME' or 'file:PATH'), not a literal value"
+        )
     return None
+
+
+def _has_password(value: str) -> bool:
+    try:
+        return bool(urlsplit(value.strip()).password)
+    except ValueError:  # a malformed URL (bad port, bracket) still may carry one
+        return "@" in value and "://" in value
 
 
 def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
@@ -278,3 +309,6 @@ def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 shown, f"{base}.agent", f"unknown agent {route.agent!r}" + suggest(route.agent, config.agents)
             )
+        for j, sop in enumerate(route.sops):
+            if sop not in config.sops:
+                yield ConfigProblem(shown, f"{base}.sops[{j}]", f"unknown SOP {sop!r}" + suggest(sop, config.sops))

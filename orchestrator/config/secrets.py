@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from orchestrator.errors import SecretError
+from orchestrator.errors import EmptySecret, SecretError
+from orchestrator.redaction import register_secret
 
 __all__ = ["SecretRef", "resolve_secret"]
 
@@ -46,18 +47,35 @@ def _secret_ref(value: str) -> SecretRef:
 def resolve_secret(ref: SecretRef, *, base: Path | None = None) -> str:
     """Return the secret's value; raise `SecretError` naming the reference when it is missing.
 
+    An empty or whitespace-only value is `EmptySecret` (a `SecretError`), for `env:` and
+    `file:` alike: a blank secret never stands for "no secret".
+
     `file:` paths are relative to `base` (the config file's folder) and
-    `$CREDENTIALS_DIRECTORY` (systemd LoadCredential) is expanded.
+    `$CREDENTIALS_DIRECTORY` (systemd LoadCredential) is expanded. The value is registered
+    for redaction (`orchestrator.redaction`) before it is returned.
     """
+    value = _read(ref, base)
+    register_secret(value)
+    return value
+
+
+def _read(ref: SecretRef, base: Path | None) -> str:
     if ref.scheme == "env":
         value = os.environ.get(ref.target)
-        if not value:
+        if value is None:
             raise SecretError(ref, f"environment variable {ref.target} is not set")
+        if not value.strip():
+            raise EmptySecret(ref, f"environment variable {ref.target} is empty")
         return value
     path = Path(os.path.expandvars(ref.target)).expanduser()
     if not path.is_absolute() and base is not None:
         path = base / path
     try:
-        return path.read_text(encoding="utf-8").strip()
+        value = path.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise SecretError(ref, f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise SecretError(ref, f"{path} is not UTF-8 text") from None
+    if not value:
+        raise EmptySecret(ref, f"{path} is empty (or only whitespace)")
+    return value

@@ -130,7 +130,7 @@ async def _json(request: web.Request) -> Any:
     raw = await request.read()  # past client_max_size: 413 (HTTPRequestEntityTooLarge)
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth is bad input too
         raise web.HTTPBadRequest(text="the body must be JSON") from None
 
 
@@ -172,9 +172,9 @@ async def _chat(
         "stop": result.stop.value,
         "executed": list(result.executed),
     }
-    if result.stop is StopReason.PROVIDER_ERROR:
-        detail = result.error or result.text
-        return StoredResponse(fingerprint=fingerprint, status=502, body={"error": "provider_error", "detail": detail, **body})
+    if result.stop is StopReason.PROVIDER_ERROR:  # a chat path: the generic line, the detail stays in the log
+        failure = {"error": "provider_error", "detail": result.text, "incident": result.incident}
+        return StoredResponse(fingerprint=fingerprint, status=502, body={**failure, **body})
     return StoredResponse(fingerprint=fingerprint, status=200, body=body)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 from aiohttp import web
 from loguru import logger
 
-from orchestrator.config.gateway import is_loopback
+from orchestrator.config.gateway import is_loopback, token_problem
 from orchestrator.errors import OrchestratorError
 from orchestrator.gateway.app import GatewayState, build_app
 from orchestrator.gateway.idempotency import IdempotencyStore
@@ -64,6 +64,9 @@ async def open_gateway(runtime: Runtime) -> AsyncIterator[GatewayAddress | None]
         token = runtime.secret(settings.token) if settings.token is not None else None
     except OrchestratorError as exc:
         raise GatewayError(settings.listen, settings.port, str(exc)) from None
+    short = token_problem(token) if token is not None else None
+    if short:
+        raise GatewayError(settings.listen, settings.port, f"gateway.token: {short}")
     path = runtime.config.state_path() / "gateway.sqlite3"
     with IdempotencyStore(path, ttl_s=settings.idempotency_ttl_s) as idempotency:
         state = GatewayState(runtime=runtime, token=token, idempotency=idempotency)

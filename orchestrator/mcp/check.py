@@ -11,7 +11,7 @@ from orchestrator.mcp.connection import Backoff
 from orchestrator.mcp.errors import McpServerUnavailable
 from orchestrator.mcp.offer import ServerOffer
 from orchestrator.mcp.pool import McpPool
-from orchestrator.mcp.tools import qualified_name
+from orchestrator.mcp.tools import unusable_reason
 from orchestrator.policy import matches_any
 
 __all__ = ["bundle_problems", "check_connect"]
@@ -33,11 +33,15 @@ async def check_connect(
             for server, reason in exc.failures:
                 problems.append(ConfigProblem(shown, f"mcp.servers.{server}", f"cannot connect: {reason}"))
         offers = {name: pool.offer(name, None) for name in config.mcp.servers}
+    warnings: list[ConfigProblem] = []
     for name, offer in offers.items():
         if offer is not None:
             _print_offer(name, config.mcp.servers[name].transport, offer, out)
-            problems.extend(_unnamable(name, offer, shown))
+            for granted, problem in _unusable(config, name, offer, shown):
+                (problems if granted else warnings).append(problem)
     problems.extend(bundle_problems(config, offers, shown=shown))
+    for warning in warnings:
+        print(f"warning: {warning}", file=err)
     for problem in problems:
         print(problem, file=err)
     return 1 if problems else 0
@@ -85,15 +89,18 @@ def bundle_problems(
     return problems
 
 
-def _unnamable(server: str, offer: ServerOffer, shown: str) -> Iterator[ConfigProblem]:
+def _unusable(config: Config, server: str, offer: ServerOffer, shown: str) -> Iterator[tuple[bool, ConfigProblem]]:
+    """Yield (granted by a bundle, problem) for each tool the server offers that no model can use.
+
+    A tool some bundle grants is a problem (the admin asked for something that cannot work);
+    one nobody grants is only a warning: the server merely offers it.
+    """
+    patterns = [p for bundle in config.mcp.bundles.values() for p in bundle.tools.get(server, ())]
     for tool in offer.tools:
-        if qualified_name(server, tool.name) is None:
-            yield ConfigProblem(
-                shown,
-                f"mcp.servers.{server}",
-                f"tool {tool.name!r} cannot be offered: '{server}__{tool.name}' is not a valid "
-                "function name (letters, digits, '_' and '-', at most 64)",
-            )
+        reason = unusable_reason(server, tool)
+        if reason is not None:
+            granted = matches_any(tool.name, patterns)
+            yield granted, ConfigProblem(shown, f"mcp.servers.{server}", f"tool {tool.name!r} cannot be offered: {reason}")
 
 
 def _print_offer(server: str, transport: str, offer: ServerOffer, out: TextIO) -> None:

@@ -24,6 +24,7 @@ from orchestrator.config import McpServerConfig
 from orchestrator.errors import SecretError, ToolFailure
 from orchestrator.mcp.launch import open_transport
 from orchestrator.mcp.offer import ServerOffer
+from orchestrator.mcp.tools import unusable_reason
 
 if TYPE_CHECKING:
     import mcp.types
@@ -310,6 +311,10 @@ class McpConnection:
     def _publish(self, offer: ServerOffer) -> None:
         if offer != self.offer:
             self.offer = offer
+            for remote in offer.tools:  # once per new listing, never per turn
+                reason = unusable_reason(self.server, remote)
+                if reason is not None:
+                    logger.warning("MCP server {!r}: tool {!r} is not offered: {}", self.server, remote.name, reason)
             self._on_offer()
 
     def _set(self, state: ConnectionState, error: str | None = None) -> None:

@@ -7,6 +7,8 @@ literally (config validation rejects literals for names that look like secrets).
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -57,12 +59,10 @@ async def _transport(
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             assert config.command is not None  # config validation requires it for stdio
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env=_resolved(config.env, base),
-                cwd=_cwd(config.cwd, base),
-            )
+            env = _resolved(config.env, base)
+            cwd = _cwd(config.cwd, base)
+            command, args = _dies_with_us(config.command, list(config.args), env=env, cwd=cwd)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             streams = await stack.enter_async_context(stdio_client(params, errlog=_errlog()))
         else:
             import httpx2
@@ -80,6 +80,30 @@ async def _transport(
             )
         read, write = streams
         yield _WatchedReadStream(read, on_lost), write
+
+
+def _dies_with_us(command: str, args: list[str], *, env: Mapping[str, str], cwd: Path | None) -> tuple[str, list[str]]:
+    """Run the server under `setpriv --pdeathsig KILL`, so a daemon killed with SIGKILL
+    (or crashing) never leaves a server behind, a blocked call and all.
+
+    The command is resolved here first: a missing one stays a `FileNotFoundError` (a
+    permanent fault, reported once) instead of a wrapper that exits 127. Without `setpriv`
+    (util-linux) the server is started directly.
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not sys.platform.startswith("linux"):
+        return command, args
+    search = env.get("PATH", os.environ.get("PATH", os.defpath))
+    if os.sep in command:
+        found = str(Path(cwd or Path.cwd(), command)) if not os.path.isabs(command) else command
+        if not os.access(found, os.X_OK):
+            raise FileNotFoundError(2, "No such file or directory", command)
+    else:
+        located = shutil.which(command, path=search)
+        if located is None:
+            raise FileNotFoundError(2, "No such file or directory", command)
+        found = located
+    return setpriv, ["--pdeathsig", "KILL", "--", found, *args]
 
 
 def _resolved(values: Mapping[str, str], base: Path | None) -> dict[str, str]:

@@ -21,6 +21,8 @@ class RemoteTool:
     description: str
     input_schema: Mapping[str, Any]
     read_only: bool
+    # `execution.taskSupport = "required"`: callable only as an MCP task (not supported yet)
+    task_required: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +57,7 @@ class ServerOffer:
                     description=tool.description or tool.title or "",
                     input_schema=_freeze(tool.input_schema),
                     read_only=hint is True,
+                    task_required=tool.execution is not None and tool.execution.task_support == "required",
                 ),
             )
         listed = {

@@ -20,7 +20,7 @@ from loguru import logger
 from orchestrator.config import McpBundleConfig
 from orchestrator.mcp.resources import PinnedResources
 from orchestrator.mcp.tool_search import TOOL_SEARCH_NAME, ToolSearch, deferred_section
-from orchestrator.mcp.tools import McpTool, qualified_name
+from orchestrator.mcp.tools import McpTool, qualified_name, unusable_reason
 from orchestrator.policy import matches_any
 from orchestrator.tools import Tool
 
@@ -88,11 +88,8 @@ def scope_mcp(bundles: Sequence[McpBundleConfig], *, pool: McpPool, agent: str) 
                 if not matches_any(remote.name, patterns):
                     continue
                 name = qualified_name(server, remote.name)
-                if name is None:
-                    logger.warning(
-                        "MCP tool {!r} of server {!r} has no valid function name; skipped", remote.name, server
-                    )
-                    continue
+                if name is None or unusable_reason(server, remote) is not None:
+                    continue  # logged once per listing by the connection, reported by check --connect
                 tool = McpTool.bind(pool=pool, server=server, agent=agent, remote=remote, name=name)
                 if bundle.mode == "eager":
                     eager[name] = tool

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.peripherals.port import PeripheralFault, SerialPort
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import PeripheralConfig
+    from orchestrator.config import PeripheralConfig
 
 __all__ = ["PeripheralPool"]
 

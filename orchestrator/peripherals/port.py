@@ -27,7 +27,7 @@ from orchestrator.peripherals.protocol import MAX_LINE_BYTES, GarbageLine, Reply
 if TYPE_CHECKING:
     import serial
 
-    from orchestrator.config.models import PeripheralConfig
+    from orchestrator.config import PeripheralConfig
 
 __all__ = ["PeripheralFault", "SerialPort"]
 

@@ -13,7 +13,7 @@ from orchestrator.peripherals.port import PeripheralFault
 from orchestrator.tools import Tool, ToolSource, ToolSpec
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import PeripheralConfig
+    from orchestrator.config import PeripheralConfig
     from orchestrator.peripherals.pool import PeripheralPool
 
 __all__ = ["PeripheralTool", "peripheral_tools"]

@@ -1,5 +1,6 @@
 """Policy primitives: security limits, the tool filter and approval semantics."""
 
+from orchestrator.policy.approval_text import APPROVAL_PREVIEW_CHARS, render_arguments
 from orchestrator.policy.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -15,6 +16,7 @@ from orchestrator.policy.security import SecurityPolicy
 from orchestrator.policy.tool_filter import is_granted, matches_any
 
 __all__ = [
+    "APPROVAL_PREVIEW_CHARS",
     "ApprovalDecision",
     "ApprovalRequest",
     "ApprovalRule",
@@ -31,4 +33,5 @@ __all__ = [
     "approval_rule",
     "is_granted",
     "matches_any",
+    "render_arguments",
 ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from orchestrator.config.models import Autonomy
 from orchestrator.policy.tool_filter import matches_any
+
+if TYPE_CHECKING:
+    from orchestrator.config import Autonomy  # the config package imports policy: type only
 
 __all__ = [
     "ApprovalDecision",
@@ -56,6 +58,8 @@ class ApprovalRequest:
     tool: str
     arguments: Mapping[str, Any]
     timeout_s: float
+    # what the approver is shown (`render_arguments`): the same text on every channel and the CLI
+    preview: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.config.models import Autonomy
 from orchestrator.errors import WorkspaceEscape
 from orchestrator.policy.sandbox import UNRESOLVED, ShellSandbox
+
+if TYPE_CHECKING:
+    from orchestrator.config import Autonomy  # the config package imports policy: type only
 
 __all__ = ["SecurityPolicy"]
 
@@ -32,6 +36,15 @@ class SecurityPolicy:
     shell_denied_args: tuple[str, ...] = ()
     # `[agents.X.shell] sandbox` / `network`, resolved by the seam; absent = commands refused.
     shell_sandbox: ShellSandbox = UNRESOLVED
+
+    def allows_host(self, host: str) -> bool:
+        """Return whether `http_allowed_hosts` admits `host` (names or globs, case-insensitive).
+
+        An empty list admits no host (omission is never a grant); `"*"` admits any host,
+        which the private-address guard still narrows.
+        """
+        host = host.lower()
+        return any(fnmatchcase(host, pattern.lower()) for pattern in self.http_allowed_hosts)
 
     def confine(self, relative: str) -> Path:
         """Return `relative` resolved inside the workspace.

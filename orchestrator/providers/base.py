@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from orchestrator.config.models import SecretRef
+from orchestrator.config import SecretRef
 
 __all__ = ["Completion", "ModelBinding", "Provider", "ToolCall"]
 

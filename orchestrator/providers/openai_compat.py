@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from orchestrator.providers.base import Completion, ToolCall
 from orchestrator.errors import ProviderError, ProviderUnavailable
+from orchestrator.redaction import redact
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -270,5 +271,6 @@ def _status_reason(exc: Any) -> str:
 
 
 def _shorten(text: str) -> str:
-    text = " ".join(text.split())
+    # Error text comes from outside (a proxy may echo the key): no secret stays in it.
+    text = " ".join(redact(text).split())
     return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config.secrets import resolve_secret
+from orchestrator.config.secrets import SecretRef, resolve_secret
 from orchestrator.providers.base import Completion, ModelBinding, Provider
 
 __all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "warm_provider_sdk"]
@@ -23,7 +23,7 @@ def openai_factory(secrets_base: Path | None = None) -> ProviderFactory:
 
         key: str | None = None
         if binding.api_key_env and os.environ.get(binding.api_key_env):
-            key = os.environ[binding.api_key_env]
+            key = resolve_secret(SecretRef(f"env:{binding.api_key_env}"))  # registered for redaction
         elif binding.api_key is not None:
             key = resolve_secret(binding.api_key, base=secrets_base)
         return OpenAICompatProvider(

@@ -1,6 +1,13 @@
 """The one resolve seam: every construction path turns agent policy into an execution here."""
 
 from orchestrator.seam.approval import ApprovalManager
+from orchestrator.seam.chat_commands import (
+    APPROVAL_COMMANDS,
+    SESSION_COMMANDS,
+    SOP_COMMAND,
+    ChatCommands,
+    resolve_chat_commands,
+)
 from orchestrator.seam.delegation import DELEGATE_TOOL_NAME, delegation_reach
 from orchestrator.seam.execution import (
     AgentIdentity,
@@ -29,12 +36,16 @@ from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_
 from orchestrator.seam.services import Services
 
 __all__ = [
+    "APPROVAL_COMMANDS",
     "DEFAULT_BUILDERS",
     "DELEGATE_TOOL_NAME",
     "PATH_PROFILES",
+    "SESSION_COMMANDS",
+    "SOP_COMMAND",
     "ActionLedger",
     "AgentIdentity",
     "ApprovalManager",
+    "ChatCommands",
     "ConstructionPath",
     "InteractivityNotAllowed",
     "MemoryScope",
@@ -62,6 +73,7 @@ __all__ = [
     "delegation_reach",
     "mcp_servers_for",
     "resolve",
+    "resolve_chat_commands",
     "sandbox_notices",
     "shell_sandbox",
     "uses_memory",

@@ -9,7 +9,7 @@ from typing import Any
 
 from loguru import logger
 
-from orchestrator.config.models import Autonomy
+from orchestrator.config import Autonomy
 from orchestrator.errors import SealViolation
 from orchestrator.policy import (
     ApprovalDecision,
@@ -20,6 +20,7 @@ from orchestrator.policy import (
     Interactivity,
     Verdict,
     approval_rule,
+    render_arguments,
 )
 from orchestrator.seam._seal import SEAL
 from orchestrator.tools import ToolSpec
@@ -109,6 +110,7 @@ class ApprovalManager:
             tool=spec.name,
             arguments=arguments,
             timeout_s=self.timeout_s,
+            preview=render_arguments(arguments, spec.parameters),
         )
         if rule is ApprovalRule.DENY:
             decision = ApprovalDecision(
@@ -142,6 +144,7 @@ class ApprovalManager:
             tool=action,
             arguments=details,
             timeout_s=self.timeout_s,
+            preview=render_arguments(details),
         )
         if self.interactivity is Interactivity.NON_INTERACTIVE or approver is None:
             decision = ApprovalDecision(

@@ -18,7 +18,7 @@ from orchestrator.errors import OrchestratorError, ToolFailure
 from orchestrator.tools import Tool, ToolSource, ToolSpec
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import AgentConfig, Config
+    from orchestrator.config import AgentConfig, Config
     from orchestrator.seam.services import Services
 
 __all__ = ["DELEGATE_TOOL_NAME", "DelegateTool", "delegate_tools", "delegation_reach"]

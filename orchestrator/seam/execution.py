@@ -131,6 +131,11 @@ class ResolvedAgentExecution:
             "autonomy": self.security.autonomy,
             "workspace": str(self.security.workspace),
             "shell_sandbox": self.security.shell_sandbox.describe(),
+            "http_fetch": {
+                "allowed_hosts": list(self.security.http_allowed_hosts),
+                "allow_private_addresses": self.security.http_allow_private_addresses,
+                "max_bytes": self.security.http_max_bytes,
+            },
             "tools": list(self.tools.names),
             "approval": self.approvals.describe(),
             "knobs": {

@@ -2,7 +2,9 @@
 
 Every column is built through the same path builder production uses, with representative
 call-site inputs; every cell compares that execution's value for one setting with the policy
-baseline (cli run, no knobs). A cell is `enforced` when equal, `narrowed: <knob>` when it
+baseline (cli run, no knobs). The `sop_reach` row compares the SOPs a chat sender routed to
+the agent may start, as the seam decides them for `/sop` (`resolve_chat_commands`), with the
+routes' `sops` as written; only the channel path takes chat commands. A cell is `enforced` when equal, `narrowed: <knob>` when it
 differs only as a knob the path declares explains (and only narrower), `gap` otherwise.
 """
 
@@ -15,6 +17,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Final
 
 from orchestrator.policy import Interactivity
+from orchestrator.seam.chat_commands import resolve_chat_commands
 from orchestrator.seam.path_builders import (
     build_acp,
     build_channel,
@@ -30,11 +33,14 @@ from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath
 from orchestrator.tools import ToolSource
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import Config
+    from orchestrator.config import Config
     from orchestrator.seam.execution import ResolvedAgentExecution, RuntimeKnobs
     from orchestrator.seam.services import Services
 
-__all__ = ["BUDGETS", "SETTINGS", "MatrixColumn", "agent_matrix", "classify", "matrix_columns", "parity_matrix", "settings_of"]
+__all__ = [
+    "BUDGETS", "SETTINGS", "MatrixColumn", "agent_matrix", "chat_sop_reach", "classify", "granted_sops",
+    "matrix_columns", "parity_matrix", "settings_of",
+]
 
 BUDGETS: Final = (
     "max_tool_iterations", "turn_timeout_s", "tool_timeout_s",
@@ -56,7 +62,11 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "temperature": frozenset(),
     "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
     "shell_sandbox": frozenset(),  # the sandbox kind, network and limits: never narrowed per path
+    "sop_reach": frozenset({"no_chat_commands"}),  # `routes[i]:<sop>` a chat sender may start
+    "network": frozenset(),  # [http_fetch] limits of http_fetch and skill http tools
 }
+# Declared by every column but the channel: no chat command (so no `/sop`) reaches that path.
+_NO_CHAT: Final = ("no_chat_commands",)
 
 Value = object
 
@@ -68,6 +78,8 @@ class MatrixColumn:
     label: str
     execution: ResolvedAgentExecution
     declared: frozenset[str]
+    # `routes[i]:<sop>` entries the path lets a chat sender start (the `sop_reach` row)
+    chat_sops: tuple[str, ...] = ()
 
 
 def _names(execution: ResolvedAgentExecution, *sources: ToolSource) -> list[str]:
@@ -81,7 +93,10 @@ def _names(execution: ResolvedAgentExecution, *sources: ToolSource) -> list[str]
 
 
 def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> dict[str, Value]:
-    """Return each grid setting's value on `execution` (lists are the narrowable ones)."""
+    """Return each grid setting's value on `execution` (lists are the narrowable ones).
+
+    All but `sop_reach`, which is the routes' (see `parity_matrix`), not the execution's.
+    """
     described = execution.describe()
     approval = dict(execution.approvals.describe())
     deferred = execution.tools.deferred
@@ -102,6 +117,7 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         "temperature": described["temperature"],
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
         "shell_sandbox": _sandbox(execution),
+        "network": _network(execution),
     }
     knobs = described["knobs"]
     assert isinstance(knobs, dict)
@@ -117,6 +133,14 @@ def _sandbox(execution: ResolvedAgentExecution) -> str:
     env = hashlib.sha256(repr(sandbox.env).encode()).hexdigest()[:12]
     return (f"{sandbox.describe()}; env {env}; workspace {execution.security.workspace}; "
             f"cpu {limits.cpu_seconds}s, as {limits.address_space_bytes}, fsize {limits.file_size_bytes}")
+def _network(execution: ResolvedAgentExecution) -> list[str]:
+    """List the network limits: the allowed hosts (none = no host), the private guard, the cap."""
+    security = execution.security
+    return [
+        *(f"host:{h}" for h in security.http_allowed_hosts),
+        f"private_addresses:{'allowed' if security.http_allow_private_addresses else 'refused'}",
+        f"max_bytes:{security.http_max_bytes}",
+    ]
 
 
 def _own_prompt(execution: ResolvedAgentExecution) -> str:
@@ -178,32 +202,60 @@ def matrix_columns(
     baseline = build_cli_run(config, agent, services)
     builds: list[tuple[str, Callable[[], ResolvedAgentExecution], tuple[str, ...]]] = [
         ("channel", lambda: build_channel(config, agent, services), ()),
-        ("cli_run", lambda: build_cli_run(config, agent, services), ()),
-        ("gateway_chat", lambda: build_gateway_chat(config, agent, services), ()),
-        ("listing", lambda: build_listing(config, agent, services), ()),
-        ("library", lambda: build_library(config, agent, services), ()),
-        ("library+approver", lambda: build_library(config, agent, services, approver_supplied=True), ()),
-        ("delegate", lambda: build_delegate(config, agent, services, parent=parent, ceiling=ceiling), ("ceiling",)),
-        ("sop_step", lambda: build_sop_step(config, agent, services, parent=parent), ()),
-        ("acp", lambda: build_acp(config, agent, services), ()),
-        ("schedule", lambda: build_schedule(config, agent, services, tools=schedule_tools), ()),
+        ("cli_run", lambda: build_cli_run(config, agent, services), _NO_CHAT),
+        ("gateway_chat", lambda: build_gateway_chat(config, agent, services), _NO_CHAT),
+        ("listing", lambda: build_listing(config, agent, services), _NO_CHAT),
+        ("library", lambda: build_library(config, agent, services), _NO_CHAT),
+        ("library+approver", lambda: build_library(config, agent, services, approver_supplied=True), _NO_CHAT),
+        ("delegate", lambda: build_delegate(config, agent, services, parent=parent, ceiling=ceiling),
+         ("ceiling", *_NO_CHAT)),
+        ("sop_step", lambda: build_sop_step(config, agent, services, parent=parent), _NO_CHAT),
+        ("acp", lambda: build_acp(config, agent, services), _NO_CHAT),
+        ("schedule", lambda: build_schedule(config, agent, services, tools=schedule_tools), _NO_CHAT),
     ]
     columns = []
     for label, build, extra in builds:
         execution = build()
-        columns.append(MatrixColumn(label=label, execution=execution, declared=_declared(execution, baseline, extra)))
+        columns.append(
+            MatrixColumn(
+                label=label, execution=execution, declared=_declared(execution, baseline, extra),
+                chat_sops=chat_sop_reach(config, agent) if label == "channel" else (),
+            )
+        )
     return baseline, columns
 
 
+def chat_sop_reach(config: Config, agent: str) -> tuple[str, ...]:
+    """Return `routes[i]:<sop>` for every SOP `/sop` may start from a route to `agent` (the seam's decision)."""
+    return tuple(
+        f"routes[{index}]:{sop}"
+        for index, route in enumerate(config.routes)
+        if route.agent == agent
+        for sop in config.sops
+        if resolve_chat_commands(config, route).may_start(sop)
+    )
+
+
+def granted_sops(config: Config, agent: str) -> tuple[str, ...]:
+    """Return `routes[i]:<sop>` for every SOP the routes to `agent` list in `sops` (the policy as written)."""
+    return tuple(
+        f"routes[{index}]:{sop}" for index, route in enumerate(config.routes) if route.agent == agent for sop in route.sops
+    )
+
+
 def parity_matrix(
-    baseline: ResolvedAgentExecution, columns: Iterable[MatrixColumn], excluded: Iterable[str]
+    baseline: ResolvedAgentExecution,
+    columns: Iterable[MatrixColumn],
+    excluded: Iterable[str],
+    *,
+    granted: Iterable[str] = (),
 ) -> dict[str, dict[str, str]]:
-    """Return {setting: {column: verdict}} for one agent."""
+    """Return {setting: {column: verdict}} for one agent; `granted` is the routes' `sops` baseline."""
     patterns = tuple(excluded)
-    base = settings_of(baseline, patterns)
+    base = settings_of(baseline, patterns) | {"sop_reach": sorted(granted)}
     grid: dict[str, dict[str, str]] = {setting: {} for setting in SETTINGS}
     for column in columns:
-        values = settings_of(column.execution, patterns)
+        values = settings_of(column.execution, patterns) | {"sop_reach": sorted(column.chat_sops)}
         for setting in SETTINGS:
             grid[setting][column.label] = classify(
                 setting, base[setting], values[setting], column.declared, path=column.execution.identity.path
@@ -216,7 +268,8 @@ def agent_matrix(config: Config, agent: str, services: Services) -> dict[str, di
 
     The delegate and SOP columns run under a parent (an agent that delegates to `agent`, else
     the agent itself) with the ceiling a delegate call gets at the parent's first iteration;
-    the schedule column uses the `tools` of the agent's first schedule that narrows.
+    the schedule column uses the `tools` of the agent's first schedule that narrows. The
+    `sop_reach` baseline is the `sops` of the routes to `agent`, as written.
     """
     from orchestrator.errors import UnknownAgent
     from orchestrator.seam.delegation import _UNCAPPED
@@ -242,4 +295,4 @@ def agent_matrix(config: Config, agent: str, services: Services) -> dict[str, di
     baseline, columns = matrix_columns(
         config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools
     )
-    return parity_matrix(baseline, columns, policy.excluded_tools)
+    return parity_matrix(baseline, columns, policy.excluded_tools, granted=granted_sops(config, agent))

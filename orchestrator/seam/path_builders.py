@@ -18,7 +18,7 @@ from orchestrator.seam.paths import ConstructionPath, ScopedAssembly
 from orchestrator.seam.resolve import resolve
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import Config
+    from orchestrator.config import Config
     from orchestrator.seam.execution import ResolvedAgentExecution, RuntimeKnobs
     from orchestrator.seam.services import Services
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orchestrator.config.models import AgentConfig, Config
+from orchestrator.config import AgentConfig, Config
 from orchestrator.errors import SealViolation
 from orchestrator.policy import SecurityPolicy, is_granted, matches_any
 from orchestrator.seam._seal import SEAL

@@ -6,7 +6,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from orchestrator.config.models import AgentConfig, Config
+from orchestrator.config import AgentConfig, Config
 from orchestrator.providers.base import ModelBinding
 from orchestrator.errors import OrchestratorError, UnknownAgent
 from orchestrator.policy import Interactivity, SecurityPolicy

@@ -11,7 +11,7 @@ from orchestrator.policy import AuditSink
 from orchestrator.seam.ledger import ActionLedger
 
 if TYPE_CHECKING:
-    from orchestrator.config.models import Config
+    from orchestrator.config import Config
     from orchestrator.mcp import McpPool
     from orchestrator.memory import MemoryStore
     from orchestrator.peripherals import PeripheralPool

@@ -52,7 +52,8 @@ def load_skill(directory: Path, *, allow_scripts: bool) -> Skill:
 
     Raises `ConfigError` with one `file: path: message` problem per defect: malformed
     front matter, a name differing from the directory's, an invalid `skill.toml`, or
-    (unless `allow_scripts`) an executable file or a `scripts/` directory.
+    (unless `allow_scripts`) an executable file, a `scripts/` directory or a symbolic
+    link anywhere inside the directory.
     """
     problems: list[ConfigProblem] = []
     if not allow_scripts:
@@ -167,15 +168,24 @@ def _script_problems(directory: Path) -> list[ConfigProblem]:
     problems: list[ConfigProblem] = []
     hint = "skills with scripts are refused unless [skills] allow_scripts = true"
     for root, dirs, files in os.walk(directory):
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            # os.walk does not enter a linked folder, and a link can be retargeted after
+            # this check: refuse every link, whatever it points at now
+            if path.is_symlink():
+                problems.append(ConfigProblem(str(path), "", f"a symbolic link (it could lead to an executable): {hint}"))
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
         for name in sorted(dirs):
             if name == SCRIPTS_DIR:
                 problems.append(ConfigProblem(str(Path(root) / name), "", f"a scripts directory: {hint}"))
         for name in sorted(files):
             path = Path(root) / name
+            if path.is_symlink():
+                continue
             try:
                 mode = path.stat().st_mode
             except OSError:
-                continue  # a dangling link runs nothing
+                continue  # gone since the walk listed it
             if stat.S_ISREG(mode) and mode & _EXECUTABLE:
                 problems.append(ConfigProblem(str(path), "", f"an executable file: {hint}"))
     return problems

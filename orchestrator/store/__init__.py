@@ -1,7 +1,16 @@
 """SQLite-backed state: the approval audit log, sessions, transcripts, the durable inbox, schedules."""
 
 from orchestrator.store.audit import AuditLog
+from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
 
-__all__ = ["AuditLog", "InboxRow", "ScheduleLog", "ScheduleRecord", "SessionStore"]
+__all__ = [
+    "AuditLog",
+    "InboxRow",
+    "ScheduleLog",
+    "ScheduleRecord",
+    "SessionStore",
+    "StateDirLocked",
+    "hold_state_lock",
+]

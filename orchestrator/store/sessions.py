@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS inbox (
     body TEXT NOT NULL,
     received REAL NOT NULL,
     state TEXT NOT NULL,
+    reply TEXT,
+    sent INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (channel, event_id)
 );
 CREATE INDEX IF NOT EXISTS inbox_state ON inbox (state);
@@ -50,17 +52,26 @@ class InboxRow:
     event_id: str
     body: dict[str, Any]
     state: str
+    # `replying` rows: the reply text and how many of its chunks the platform accepted.
+    reply: str | None = None
+    sent: int = 0
 
 
 class SessionStore(Database):
     """All durable conversation state of the daemon; a context manager.
 
-    Inbox states: `pending` (accepted, turn not started), `running`, `done`,
-    `interrupted` (the daemon stopped mid-turn; closed on the next start).
+    Inbox states: `pending` (accepted, turn not started), `running`, `replying` (the turn
+    is persisted and its reply is being sent: the text and the chunks accepted so far are
+    stored, so the next start sends the rest), `done` (the platform accepted every chunk),
+    `interrupted` (the daemon stopped mid-turn; the user was told on the next start).
     """
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, _SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(inbox)")}
+        if "reply" not in columns:  # a state dir from before replies joined the protocol
+            self._db.execute("ALTER TABLE inbox ADD COLUMN reply TEXT")
+            self._db.execute("ALTER TABLE inbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 0")
 
 
     # -- inbox ---------------------------------------------------------------------------
@@ -79,13 +90,24 @@ class SessionStore(Database):
             "UPDATE inbox SET state = ? WHERE channel = ? AND event_id = ?", (state, channel, event_id)
         )
 
+    def begin_reply(self, channel: str, event_id: str, text: str) -> None:
+        """Record the reply about to be sent (state `replying`, no chunk accepted yet)."""
+        self._db.execute(
+            "UPDATE inbox SET state = 'replying', reply = ?, sent = 0 WHERE channel = ? AND event_id = ?",
+            (text, channel, event_id),
+        )
+
+    def reply_progress(self, channel: str, event_id: str, sent: int) -> None:
+        """Record that the platform accepted the first `sent` chunks of the reply."""
+        self._db.execute("UPDATE inbox SET sent = ? WHERE channel = ? AND event_id = ?", (sent, channel, event_id))
+
     def unfinished(self) -> list[InboxRow]:
-        """Return rows left `pending` or `running` by the previous process, oldest first."""
+        """Return rows left `pending`, `running` or `replying` by the previous process, oldest first."""
         rows = self._db.execute(
-            "SELECT channel, event_id, body, state FROM inbox WHERE state IN ('pending', 'running')"
-            " ORDER BY received, rowid"
+            "SELECT channel, event_id, body, state, reply, sent FROM inbox"
+            " WHERE state IN ('pending', 'running', 'replying') ORDER BY received, rowid"
         ).fetchall()
-        return [InboxRow(c, e, json.loads(b), s) for c, e, b, s in rows]
+        return [InboxRow(c, e, json.loads(b), s, r, n) for c, e, b, s, r, n in rows]
 
     def prune_inbox(self, *, older_than_s: float = _DEDUPE_WINDOW_S) -> int:
         """Forget finished rows past the de-duplication window; return how many."""

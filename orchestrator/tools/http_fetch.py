@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import ipaddress
 import socket
 from collections.abc import Mapping
@@ -103,9 +102,14 @@ async def _check(url: str, policy: SecurityPolicy, tool: str) -> _Target:
     if not host:
         raise ToolFailure(tool, f"refused {url!r}: the URL names no host")
     port = _port(url, parts, tool)
-    allowed = policy.http_allowed_hosts
-    if allowed and not any(fnmatch.fnmatchcase(host, p.lower()) for p in allowed):
-        hosts = ", ".join(allowed)
+    if not policy.http_allowed_hosts:
+        raise ToolFailure(
+            tool,
+            f"refused {url!r}: no host is allowed "
+            f"([agents.{policy.agent}.http_fetch] allowed_hosts is empty)",
+        )
+    if not policy.allows_host(host):
+        hosts = ", ".join(policy.http_allowed_hosts)
         raise ToolFailure(
             tool, f"refused {url!r}: host {host!r} is not in the allowed hosts ({hosts})"
         )

@@ -138,12 +138,13 @@ async def test_a_stop_message_the_engine_wrote_is_sent_once(fake_llm: FakeOpenAI
     # nothing streamed: the engine's message arrives as one chunk
     [message] = refused_updates
     assert message.session_update == "agent_message_chunk"
-    assert message.content.text.startswith("Sorry, I could not get an answer from the model:")
-    assert "unknown model 'dev-model'" in message.content.text
+    # the provider's detail (its URL, its error body) stays in the log, behind an incident id
+    assert message.content.text.startswith("Sorry, the model provider failed (incident ")
+    assert "unknown model" not in message.content.text and fake_llm.base_url not in message.content.text
     # a stream cut off mid-answer: the piece that arrived, then the engine's message on its own
     piece, stop = client.updates[1:]
     assert piece.content.text == "half"
-    assert stop.content.text.startswith("\n\nSorry, I could not get an answer from the model: cannot reach")
+    assert stop.content.text.startswith("\n\nSorry, the model provider failed (incident ")
 
 
 async def test_approval_through_request_permission_allow_and_reject(

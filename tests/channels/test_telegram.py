@@ -252,7 +252,10 @@ async def test_bad_token_is_fatal_at_once(fake: FakeTelegram, make_adapter: Make
         await adapter.send(Outbound(chat="42", text="x"))
 
 
-async def test_reconnects_after_the_connection_drops(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:
+@pytest.mark.parametrize("fault", ["dropped connection", "HTML 502 page"])
+async def test_one_failed_poll_is_retried_in_place_and_the_channel_stays_up(
+    fake: FakeTelegram, make_adapter: MakeAdapter, fault: str
+) -> None:
     adapter, inbox = make_adapter(poll_timeout_s=5.0), Inbox()
     readies: list[float] = []
     async with asyncio.TaskGroup() as group:
@@ -263,13 +266,37 @@ async def test_reconnects_after_the_connection_drops(fake: FakeTelegram, make_ad
             )
         )
         await fake.wait_for(lambda: fake.inflight("getUpdates") == 1)
-        assert fake.drop_connections() == 1
-        await fake.wait_for(lambda: len(readies) == 2)  # run raised ChannelError, the supervisor re-ran it
+        if fault == "dropped connection":
+            assert fake.drop_connections() == 1
+        else:  # a proxy in front of the Bot API answers the next poll with an HTML error page
+            fake.fail_next("getUpdates", status=502, html=True)
+            fake.drop_connections()
         update = fake.push_message(chat_id=42, user_id=7, text="still there?")
         (item,) = await inbox.wait(1)
         task.cancel()
     assert isinstance(item, Inbound) and item.event_id == str(update["update_id"])
-    assert [c.status for c in fake.requests if c.method == "getUpdates"][0] == 0  # the dropped poll
+    assert len(readies) == 1  # never torn down: the failed call was retried, not the channel
+    assert len(fake.calls("deleteWebhook")) == 1
+
+
+async def test_a_poll_that_keeps_failing_hands_over_to_the_supervisor(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    adapter, inbox = make_adapter(poll_timeout_s=5.0), Inbox()
+    readies: list[float] = []
+    fake.fail_next("getUpdates", status=502, html=True, times=5)  # more than the in-place retries
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(
+            supervise(
+                adapter, inbox, on_ready=lambda: readies.append(time.monotonic()),
+                on_fatal=lambda exc: None, backoff=Backoff(base_s=0.01, cap_s=0.05),
+            )
+        )
+        await fake.wait_for(lambda: len(readies) == 2, timeout=40)  # run raised, the supervisor re-ran it
+        update = fake.push_message(chat_id=42, user_id=7, text="back?")
+        (item,) = await inbox.wait(1)
+        task.cancel()
+    assert isinstance(item, Inbound) and item.event_id == str(update["update_id"])
 
 
 async def test_failed_get_me_is_a_channel_error(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:

@@ -91,6 +91,52 @@ async def test_agent_turn_in_a_real_process(write_config: WriteConfig, fake_llm:
     assert "no operator decided" in tool_msg["content"]
 
 
+def _answer_on_a_tty(argv: list[str], answer: str) -> tuple[int, str, str]:
+    """Run the CLI with stdin and stderr on a pseudo-terminal; answer its prompt; return (code, stdout, tty text)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", *argv],
+        stdin=slave, stderr=slave, stdout=subprocess.PIPE, cwd=ROOT, text=True,
+    )
+    os.close(slave)
+    shown = b""
+    try:
+        while b"[y/N] " not in shown:
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, f"no prompt; the terminal showed {shown!r}"
+            shown += os.read(master, 65536)
+        os.write(master, answer.encode() + b"\n")
+        stdout, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        os.close(master)
+    return process.returncode, stdout, shown.decode().replace("\r\n", "\n")
+
+
+async def test_tty_approval_prompt_shows_the_path_a_long_first_argument_would_hide(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    from orchestrator.policy import render_arguments
+    from orchestrator.tools import BUILTIN_TOOLS
+
+    path = write_config(provider_toml(fake_llm.base_url) + '[agents.a]\nprovider = "fake"\nmodel = "m"\ntools = ["file_write"]\n')
+    arguments = {"content": "A" * 5000, "path": "hidden.txt"}
+    fake_llm.script(tool_call("file_write", arguments), text("refused"))
+
+    code, stdout, shown = await asyncio.to_thread(
+        _answer_on_a_tty, ["agent", "a", "-m", "write", "--config", str(path)], "n"
+    )
+
+    assert (code, stdout) == (0, "refused\n")
+    preview = render_arguments(arguments, BUILTIN_TOOLS["file_write"].spec.parameters)
+    assert f"approve file_write?\n{preview}\n[y/N] " in shown  # the same text as every channel
+    assert preview.startswith('{"path": "hidden.txt", ') and "chars cut]…" in preview
+    assert not (path.parent / "state" / "workspaces" / "a" / "hidden.txt").exists()
+
+
 def test_tools_and_policy_output(write_config: WriteConfig, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_config(
         '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n'
@@ -115,16 +161,56 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     path = write_config(
         '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n'
         '[agents.ops]\nprovider = "p"\nmodel = "m"\n[agents.pub]\nprovider = "p"\nmodel = "m"\n'
+        '[sops.maint]\nagent = "ops"\n[[sops.maint.steps]]\nprompt = "fix"\n'
+        '[sops.faq]\nagent = "pub"\n[[sops.faq.steps]]\nprompt = "answer"\n[[sops.faq.steps]]\nprompt = "check"\nagent = "ops"\n'
         '[channels.tg]\nkind = "telegram"\ntoken = "env:TG_TOKEN"\n'
-        '[[routes]]\nchannel = "tg"\nchat = "-100*"\nagent = "ops"\nsenders = ["42"]\napprovers = ["7"]\n'
-        '[[routes]]\nchannel = "tg"\nagent = "pub"\nsenders = ["*"]\nsession = "per_chat"\n'
+        '[[routes]]\nchannel = "tg"\nchat = "-100*"\nagent = "ops"\nsenders = ["42"]\napprovers = ["7"]\nsops = ["maint"]\n'
+        '[[routes]]\nchannel = "tg"\nagent = "pub"\nsenders = ["*"]\nsession = "per_chat"\nsops = ["faq"]\n'
     )
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "42", "--config", str(path)]) == 0
-    assert capsys.readouterr().out == "routes[0]: matches -> agent 'ops', session per_sender, approvers ['7']\n"
+    assert capsys.readouterr().out.splitlines() == [
+        "routes[0]: matches -> agent 'ops', session per_sender, approvers ['7']",
+        "  commands: /new /stop /sop /approve /deny",
+        "  sop maint: steps run as ops; approvals: ops by ['42', '7']",
+    ]
+    # a stranger on the open route: only the SOP it lists; ops's step approvals are nobody's
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "9", "--config", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "routes[0]: skipped (sender '9' is not in its senders list)",
         "routes[1]: matches -> agent 'pub', session per_chat",
+        "  commands: /new /stop /sop /approve /deny",
+        "  sop faq: steps run as pub, ops; approvals: pub by ['9']; ops by nobody (the route has no approvers: denied)",
     ]
+    assert cli.main(["route", "tg", "--chat", "c2", "--sender", "9", "--json", "--config", str(path)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["route"], shown["agent"], shown["commands"], shown["sops"]) == (
+        1, "pub", ["/new", "/stop", "/sop", "/approve", "/deny"], {"faq": {"agents": ["pub", "ops"], "answerers": {"pub": ["9"], "ops": []}}}
+    )
+    path.write_text(path.read_text().replace('sops = ["faq"]\n', ""))  # routes[1] lists no SOP now
+    assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "9", "--json", "--config", str(path)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["route"], shown["commands"], shown["sops"]) == (1, ["/new", "/stop", "/approve", "/deny"], {})
+    assert shown["explain"][-1] == '  sops: none (`/sop NAME` is answered "not available here")'
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--config", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "no route matches: the message would be ignored and logged"
+    assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--json", "--config", str(path)]) == 1
+    assert json.loads(capsys.readouterr().out)["route"] is None
+
+
+async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    key = "sk-cli-echo-31313131"
+    path = write_config(
+        provider_toml(fake_llm.base_url).replace("max_retries = 0\n", 'max_retries = 0\napi_key = "env:ORCH_TEST_CLI_KEY"\n')
+        + '[agents.a]\nprovider = "fake"\nmodel = "m"\n'
+    )
+    fake_llm.refuse_key = True
+    env = {"ORCH_TEST_CLI_KEY": key}
+    quiet = await asyncio.to_thread(orchestrator, "agent", "a", "-m", "hi", "--config", str(path), env=env)
+    loud = await asyncio.to_thread(orchestrator, "agent", "a", "-m", "hi", "-v", "--config", str(path), env=env)
+    assert fake_llm.authorizations == [f"Bearer {key}"] * 2  # the key went out both times
+    assert quiet.returncode == loud.returncode == 1
+    # the operator's line keeps the detail (provider, URL, status) with the key redacted
+    assert quiet.stderr == f"error: provider 'fake' at {fake_llm.base_url}: HTTP 401: Incorrect API key provided: [redacted]\n"
+    assert key not in loud.stderr and "DEBUG" in loud.stderr and "incident " in loud.stderr

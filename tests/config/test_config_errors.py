@@ -282,3 +282,32 @@ def test_channel_and_route_errors(write_config: WriteConfig) -> None:
         f"{path}: routes[0].channel: unknown channel 'tgg'",
         f"{path}: routes[0].agent: unknown agent 'opz' (did you mean 'ops'?)",
     ]
+
+
+def test_a_route_granting_an_unknown_sop_names_the_entry_and_suggests(write_config: WriteConfig) -> None:
+    path = write_config(
+        BASE
+        + """
+        [agents.ops]
+        provider = "local"
+        model = "m"
+
+        [sops.maint]
+        agent = "ops"
+        [[sops.maint.steps]]
+        prompt = "go"
+
+        [channels.term]
+        kind = "terminal"
+
+        [[routes]]
+        channel = "term"
+        agent = "ops"
+        senders = ["*"]
+        sops = ["maint", "mant", "deploy"]
+        """
+    )
+    assert problems(path) == [
+        f"{path}: routes[0].sops[1]: unknown SOP 'mant' (did you mean 'maint'?)",
+        f"{path}: routes[0].sops[2]: unknown SOP 'deploy'",
+    ]

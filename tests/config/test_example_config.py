@@ -57,3 +57,15 @@ async def test_the_example_sop_narrows_its_first_step_and_runs_the_second_as_ass
     assert tool_names(survey) == ["file_read", "list_dir"]  # researcher's grant, narrowed by the step
     assert "tools" not in summary or tool_names(summary) == []  # tools = []: none at all
     assert summary["messages"][0]["content"].startswith("You are a concise assistant.")
+
+
+async def test_the_example_route_grants_sop_review_in_the_chat(example: Path, fake_llm: FakeOpenAI) -> None:
+    from tests.daemon.harness import running
+
+    fake_llm.script(text("found: README"), text("A five-line summary."))
+    async with running(example) as (_, terms):
+        terms["terminal"].type("/sop review the docs")
+        await terms["terminal"].screen.wait_for(lambda lines: "A five-line summary." in lines)
+    survey, summary = fake_llm.requests
+    assert tool_names(survey) == ["file_read", "list_dir"]
+    assert survey["messages"][-1]["content"].endswith("the docs")

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from orchestrator.policy import render_arguments
 from orchestrator.store import AuditLog
+from orchestrator.tools import BUILTIN_TOOLS
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import daemon, echo_model
 from tests.fakes.discord_api import FakeDiscord
@@ -205,6 +207,22 @@ async def test_approval_buttons_outsider_refused_then_approver_approves(
     assert decided == [("file_write", "approved", f"guild_bot:{CAROL}")]
 
 
+async def test_a_button_press_is_acknowledged_within_the_deadline_even_when_answering_is_slow(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
+) -> None:
+    path = write_config(discord_toml(fake_llm, discord, autonomy="supervised"))
+    async with daemon(path):
+        request = await ask_for_approval(discord, fake_llm, "slow.txt")
+        discord.interaction_deadline_s = 0.3  # Discord's is 3 s; the refusal post takes longer
+        discord.slow_next("POST", "/channels/{id}/messages", 1.0)
+        outsider = await click(discord, request, BOB, approve=True)
+        await wait_post(discord, "Only the person who asked")
+        approver = await click(discord, request, CAROL, approve=True)
+        await wait_post(discord, "finished slow.txt")
+    acks = {r["interaction_id"]: r["type"] for r in discord.interaction_responses}
+    assert acks == {outsider: 6, approver: 6}  # neither press answered 10062
+
+
 async def test_approval_deny_button_means_not_run(
     write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
 ) -> None:
@@ -253,3 +271,22 @@ async def test_redelivered_message_after_restart_is_not_answered_twice(
     assert [m["content"] for m in posts(discord)] == ["ops-model: only once", "ops-model: next"]
     assert [r["messages"][-1]["content"] for r in fake_llm.requests] == ["only once", "next"]
     assert [c.get("op") for c in discord.gateway_connections] == ["identify", "identify"]
+
+
+async def test_approval_prompt_shows_every_argument_name_despite_a_long_first_one(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
+) -> None:
+    arguments = {"content": "A" * 5000, "path": "hidden.txt"}
+    shown = render_arguments(arguments, BUILTIN_TOOLS["file_write"].spec.parameters)
+    path = write_config(discord_toml(fake_llm, discord, autonomy="supervised"))
+    async with daemon(path):
+        fake_llm.script(tool_call("file_write", arguments), text("finished hidden.txt"))
+        await discord.push_message(
+            CHANNEL, ALICE, f"<@{discord.bot_id}> please write", guild_id=GUILD, mentions=[discord.bot_id]
+        )
+        await discord.wait_until(lambda: bool(prompts(discord)))
+        (prompt,) = prompts(discord)
+        (deny,) = [i for i in custom_ids(prompt) if i.endswith(":n")]
+        await click(discord, deny.removeprefix("ap:").removesuffix(":n"), ALICE, approve=False)
+        await wait_post(discord, "finished hidden.txt")
+    assert f"```\n{shown}\n```" in prompt["content"]  # the same text as every channel and the CLI

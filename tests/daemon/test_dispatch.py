@@ -10,7 +10,9 @@ from loguru import logger
 
 from channels import ApprovalAnswer, Inbound
 from orchestrator.dispatch import Disposition, answer_approval, deliver, process_message
+from orchestrator.policy import render_arguments
 from orchestrator.store import AuditLog
+from orchestrator.tools import BUILTIN_TOOLS
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
@@ -228,3 +230,21 @@ async def test_a_burst_beyond_the_session_queue_is_answered_busy_and_never_run(
         await asyncio.sleep(0.3)
     assert [contents(fake_llm, i)[-1] for i in range(3)] == ["q0", "q1", "q2"]
     assert len(fake_llm.requests) == 3
+
+
+async def test_terminal_approval_prompt_shows_the_path_despite_a_long_first_argument(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    arguments = {"content": "A" * 5000, "path": "hidden.txt"}
+    shown = render_arguments(arguments, BUILTIN_TOOLS["file_write"].spec.parameters)
+    path = write_config(daemon_toml(fake_llm))
+    async with running(path) as (_, terms):
+        term = terms["term"]
+        fake_llm.script(tool_call("file_write", arguments), text("finished hidden.txt"))
+        term.type("write it")
+        lines = await term.screen.wait_for(lambda ls: any(line.startswith("[approval ") for line in ls))
+        prompt = next(line for line in lines if line.startswith("[approval "))
+        term.type(f"/deny {prompt.split(']')[0].removeprefix('[approval ')}")
+        await term.screen.wait_for(lambda ls: "finished hidden.txt" in ls)
+    assert prompt.endswith(f"] file_write {shown}")
+    assert '"path": "hidden.txt"' in prompt and "chars cut]…" in prompt

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from orchestrator.policy import render_arguments
 from orchestrator.store import AuditLog
+from orchestrator.tools import BUILTIN_TOOLS
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import daemon, echo_model
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
@@ -162,6 +164,20 @@ async def test_long_reply_is_chunked_with_code_fences_intact(
     assert shown == code  # nothing lost, nothing repeated, lines never split
 
 
+async def test_a_button_press_is_acknowledged_before_its_slow_answer(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+) -> None:
+    path = write_config(slack_toml(fake_llm, slack, autonomy="supervised"))
+    async with daemon(path):
+        request = await ask_for_approval(slack, fake_llm, "slow.txt")
+        slack.slow_next("chat.postMessage", 3.0)  # the refusal takes longer than Slack's 3 s ack window
+        clicked = await slack.click(request, user=BOB, approve=True)
+        await slack.wait_acked(clicked, timeout=1.5)
+        await wait_text(slack, "Only the person who asked")
+        await slack.click(request, user=CAROL, approve=True)
+        await wait_text(slack, "finished slow.txt")
+
+
 async def test_approval_buttons_outsider_refused_then_approver_approves(
     write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
 ) -> None:
@@ -253,3 +269,21 @@ async def test_approval_refusal_stays_in_the_thread(
         await slack.click(request_id(prompts(slack)[0]), user=ALICE, approve=False)
         await wait_text(slack, "finished t.txt")
     assert (refusal["channel"], refusal.get("thread_ts")) == (CHANNEL, thread)
+
+
+async def test_approval_prompt_shows_every_argument_name_despite_a_long_first_one(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+) -> None:
+    arguments = {"content": "A" * 5000, "path": "hidden.txt"}
+    shown = render_arguments(arguments, BUILTIN_TOOLS["file_write"].spec.parameters)
+    path = write_config(slack_toml(fake_llm, slack, autonomy="supervised"))
+    async with daemon(path):
+        fake_llm.script(tool_call("file_write", arguments), text("finished hidden.txt"))
+        await slack.push_message("please write", user=ALICE, channel=DM)
+        await wait_posts(slack, lambda: bool(prompts(slack)))
+        (prompt,) = prompts(slack)
+        await slack.click(request_id(prompt), user=ALICE, approve=False)
+        await wait_text(slack, "finished hidden.txt")
+    section = prompt["blocks"][0]["text"]["text"]
+    assert f"```{shown}```" in section  # the same text as every channel and the CLI
+    assert shown.startswith('{"path": "hidden.txt", "content": "AAA') and "chars cut]…" in shown

@@ -144,10 +144,30 @@ async def test_interactive_approver_approves_refuses_and_times_out(
     assert "no operator decided (nobody answered within 0.2s)" in tool_results(fake_llm.requests[5])[0]
 
 
+async def test_approval_shows_the_path_a_long_first_argument_would_hide(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    config = load(agent(fake_llm, 'tools = ["file_write"]\n'))
+    asked: list[ApprovalRequest] = []
+
+    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(verdict=Verdict.DENIED, decided_by="alice", reason="no")
+
+    fake_llm.script(tool_call("file_write", {"content": "A" * 5000, "path": "../outside.txt"}), text("ok"))
+    await turn(config, services, approver=refuse, interactivity=Interactivity.INTERACTIVE)
+
+    (request,) = asked
+    assert request.preview.startswith('{"path": "../outside.txt", "content": "AAA')
+    assert "chars cut]…" in request.preview and len(request.preview) <= 500
+    assert request.arguments["content"] == "A" * 5000  # the audit keeps the whole call
+
+
 async def test_read_only_autonomy_drops_and_refuses_writing_tools(
     fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
 ) -> None:
-    config = load(agent(fake_llm, 'autonomy = "read_only"\ntools = ["*"]\n[agents.a.shell]\nallowed_commands = ["touch"]\n'))
+    config = load(agent(fake_llm, 'autonomy = "read_only"\ntools = ["*"]\n[agents.a.shell]\nallowed_commands = ["touch"]\n'
+                                      '[agents.a.http_fetch]\nallowed_hosts = ["docs.example.com"]\n'))
     fake_llm.script(tool_call("shell", {"argv": ["touch", "x"]}), text("ok"))
     result = await turn(config, services)
     assert result.executed == ()
@@ -196,7 +216,7 @@ async def test_results_are_capped_and_outside_content_wrapped(
                 fake_llm,
                 'autonomy = "full"\ntools = ["file_read", "http_fetch"]\n'
                 "[agents.a.budget]\nmax_tool_result_chars = 100\n"
-                "[agents.a.http_fetch]\nallow_private_addresses = true\n",
+                "[agents.a.http_fetch]\nallow_private_addresses = true\nallowed_hosts = [\"127.0.0.1\"]\n",
             )
         )
         (workspace(config) / "big.txt").write_text("x" * 250)
@@ -250,10 +270,17 @@ async def test_provider_down_is_a_user_facing_message(
 ) -> None:
     url = f"http://127.0.0.1:{unused_tcp_port}/v1"
     config = load(f'[providers.fake]\nbase_url = "{url}"\nmax_retries = 0\n[agents.a]\nprovider = "fake"\nmodel = "m"\n')
-    result = await turn(config, services)
+    transcript = Transcript(session="t")
+    result = await turn(config, services, transcript=transcript)
     assert result.stop is StopReason.PROVIDER_ERROR
-    assert url in (result.error or "")
-    assert result.text.startswith("Sorry, I could not get an answer from the model")
+    assert url in (result.error or "")  # the detail, for the operator-facing CLI only
+    assert result.incident is not None and len(result.incident) == 6
+    assert result.text == (
+        f"Sorry, the model provider failed (incident {result.incident}); "
+        "the operator can find the details in the log."
+    )
+    assert transcript.messages[-1] == {"role": "assistant", "content": result.text}
+    assert url not in str(transcript.messages)
 
 
 async def test_bad_arguments_are_tool_errors(
@@ -330,3 +357,25 @@ async def test_engine_refuses_anything_but_a_resolved_execution() -> None:
 
     with pytest.raises(SealViolation):
         await run_tool_call_loop(Impostor(), Transcript(session="s"), "hi")  # type: ignore[arg-type]
+
+
+async def test_a_secret_in_a_tool_result_reaches_the_model_redacted(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The attack: a prompt-injected model reads a file that holds the provider key and a
+    # bot URL, to have them repeated into the chat or the transcript.
+    key = "sk-in-a-file-9f8e7d6c5b4a"
+    monkeypatch.setenv("ORCH_TEST_LEAK_KEY", key)
+    body = 'autonomy = "full"\ntools = ["file_read"]\n'
+    config = load(agent(fake_llm, body).replace("max_retries = 0\n", 'max_retries = 0\napi_key = "env:ORCH_TEST_LEAK_KEY"\n'))
+    bot_url = "https://api.telegram.org/bot123456:AAH-bot-secret_x/getMe"
+    (workspace(config) / "notes.txt").write_text(f"key={key}\nbot={bot_url}\n")
+    fake_llm.script(tool_call("file_read", {"path": "notes.txt"}), text("done"))
+    transcript = Transcript(session="t")
+    result = await turn(config, services, transcript=transcript)
+    assert result.stop is StopReason.COMPLETED and result.executed == ("file_read",)
+    assert fake_llm.authorizations[0] == f"Bearer {key}"  # the key was resolved (and so registered)
+    [seen] = tool_results(fake_llm.requests[1])
+    assert "key=[redacted]" in seen and "https://api.telegram.org/bot[redacted]/getMe" in seen
+    assert key not in str(fake_llm.requests) and "AAH-bot-secret_x" not in str(fake_llm.requests)
+    assert key not in str(transcript.messages) and "AAH-bot-secret_x" not in str(transcript.messages)

@@ -29,6 +29,7 @@ import asyncio
 import json
 import re
 import secrets
+import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -129,6 +130,10 @@ class FakeDiscord:
         self._guilds: dict[str, dict[str, Any]] = {}
         self._channels: dict[str, dict[str, Any]] = {}
         self._failures: list[_Failure] = []
+        self._delays: list[_Failure] = []  # status unused: retry_after holds the delay
+        # Discord answers 10062 "Unknown interaction" to a first response later than this.
+        self.interaction_deadline_s = 3.0
+        self._interactions: dict[str, float] = {}  # interaction id -> when it was created
         self._sessions: dict[str, _Session] = {}
         self._current: _Session | None = None
         self._connections: set[_Connection] = set()
@@ -209,6 +214,11 @@ class FakeDiscord:
         pattern = re.compile("/".join(parts))
         self._failures.append(_Failure(method.upper(), pattern, status, retry_after, times))
 
+    def slow_next(self, method: str, path: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next `times` matching REST calls only after `seconds` (same `path` syntax)."""
+        parts = [("[^/]+" if re.fullmatch(r"\{[^/]*\}", p) else re.escape(p)) for p in path.split("/")]
+        self._delays.append(_Failure(method.upper(), re.compile("/".join(parts)), 0, seconds, times))
+
     async def push_message(
         self,
         channel_id: int | str,
@@ -253,6 +263,7 @@ class FakeDiscord:
             app_id=self.application_id, custom_id=custom_id, clicker=clicker, channel=channel,
             guild_id=gid, message=message,
         )
+        self._interactions[str(payload["id"])] = time.monotonic()
         await self._dispatch("INTERACTION_CREATE", payload)
         return str(payload["id"])
 
@@ -300,6 +311,11 @@ class FakeDiscord:
         token_in_path = path.startswith(("/interactions/", "/webhooks/"))
         if not token_in_path and request.headers.get("Authorization") != f"Bot {self.token}":
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+        for delay in self._delays:
+            if delay.remaining > 0 and delay.method == request.method and delay.pattern.fullmatch(path):
+                delay.remaining -= 1
+                await asyncio.sleep(delay.retry_after or 0)
+                break
         failure = self._take_failure(request.method, path)
         if failure is not None:
             return failure
@@ -333,6 +349,9 @@ class FakeDiscord:
                 return _json(self._channels[match[1]])
             return _json({"message": "Unknown Channel", "code": 10003}, status=404)
         if (match := re.fullmatch(r"/interactions/(\d+)/([^/]+)/callback", path)) and method == "POST":
+            created = self._interactions.get(match[1])
+            if created is not None and time.monotonic() - created > self.interaction_deadline_s:
+                return _json({"message": "Unknown interaction", "code": 10062}, status=404)
             self.interaction_responses.append(dict(body or {}) | {"interaction_id": match[1]})
             if request.query.get("with_response") in ("1", "true"):
                 return _json(

@@ -20,6 +20,9 @@ a first delta (index, id, type, name, start of the arguments) followed by argume
 the finish reason, then `data: [DONE]`.  `cut_off(reply, after=N)` drops the connection
 after N events instead, like a server that dies mid-answer.  Error replies are sent as
 plain JSON errors either way, as real servers do before a stream starts.
+
+`fake.refuse_key = True` switches on a fault: every chat request is answered 401 with a
+message quoting the API key from its `Authorization` header back, as an echoing proxy does.
 """
 
 from __future__ import annotations
@@ -184,6 +187,7 @@ class FakeOpenAI:
         self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.refuse_key = False
         self._queue: deque[_Scripted] = deque()
         self._ids = itertools.count(1)
         self._created = b'","object":"chat.completion","created":%d,"model":' % int(time.time())
@@ -238,6 +242,10 @@ class FakeOpenAI:
         self.authorizations.append(request.headers.get("Authorization"))
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
+        authorization = request.headers.get("Authorization") or ""
+        if self.refuse_key:
+            key = authorization.removeprefix("Bearer ")
+            return _error_response(status(401, message=f"Incorrect API key provided: {key}", should_retry=False))
         reply = self._next_reply(body)
         if reply.status != 200:
             return _error_response(reply)

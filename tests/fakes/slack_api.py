@@ -209,6 +209,7 @@ class FakeSlack:
         self.connections = 0
         self.socket_available = True
         self._failures: defaultdict[str, deque[_Failure]] = defaultdict(deque)
+        self._delays: defaultdict[str, deque[float]] = defaultdict(deque)
         self._sockets: set[web.WebSocketResponse] = set()
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -236,6 +237,10 @@ class FakeSlack:
         default = "ratelimited" if status == 429 else "internal_error"
         failure = _Failure(status=status, error=error or default, retry_after=retry_after)
         self._failures[method].extend([failure] * times)
+
+    def slow_next(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next `times` calls to `method` only after `seconds` (a slow Web API)."""
+        self._delays[method].extend([seconds] * times)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -369,6 +374,8 @@ class FakeSlack:
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
         self.requests.append(ApiCall(method=method, token=token, args=args))
         await self._notify()
+        if self._delays[method]:
+            await asyncio.sleep(self._delays[method].popleft())
         failures = self._failures[method]
         if failures:
             failure = failures.popleft()

@@ -65,6 +65,7 @@ class Call:
     payload: dict[str, Any]
     at: float
     status: int | None = None
+    answered_at: float | None = None  # when the answer was handed to the connection
 
 
 @dataclass(slots=True)
@@ -73,6 +74,7 @@ class _Failure:
     retry_after: float | None
     description: str | None
     drop: bool
+    html: bool = False
 
 
 @dataclass(slots=True)
@@ -110,6 +112,7 @@ class FakeTelegram:
         self._chats: dict[int, dict[str, Any]] = {}
         self._messages: dict[int, tuple[str, dict[str, Any]]] = {}  # message_id -> (token, message)
         self._failures: dict[str, deque[_Failure]] = {}
+        self._delays: dict[str, deque[float]] = {}
         self._inflight: dict[int, web.Request] = {}  # id(request) -> request (unhashable)
         self._wake = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -266,17 +269,32 @@ class FakeTelegram:
         retry_after: float | None = None,
         description: str | None = None,
         times: int = 1,
+        after: int = 0,
+        html: bool = False,
     ) -> None:
-        """Answer the next `times` requests of `method` with an error (429 carries retry_after)."""
+        """Answer `times` requests of `method` with an error (429 carries retry_after), once
+        `after` more have been answered normally. `html`: the body is a proxy's HTML error
+        page, not Bot API JSON."""
         if status == 429 and retry_after is None:
             retry_after = 1
-        failure = _Failure(status, retry_after, description, drop=False)
-        self._failures.setdefault(method, deque()).extend([failure] * times)
+        failure = _Failure(status, retry_after, description, drop=False, html=html)
+        queue = self._failures.setdefault(method, deque())
+        queue.extend([_Failure(200, None, None, drop=False)] * after)  # answered normally
+        queue.extend([failure] * times)
 
     def drop_next(self, method: str, *, times: int = 1) -> None:
         """Close the connection of the next `times` requests of `method` without answering."""
         failure = _Failure(0, None, None, drop=True)
         self._failures.setdefault(method, deque()).extend([failure] * times)
+
+    def heal(self, method: str) -> None:
+        """Forget the faults still queued for `method`."""
+        self._failures.pop(method, None)
+        self._delays.pop(method, None)
+
+    def slow_next(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next `times` requests of `method` only after `seconds` (a slow Bot API)."""
+        self._delays.setdefault(method, deque()).extend([seconds] * times)
 
     def drop_connections(self) -> int:
         """Close the connection of every request still waiting (long polls); return how many."""
@@ -322,19 +340,30 @@ class FakeTelegram:
         finally:
             self._inflight.pop(id(request), None)
         call.status = response.status
+        call.answered_at = time.monotonic()
         return response
 
     async def _answer(self, request: web.Request, call: Call) -> web.Response:
         bot = self._bots.get(call.token)
         if bot is None:
             return _error(401, "Unauthorized")
+        delays = self._delays.get(call.method)
+        if delays:
+            await asyncio.sleep(delays.popleft())
+            if request.transport is None or request.transport.is_closing():
+                # The client went away while the (slow) platform was still receiving: like
+                # Telegram, nothing was processed, so nothing was sent.
+                return web.Response(status=499)
         failures = self._failures.get(call.method)
-        if failures:
-            failure = failures.popleft()
+        failure = failures.popleft() if failures else None
+        if failure is not None and failure.status != 200:  # 200: a normal answer before the faults
             if failure.drop:
                 if request.transport is not None:
                     request.transport.abort()
                 await asyncio.Event().wait()  # the handler is cancelled as the connection closes
+            if failure.html:
+                page = f"<html><body><h1>{failure.status} Bad Gateway</h1>nginx</body></html>"
+                return web.Response(status=failure.status, text=page, content_type="text/html")
             return _error(failure.status, failure.description, retry_after=failure.retry_after)
         handler = _METHODS.get(call.method)
         if handler is None:

@@ -14,7 +14,7 @@ from orchestrator.gateway import GatewayAddress, open_gateway
 from orchestrator.runtime import Runtime
 from tests.mcp.conftest import bundle, stdio_kit
 
-TOKEN = "s3cret-gateway-token"
+TOKEN = "s3cret-gateway-token-for-the-tests-0123"
 
 
 def gateway_toml(base_url: str, *, mcp: bool = False, gateway: str = 'port = 0\ntoken = "file:gateway.token"\n') -> str:
@@ -60,6 +60,9 @@ provider = "fake"
 model = "intern-model"
 autonomy = "read_only"
 tools = ["*"]
+
+[agents.intern.http_fetch]
+allowed_hosts = ["docs.example.com"]
 """
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import Config, GatewayConfig, load_config
+from orchestrator.config import Config, GatewayConfig, SecretRef, load_config
 from orchestrator.engine import add_turn_observer
 from orchestrator.errors import ConfigError
 from orchestrator.gateway import GatewayError, open_gateway
@@ -211,8 +211,51 @@ async def test_non_loopback_without_token_is_refused_by_check_and_at_start(
         with pytest.raises(GatewayError, match="non-loopback address without gateway.token"):
             async with open_gateway(runtime):
                 pass
+    # nor with a token shorter than 32 characters (read when the gateway opens)
+    (tmp_path / "short.token").write_text("y" * 31 + "\n", encoding="utf-8")
+    short = Config(
+        gateway=GatewayConfig(listen="0.0.0.0", port=0, token=SecretRef("file:short.token")),
+        daemon={"state_dir": str(tmp_path / "state")},
+    )
+    async with Runtime.open(short, config_path=tmp_path / "config.toml") as runtime:
+        with pytest.raises(GatewayError, match="gateway.token: the token is 31 characters; use at least 32"):
+            async with open_gateway(runtime):
+                pass
     # loopback without a token is allowed and needs no Authorization header
     write(tmp_path, gateway_toml(fake_llm.base_url, gateway="port = 0\n"))
     async with serving(path) as (_, gw):
         status, body, _ = await call(gw, "GET", "/api/agents", headers={})
     assert status == 200 and len(body["agents"]) == 2
+
+
+async def test_json_nested_too_deep_to_parse_is_400_and_runs_nothing(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    async with serving(write(tmp_path, gateway_toml(fake_llm.base_url))) as (_, gw):
+        deep = '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        status, body, _ = await call(
+            gw, "POST", "/api/agents/ops/messages", data=deep, headers={**AUTH, "Content-Type": "application/json"}
+        )
+        assert (status, body["error"]) == (400, "bad_request")
+    assert fake_llm.requests == []
+
+
+async def test_a_provider_echoing_its_key_is_a_502_with_an_incident_id_only(
+    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-gateway-echo-42424242"
+    monkeypatch.setenv("ORCH_TEST_GATEWAY_KEY", key)
+    toml = gateway_toml(fake_llm.base_url).replace("max_retries = 0\n", 'max_retries = 0\napi_key = "env:ORCH_TEST_GATEWAY_KEY"\n', 1)
+    fake_llm.refuse_key = True
+    async with serving(write(tmp_path, toml)) as (runtime, gw):
+        headers = {**AUTH, "Idempotency-Key": "k1"}
+        status, body, _ = await call(gw, "POST", "/api/agents/ops/messages", json={"text": "hi", "session": "s1"}, headers=headers)
+        state = runtime.config.state_path()
+        stored = b"".join(p.read_bytes() for p in state.rglob("*.sqlite3*") if p.is_file())
+    assert fake_llm.authorizations == [f"Bearer {key}"]
+    assert (status, body["error"], body["stop"]) == (502, "provider_error", "provider_error")
+    incident = body["incident"]
+    assert body["detail"] == body["reply"] == (
+        f"Sorry, the model provider failed (incident {incident}); the operator can find the details in the log."
+    )
+    assert key not in json.dumps(body) and fake_llm.base_url not in json.dumps(body)
+    # the stored idempotent response and the session transcript hold the generic line only
+    assert incident.encode() in stored and key.encode() not in stored and b"Incorrect API key" not in stored

@@ -36,9 +36,10 @@ def stdio_kit(
     tool_timeout_s: float = 15.0,
     isolation: str = "shared",
     env: dict[str, str] | None = None,
+    linger: bool = False,
 ) -> str:
     """Return `[mcp.servers.NAME]` running the kit server as a stdio subprocess."""
-    args = ["-m", KIT_MODULE, *(["--spawn-log", str(spawn_log)] if spawn_log else [])]
+    args = ["-m", KIT_MODULE, *(["--spawn-log", str(spawn_log)] if spawn_log else []), *(["--linger"] if linger else [])]
     lines = [
         f"[mcp.servers.{name}]",
         'transport = "stdio"',

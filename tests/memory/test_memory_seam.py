@@ -50,6 +50,9 @@ provider = "fake"
 model = "m"
 autonomy = "full"
 tools = ["*"]
+
+[agents.none.http_fetch]
+allowed_hosts = ["docs.example.com"]
 """
 
 

@@ -28,6 +28,8 @@ _F: Final = "#2 Foundation"
 _D4: Final = "DESIGN.md §4-5"
 _H: Final = "#7 Parity harness"
 _I7: Final = "issue #7 item 1"
+_C: Final = "#11 Isolation at the edges"
+_I11: Final = "issue #11 item 1"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="tools", setting="tools (built-in grant)", owner=_F, tracking=_D4,
@@ -254,4 +256,34 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="seal", setting="production enters resolve() only through the path builders", owner=_H,
               tracking="issue #7 items 3-4",
               evidence="tests/seam/test_architecture.py::test_production_enters_resolve_only_through_the_path_builders"),
+    # Issue 11 item 1: chat commands are authorised by the route that admitted the message.
+    ParityRow(surface="chat commands", setting="SOP reach on the channel path: `/sop` starts exactly the admitting "
+              "route's `sops`; policy matrix `sop_reach` row", owner=_C, tracking=_I11,
+              evidence="tests/parity/test_sop_reach_parity.py::test_sop_reach_on_the_channel_path_is_the_routes_sops"),
+    ParityRow(surface="chat commands", setting="sop_reach: a channel reaching an SOP its route does not list is a gap",
+              owner=_C, tracking=_I11,
+              evidence="tests/parity/test_sop_reach_parity.py::"
+              "test_a_channel_reaching_an_sop_its_route_does_not_list_is_a_gap"),
+    ParityRow(surface="chat commands", setting="an unlisted `/sop` from an open route never runs a step (no model "
+              "request, no file)", owner=_C, tracking=_I11,
+              evidence="tests/daemon/test_chat_commands.py::test_a_sop_the_route_does_not_list_never_runs_a_step"),
+    ParityRow(surface="chat commands", setting="route grants (`sops`, `approvers`) read only in the seam; omission "
+              "grants no SOP", owner=_C, tracking=_I11,
+              evidence="tests/seam/test_chat_commands.py::test_route_grants_are_read_only_in_the_seam"),
+    ParityRow(surface="approval", setting="another agent's SOP step: route approvers only, the requester refused",
+              owner=_C, tracking=_I11,
+              evidence="tests/daemon/test_chat_commands.py::test_another_agents_step_is_approved_by_the_route_approvers_only"),
+    ParityRow(surface="approval", setting="another agent's SOP step, route without approvers: nobody asked, denied "
+              "(tool calls and confirmations)", owner=_C, tracking=_I11,
+              evidence="tests/daemon/test_chat_commands.py::"
+              "test_without_route_approvers_another_agents_step_is_denied_and_nobody_is_asked"),
+    ParityRow(surface="network", setting="[http_fetch] allowed_hosts (absent/[] = no host), private guard, "
+              "max_bytes: identical on every path (matrix row `network`)", owner="#11 Isolation at the edges",
+              tracking="issue #11 item 4",
+              evidence="tests/parity/test_network_parity.py::test_every_path_refuses_a_host_outside_the_allowed_hosts"),
+    ParityRow(surface="approval", setting="approval prompt text: every argument, schema order, visible cut; "
+              "same on terminal, Slack, Discord, Telegram", owner="#11 Isolation at the edges",
+              tracking="issue #11 item 6",
+              evidence="tests/daemon/test_dispatch.py::"
+              "test_terminal_approval_prompt_shows_the_path_despite_a_long_first_argument"),
 )

@@ -36,7 +36,7 @@ AGENTS: dict[str, tuple[str, list[str]]] = {
     "carol": ('autonomy = "read_only"\nmemory = { scope = "agent" }\n', ["memory_recall"]),
     "erin": ('excluded_tools = ["memory_forget"]\nmemory = { scope = "agent" }\n'
              '[agents.erin.approval]\nauto_approve = ["memory_*"]\n', ["memory_recall", "memory_store"]),
-    "dave": ('autonomy = "full"\ntools = ["*"]\n', []),
+    "dave": ('autonomy = "full"\ntools = ["*"]\n[agents.dave.http_fetch]\nallowed_hosts = ["docs.example.com"]\n', []),
 }
 
 

@@ -50,6 +50,7 @@ def make_config(tools: list[str], excluded: list[str], autonomy: str) -> Config:
                     "autonomy": autonomy,
                     "tools": tools,
                     "excluded_tools": [e for e in excluded if e != "*"],
+                    "http_fetch": {"allowed_hosts": ["docs.example.com"]},
                 }
             },
         }

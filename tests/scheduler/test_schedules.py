@@ -162,7 +162,9 @@ deliver_to = { channel = "term", chat = "terminal" }
     async with running(path) as (runtime, terms):
         runner = await start_schedules(runtime)
         runner.fire_now("report")
-        await terms["term"].screen.wait_for(lambda lines: any("could not get an answer" in x for x in lines))
+        # delivered to a chat: the generic line, never the provider's URL or error body
+        lines = await terms["term"].screen.wait_for(lambda ls: any("the model provider failed (incident" in x for x in ls))
+        assert not any("fake error 500" in x or fake_llm.base_url in x for x in lines)
         with ScheduleLog(runtime.config.state_path() / SCHEDULE_DB) as log:
             await _until(lambda: (log.get("report") or _never()).last_status == "provider_error")
         runner.fire_now("report")

@@ -22,6 +22,10 @@ POLICY_FIELDS = {
 }
 # Calls that see only the agents' names (or their count).
 NAME_ONLY_CALLS = {"len", "sorted", "list", "set", "frozenset", "tuple", "iter"}
+# Private modules and what only their own package may import.
+PRIVATE_MODULES = {"orchestrator.seam._seal": "orchestrator/seam/", "orchestrator.config.models": "orchestrator/config/"}
+# The names a config holds agents under, however they are spelled.
+AGENTS_KEY = "agents"
 EXECUTION_FIELDS = (
     "identity", "model", "provider", "security", "tools", "approvals", "knobs", "assembly", "memory",
     "skills", "mcp_bundles", "prompt_sections", "system_prompt", "ledger",
@@ -51,6 +55,20 @@ def test_channels_never_import_policy_seam_or_tools() -> None:
         for name in imported_modules(tree)
         if name.startswith(("orchestrator.seam", "orchestrator.policy", "orchestrator.tools"))
     ]
+    assert bad == []
+
+
+def test_private_modules_are_imported_only_inside_their_package() -> None:
+    """The seal token stays in the seam; other packages take config models from `orchestrator.config`."""
+    bad = [line for rel, tree in modules("orchestrator", "channels") for line in private_imports(rel, tree)]
+    assert bad == []
+
+
+def test_nobody_outside_the_seam_alters_or_reseals_a_sealed_object() -> None:
+    bad = []
+    for rel, tree in modules("orchestrator", "channels"):
+        if not rel.startswith("orchestrator/seam/"):
+            bad += seal_violations(rel, tree)
     assert bad == []
 
 
@@ -127,6 +145,11 @@ def test_the_rules_catch_planted_violations() -> None:
         "a = next(iter(config.agents)); print(a.mcp_bundles)": "reads .mcp_bundles",
         "from orchestrator.config.models import AgentConfig": "imports AgentConfig",
         "x = [a.budget for a in config.agents]": "reads .budget",
+        "agents = getattr(config, 'agents')": "reads 'agents' through getattr()",
+        "agents = config.model_dump()['agents']": "indexes ['agents']",
+        "ops = runtime.config.model_dump().get('agents')": "reads 'agents' through .get()",
+        "helper(agents=config.agents)": "passes config.agents as agents=",
+        "helper(x, agents=self.runtime.config.agents)": "passes config.agents as agents=",
     }
     for source, expected in planted.items():
         found = policy_violations("planted.py", ast.parse(source))
@@ -134,10 +157,67 @@ def test_the_rules_catch_planted_violations() -> None:
     allowed = (
         "n = len(config.agents)\nnames = sorted(self.config.agents)\nok = name in config.agents\n"
         "for name in sorted(config.agents): print(name)\nstore.recall(q, agents=self.agents)\n"
+        "print(json.dumps({'agents': grids}))\n"
     )
     assert policy_violations("allowed.py", ast.parse(allowed)) == []
+    sealing = {
+        "from orchestrator.seam._seal import SEAL": "imports orchestrator.seam._seal",
+        "from orchestrator.seam import _seal": "imports orchestrator.seam._seal",
+        "import orchestrator.seam._seal as s": "imports orchestrator.seam._seal",
+        "from orchestrator.config.models import Config": "imports orchestrator.config.models",
+        "from orchestrator.config import models": "imports orchestrator.config.models",
+    }
+    for source, expected in sealing.items():
+        found = private_imports("orchestrator/engine/planted.py", ast.parse(source))
+        assert any(expected in line for line in found), (source, found)
+    assert private_imports("orchestrator/seam/planted.py", ast.parse("from orchestrator.seam._seal import SEAL")) == []
+    assert private_imports("orchestrator/x.py", ast.parse("from orchestrator.config import Config, SecretRef")) == []
+    altering = {
+        "object.__setattr__(execution, 'tools', mine)": "object.__setattr__ on execution",
+        "object.__setattr__(runtime.execution.approvals, '_autonomy', 'full')": "object.__setattr__ on",
+        "ex = dataclasses.replace(execution, tools=mine, seal=SEAL)": "passes seal=",
+        "ex = replace(execution, seal=token)": "passes seal=",
+        "ScopedToolRegistry.__init__(reg, tools={}, prompt_sections=(), seal=s)": "passes seal=",
+    }
+    for source, expected in altering.items():
+        found = seal_violations("planted.py", ast.parse(source))
+        assert any(expected in line for line in found), (source, found)
+    own_cache = "class T:\n    def __post_init__(self) -> None:\n        object.__setattr__(self, '_wire', 1)\n"
+    assert seal_violations("allowed.py", ast.parse(own_cache)) == []
     tree = ast.parse("reg = ScopedToolRegistry(tools={})\n")
     assert [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") in SEALED]
+
+
+def private_imports(rel: str, tree: ast.Module) -> list[str]:
+    """Return every import of a private module (`PRIVATE_MODULES`) from outside its package."""
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        names = set(imported_modules(ast.Module(body=[node], type_ignores=[])))
+        for private, owner in PRIVATE_MODULES.items():
+            if not rel.startswith(owner) and any(n == private or n.startswith(f"{private}.") for n in names):
+                bad.append(f"{rel}:{node.lineno}: imports {private}")
+    return bad
+
+
+def seal_violations(rel: str, tree: ast.Module) -> list[str]:
+    """Return every `object.__setattr__` on another object and every call passing `seal=`."""
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        where = f"{rel}:{node.lineno}"
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute) and func.attr == "__setattr__"
+            and isinstance(func.value, ast.Name) and func.value.id == "object"
+            and node.args and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "self")
+        ):
+            bad.append(f"{where}: object.__setattr__ on {ast.unparse(node.args[0])}")
+        if any(k.arg == "seal" for k in node.keywords):
+            bad.append(f"{where}: passes seal= to {ast.unparse(func)}()")
+    return bad
 
 
 def policy_violations(rel: str, tree: ast.Module) -> list[str]:
@@ -163,6 +243,7 @@ def policy_violations(rel: str, tree: ast.Module) -> list[str]:
             _mentions_agents(node.value) or (isinstance(node.value, ast.Name) and node.value.id in tainted)
         ):
             bad.append(f"{where}: reads .{node.attr} of an agent's config")
+        bad += _agents_by_name(node, where)
         if not _is_agents(node) or (isinstance(node.value, ast.Name) and node.value.id in modules_here):
             continue
         parent = parents.get(node)
@@ -174,6 +255,8 @@ def policy_violations(rel: str, tree: ast.Module) -> list[str]:
             func = parent.func.id if isinstance(parent.func, ast.Name) else ast.unparse(parent.func)
             if func not in NAME_ONLY_CALLS:
                 bad.append(f"{where}: passes config.agents to {func}()")
+        elif isinstance(parent, ast.keyword) and _is_config(node.value):
+            bad.append(f"{where}: passes config.agents as {parent.arg}=")
         elif not (
             (isinstance(parent, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops))
             or (isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node)
@@ -181,6 +264,29 @@ def policy_violations(rel: str, tree: ast.Module) -> list[str]:
         ):
             bad.append(f"{where}: uses config.agents ({type(parent).__name__})")
     return bad
+
+
+def _agents_by_name(node: ast.AST, where: str) -> list[str]:
+    """`getattr(config, "agents")`, `dump["agents"]`, `dump.get("agents")`: the agents by their key."""
+    if isinstance(node, ast.Subscript) and _is_agents_key(node.slice):
+        return [f"{where}: indexes ['agents']"]
+    if not isinstance(node, ast.Call) or not any(_is_agents_key(a) for a in node.args):
+        return []
+    if isinstance(node.func, ast.Name) and node.func.id in {"getattr", "setattr", "hasattr", "attrgetter"}:
+        return [f"{where}: reads 'agents' through {node.func.id}()"]
+    if isinstance(node.func, ast.Attribute) and node.func.attr in {"get", "pop", "setdefault", "__getitem__"}:
+        return [f"{where}: reads 'agents' through .{node.func.attr}()"]
+    return []
+
+
+def _is_agents_key(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == AGENTS_KEY
+
+
+def _is_config(node: ast.AST) -> bool:
+    """`config`, `cfg`, `self.config`, `runtime.config`: what holds the agents' raw config."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "config" in name.lower() or name.lower() in {"cfg", "conf"}
 
 
 def _is_agents(node: ast.AST) -> bool:

@@ -183,6 +183,9 @@ autonomy = "full"
 tools = ["*"]
 delegates = ["helper"]
 
+[agents.star.http_fetch]
+allowed_hosts = ["docs.example.com"]
+
 [agents.excluded]
 provider = "fake"
 model = "m"

@@ -22,6 +22,9 @@ model = "m"
 tools = ["*"]
 acp_enable_mcp = true
 
+[agents.a.http_fetch]
+allowed_hosts = ["docs.example.com"]
+
 [agents.a.memory]
 scope = "agent"
 

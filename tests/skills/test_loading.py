@@ -190,6 +190,33 @@ def test_scripts_are_refused_unless_allowed(
     )
 
 
+@pytest.mark.parametrize("target", ["folder", "file", "dangling"])
+def test_symlinks_in_a_skill_are_refused_unless_scripts_are_allowed(
+    target: str, tmp_path: Path, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the attack: the executable lives outside the skill, reached through a linked folder
+    # (os.walk never enters it) or a linked file (retargetable after the check)
+    skills = write_kit(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tool = outside / "tool.sh"
+    tool.write_text("#!/bin/sh\necho hi\n")
+    tool.chmod(0o755)
+    link = skills / "notes" / "lib"
+    link.symlink_to({"folder": outside, "file": tool, "dangling": tmp_path / "gone"}[target])
+    path = write_config(CONFIG)
+
+    code, lines = check(path, capsys)
+
+    assert code == 1
+    assert lines == [
+        f"{link}: a symbolic link (it could lead to an executable): skills with scripts are refused "
+        "unless [skills] allow_scripts = true"
+    ]
+    allowed = write_config(CONFIG.replace('dirs = ["skills"]', 'dirs = ["skills"]\nallow_scripts = true'))
+    assert check(allowed, capsys) == (0, [f"{allowed}: ok (2 agents, 1 providers, 0 channels, 0 routes)"])
+
+
 def test_skill_tool_names_in_policy_lists_must_exist(
     tmp_path: Path, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -192,11 +192,24 @@ async def test_http_skill_tool_passes_the_private_address_guard(
 ) -> None:
     base, seen = notes_server
     write_kit(tmp_path, lookup_base=base)
-    lookup = tool_of(tmp_path, write_config, "notes__lookup")
+    lookup = tool_of(tmp_path, write_config, "notes__lookup", extra='[agents.ops.http_fetch]\nallowed_hosts = ["*"]\n')
 
     reason = await refused(lookup, {"id": "7"})
 
     assert reason == f"refused '{base}/notes/7?q=all': 127.0.0.1 resolves to non-public address 127.0.0.1"
+    assert seen == []
+
+
+async def test_http_skill_tool_without_allowed_hosts_reaches_no_host(
+    tmp_path: Path, write_config: WriteConfig, notes_server: tuple[str, list[tuple[str, str]]]
+) -> None:
+    base, seen = notes_server
+    write_kit(tmp_path, lookup_base=base)
+    lookup = tool_of(tmp_path, write_config, "notes__lookup", extra="[agents.ops.http_fetch]\nallow_private_addresses = true\n")
+
+    reason = await refused(lookup, {"id": "7"})
+
+    assert reason == f"refused '{base}/notes/7?q=all': no host is allowed ([agents.ops.http_fetch] allowed_hosts is empty)"
     assert seen == []
 
 
@@ -205,7 +218,7 @@ async def test_http_skill_tool_encodes_values_and_honours_allowed_hosts(
 ) -> None:
     base, seen = notes_server
     write_kit(tmp_path, lookup_base=base)
-    private = "[agents.ops.http_fetch]\nallow_private_addresses = true\n"
+    private = '[agents.ops.http_fetch]\nallow_private_addresses = true\nallowed_hosts = ["127.0.0.1"]\n'
     lookup = tool_of(tmp_path, write_config, "notes__lookup", extra=private)
     publish = tool_of(tmp_path, write_config, "notes__publish", extra=private)
 
@@ -218,7 +231,7 @@ async def test_http_skill_tool_encodes_values_and_honours_allowed_hosts(
         ("POST", "/notes/n1/publish"),
     ]
     assert await refused(lookup, {"id": ".."}) == "argument 'id' refused: '..' is not allowed in the URL path"
-    hosts = private + 'allowed_hosts = ["api.example.com"]\n'
+    hosts = '[agents.ops.http_fetch]\nallow_private_addresses = true\nallowed_hosts = ["api.example.com"]\n'
     fenced = tool_of(tmp_path, write_config, "notes__lookup", extra=hosts)
     assert await refused(fenced, {"id": "1"}) == (
         f"refused '{base}/notes/1?q=all': host '127.0.0.1' is not in the allowed hosts (api.example.com)"

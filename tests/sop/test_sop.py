@@ -195,7 +195,11 @@ prompt = "Third."
 async def test_sop_from_a_chat_asks_in_the_chat_and_never_sees_the_chat_history(
     write_config: WriteConfig, fake_llm: FakeOpenAI, seen: list[ResolvedAgentExecution]
 ) -> None:
-    route = '\n[channels.term]\nkind = "terminal"\nuser = "alice"\n[[routes]]\nchannel = "term"\nagent = "lead"\nsenders = ["alice"]\n'
+    # alice is the route's approver too: step 2 runs as `narrow`, not the routed agent
+    route = (
+        '\n[channels.term]\nkind = "terminal"\nuser = "alice"\n[[routes]]\nchannel = "term"\nagent = "lead"\n'
+        'senders = ["alice"]\napprovers = ["alice"]\nsops = ["guarded", "report"]\n'
+    )
     path = write_config(sop_toml(fake_llm, extra=route))
     fake_llm.script(text("chat answer"), text("prepared"), text("deployed v2"))
     async with running(path) as (_, terms):
@@ -203,7 +207,7 @@ async def test_sop_from_a_chat_asks_in_the_chat_and_never_sees_the_chat_history(
         term.type(f"{SECRET} remember this")
         await term.screen.wait_for(lambda ls: "chat answer" in ls)
         term.type("/sop nope")
-        await term.screen.wait_for(lambda ls: any("unknown SOP 'nope' (known: guarded, report)" in line for line in ls))
+        await term.screen.wait_for(lambda ls: "SOP 'nope' is not available here (available here: guarded, report)." in ls)
         term.type("/sop guarded release v2")
         lines = await term.screen.wait_for(lambda ls: any("sop:guarded:step2" in line for line in ls))
         request = next(line for line in lines if "sop:guarded:step2" in line).split("]")[0].removeprefix("[approval ")
@@ -221,7 +225,10 @@ async def test_sop_from_a_chat_asks_in_the_chat_and_never_sees_the_chat_history(
 async def test_a_redelivered_sop_command_runs_once_and_one_sent_while_stopping_runs_after_restart(
     write_config: WriteConfig, fake_llm: FakeOpenAI, seen: list[ResolvedAgentExecution]
 ) -> None:
-    route = '\n[channels.term]\nkind = "terminal"\nuser = "alice"\n[[routes]]\nchannel = "term"\nagent = "lead"\nsenders = ["alice"]\n'
+    route = (
+        '\n[channels.term]\nkind = "terminal"\nuser = "alice"\n[[routes]]\nchannel = "term"\nagent = "lead"\n'
+        'senders = ["alice"]\nsops = ["report"]\n'
+    )
     path = write_config(sop_toml(fake_llm, extra=route))
     first = Inbound(channel="term", chat="terminal", sender="alice", text="/sop report q3", event_id="sop-1")
     late = Inbound(channel="term", chat="terminal", sender="alice", text="/sop report q4", event_id="sop-2")

@@ -19,7 +19,7 @@ def _fetch(
     tmp_path: Path,
     *,
     allow_private: bool = False,
-    hosts: tuple[str, ...] = (),
+    hosts: tuple[str, ...] = ("*",),
     max_bytes: int = 4096,
 ) -> Tool:
     policy = SecurityPolicy(
@@ -109,6 +109,32 @@ async def test_private_address_is_fetched_when_allowed(tmp_path: Path, port: int
 async def test_localhost_name_is_fetched_when_private_allowed(tmp_path: Path, port: int) -> None:
     result = await _fetch(tmp_path, allow_private=True).invoke({"url": f"http://localhost:{port}/"})
     assert result.endswith("\n\nhello from loopback")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:{port}/", "http://localhost:{port}/", "https://example.com/"])
+async def test_no_allowed_hosts_refuses_every_url(tmp_path: Path, port: int, url: str) -> None:
+    # the attack: an agent whose [http_fetch] table is absent (or allowed_hosts = [])
+    # tries to reach a server; even with private addresses allowed, nothing is fetched
+    tool = _fetch(tmp_path, allow_private=True, hosts=())
+    shown = url.format(port=port)
+
+    failure = await _failure(tool, {"url": shown})
+
+    assert failure.reason == (
+        f"refused {shown!r}: no host is allowed ([agents.ops.http_fetch] allowed_hosts is empty)"
+    )
+
+
+async def test_star_admits_any_host_but_keeps_the_private_address_guard(
+    tmp_path: Path, port: int
+) -> None:
+    guarded = await _failure(_fetch(tmp_path, hosts=("*",)), {"url": f"http://127.0.0.1:{port}/"})
+    fetched = await _fetch(tmp_path, hosts=("*",), allow_private=True).invoke(
+        {"url": f"http://127.0.0.1:{port}/"}
+    )
+
+    assert "non-public address 127.0.0.1" in guarded.reason
+    assert fetched.endswith("hello from loopback")
 
 
 async def test_host_outside_allowlist_is_refused(tmp_path: Path, port: int) -> None:

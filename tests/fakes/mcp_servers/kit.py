@@ -137,13 +137,22 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--spawn-log", default=None, help="append this process's pid to FILE at start")
     parser.add_argument("--name", default="kit")
+    parser.add_argument(
+        "--linger", action="store_true", help="stdio: stay alive 300 s after stdin closes (a server stuck in a call)"
+    )
     args = parser.parse_args()
     if args.spawn_log:
         with open(args.spawn_log, "a", encoding="utf-8") as log:
             log.write(f"{os.getpid()}\n")
     app = build(args.name)
     if args.http is None:
-        app.run()
+        try:
+            app.run()
+        finally:
+            if args.linger:  # whatever ended the session (EOF, a broken pipe), stay
+                import time
+
+                time.sleep(300)
     else:
         app.run("streamable-http", host="127.0.0.1", port=args.http)
 

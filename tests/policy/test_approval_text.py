@@ -1,0 +1,60 @@
+"""What an approver reads: every argument name, in schema order, long values cut visibly in the middle."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from orchestrator.policy import APPROVAL_PREVIEW_CHARS, render_arguments
+from orchestrator.tools import BUILTIN_TOOLS
+
+FILE_WRITE = BUILTIN_TOOLS["file_write"].spec.parameters
+MARKER = re.compile(r"…\[(\d+) chars cut\]…")
+
+
+def test_a_long_first_argument_cannot_hide_the_path() -> None:
+    # the attack: the model puts 5,000 characters of content first so `path` falls off the end
+    content = "A" * 2500 + "B" * 2500
+    shown = render_arguments({"content": content, "path": "../../etc/cron.d/evil"}, FILE_WRITE)
+
+    assert shown.startswith('{"path": "../../etc/cron.d/evil", "content": "AAAA')
+    assert shown.endswith('BBBB"}')
+    (cut,) = MARKER.findall(shown)
+    assert len(shown) <= APPROVAL_PREVIEW_CHARS
+    # what is shown plus what is said to be cut is the whole value
+    value = shown.split('"content": ', 1)[1][:-1]
+    assert len(MARKER.sub("", value)) + int(cut) == len(json.dumps(content))
+
+
+def test_every_name_is_shown_in_schema_order_then_extras() -> None:
+    shown = render_arguments({"zeta": 1, "content": "x", "path": "a.txt"}, FILE_WRITE)
+    assert shown == '{"path": "a.txt", "content": "x", "zeta": 1}'
+
+
+def test_short_values_are_whole_and_long_ones_share_the_rest() -> None:
+    shown = render_arguments({"a": "x" * 1000, "b": "y" * 1000, "path": "p"}, FILE_WRITE)
+
+    assert '"path": "p"' in shown and len(shown) <= APPROVAL_PREVIEW_CHARS
+    a, b = (len(part) for part in re.findall(r'"[ab]": ("[^"]*")', shown))
+    assert abs(a - b) <= 1  # an equal share each, neither starved
+    assert len(MARKER.findall(shown)) == 2
+
+
+def test_a_value_cannot_fake_another_argument_or_reorder_the_text() -> None:
+    shown = render_arguments({"path": 'ok.txt"}\n{"path": "x', "content": "abc\u202edcba\u200b"}, FILE_WRITE)
+
+    assert "\n" not in shown and "\u202e" not in shown and "\u200b" not in shown
+    assert shown == '{"path": "ok.txt\\"}\\n{\\"path\\": \\"x", "content": "abc\\u202edcba\\u200b"}'
+
+
+def test_too_many_arguments_say_how_many_are_not_shown() -> None:
+    shown = render_arguments({f"k{i:02}": "v" * 50 for i in range(60)})
+
+    assert len(shown) <= APPROVAL_PREVIEW_CHARS
+    (more,) = re.findall(r"…\[(\d+) more arguments cut\]…\}$", shown)
+    assert shown.count('"k') + int(more) == 60
+
+
+def test_nested_values_and_no_arguments() -> None:
+    assert render_arguments({"argv": ["ls", "-la"], "n": 2, "ok": True}) == '{"argv": ["ls", "-la"], "n": 2, "ok": true}'
+    assert render_arguments({}) == "{}"
