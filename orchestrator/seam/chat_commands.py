@@ -20,8 +20,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from orchestrator.config import Config
     from orchestrator.config.channels import RouteConfig
-    from orchestrator.config.models import Config
 
 __all__ = ["APPROVAL_COMMANDS", "SESSION_COMMANDS", "SOP_COMMAND", "ChatCommands", "resolve_chat_commands"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.config.models import AgentConfig, Config
+from orchestrator.config import AgentConfig, Config
 from orchestrator.policy import ShellSandbox
 from orchestrator.tools.sandbox import bwrap_error, landlock_error
 
