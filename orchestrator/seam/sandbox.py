@@ -70,6 +70,9 @@ def shell_sandbox(name: str, agent: AgentConfig) -> ShellSandbox:
     requested = agent.shell.sandbox
     network = agent.shell.network
     env = tuple(sorted(agent.shell.env.items()))
+    if not agent.shell.allowed_commands:  # nothing can run: no need to probe this machine
+        return ShellSandbox(requested=requested, kind=None, network=network, env=env,
+                            reason="no commands are allowed for this agent")
     if requested == "none":
         return ShellSandbox(requested=requested, kind="none", network=True, env=env)
     errors: list[str] = []
