@@ -193,6 +193,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"{args.config}: ok ({len(config.agents)} agents, {len(config.providers)} providers, "
         f"{len(config.channels)} channels, {len(config.routes)} routes)"
     )
+    from orchestrator.seam import sandbox_notices
+
+    for notice in sandbox_notices(config):
+        print(notice.text)
     if args.connect:
         import asyncio
 

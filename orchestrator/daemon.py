@@ -23,6 +23,7 @@ from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.logs import configure_logging
 from orchestrator.providers import warm_provider_sdk
 from orchestrator.runtime import Runtime
+from orchestrator.seam import sandbox_notices
 from orchestrator.store import hold_state_lock
 from orchestrator.systemd import notify, watchdog_interval_s
 
@@ -85,6 +86,8 @@ async def serve(config: Config, config_path: Path) -> int:
                 await _start_schedules(runtime)  # after channels: a run may deliver to one
             up = sorted(n for n, h in runtime.channels.items() if h.failed is None)
             logger.info("ready: channels {}", ", ".join(up) or "none")
+            for notice in sandbox_notices(runtime.config):
+                logger.log("WARNING" if notice.attention else "INFO", "{}", notice.text)
             # Everything loaded so far lives for the whole run: move it out of the cyclic
             # GC's reach, or each full collection walks it and stalls every channel. No
             # gc.collect() first: measured, it found 9 unreachable objects and took 30 ms.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from orchestrator.config.channels import ChannelConfig, RouteConfig
 from orchestrator.config.gateway import GatewayConfig
@@ -35,6 +35,15 @@ __all__ = [
 Autonomy = Literal["read_only", "supervised", "full"]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 Names = tuple[NonEmptyStr, ...]
+# A shell variable name; PATH and HOME stay the daemon's (an agent-relative PATH would run
+# what the agent planted in its workspace).
+def _env_name(name: str) -> str:
+    if name in ("PATH", "HOME"):
+        raise ValueError(f"the daemon sets {name} for every command; it cannot be configured")
+    return name
+
+
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"), AfterValidator(_env_name)]
 
 
 class _Model(BaseModel):
@@ -103,6 +112,13 @@ class ShellConfig(_Model):
     allowed_commands: Names = ()
     # globs refused as any whole argv element (built-in `shell` and skill shell tools)
     denied_args: Names = ()
+    # which sandbox every command runs under: "auto" = the strongest that works here,
+    # refused when none does; only a written "none" runs commands unconfined
+    sandbox: Literal["auto", "bwrap", "landlock", "none"] = "auto"
+    # network inside the sandbox (absent = none)
+    network: bool = False
+    # variables every command gets besides PATH, HOME and LANG (absent = none)
+    env: dict[EnvName, str] = Field(default_factory=dict)
 
 
 class HttpFetchConfig(_Model):

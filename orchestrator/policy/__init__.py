@@ -11,6 +11,7 @@ from orchestrator.policy.approvals import (
     Verdict,
     approval_rule,
 )
+from orchestrator.policy.sandbox import SANDBOX_KINDS, SandboxKind, SandboxLimits, SandboxRequest, ShellSandbox
 from orchestrator.policy.security import SecurityPolicy
 from orchestrator.policy.tool_filter import is_granted, matches_any
 
@@ -22,7 +23,12 @@ __all__ = [
     "Approver",
     "AuditSink",
     "Interactivity",
+    "SANDBOX_KINDS",
+    "SandboxKind",
+    "SandboxLimits",
+    "SandboxRequest",
     "SecurityPolicy",
+    "ShellSandbox",
     "Verdict",
     "approval_rule",
     "is_granted",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import WorkspaceEscape
+from orchestrator.policy.sandbox import UNRESOLVED, ShellSandbox
 
 if TYPE_CHECKING:
     from orchestrator.config import Autonomy  # the config package imports policy: type only
@@ -33,6 +34,8 @@ class SecurityPolicy:
     # `[agents.X.shell] denied_args`: globs refused as any whole argv element, for the
     # `shell` built-in and skill shell tools alike.
     shell_denied_args: tuple[str, ...] = ()
+    # `[agents.X.shell] sandbox` / `network`, resolved by the seam; absent = commands refused.
+    shell_sandbox: ShellSandbox = UNRESOLVED
 
     def allows_host(self, host: str) -> bool:
         """Return whether `http_allowed_hosts` admits `host` (names or globs, case-insensitive).

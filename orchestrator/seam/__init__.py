@@ -33,6 +33,7 @@ from orchestrator.seam.path_builders import (
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext, assemble
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
+from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "PromptSection",
     "ReachedTurn",
     "ResolvedAgentExecution",
+    "SandboxNotice",
     "RuntimeKnobs",
     "ScopedAssembly",
     "ScopedToolRegistry",
@@ -70,11 +72,14 @@ __all__ = [
     "build_schedule",
     "build_sop_step",
     "connect_reach",
+    "default_workspace",
     "delegation_reach",
     "mcp_servers_for",
     "open_services",
     "resolve",
     "resolve_chat_commands",
+    "sandbox_notices",
     "service_reach",
+    "shell_sandbox",
     "uses_memory",
 ]

@@ -130,6 +130,7 @@ class ResolvedAgentExecution:
             "temperature": self.model.temperature,
             "autonomy": self.security.autonomy,
             "workspace": str(self.security.workspace),
+            "shell_sandbox": self.security.shell_sandbox.describe(),
             "http_fetch": {
                 "allowed_hosts": list(self.security.http_allowed_hosts),
                 "allow_private_addresses": self.security.http_allow_private_addresses,

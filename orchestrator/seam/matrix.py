@@ -70,6 +70,7 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "provider_binding": frozenset(),
     "temperature": frozenset(),
     "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
+    "shell_sandbox": frozenset(),  # the sandbox kind, network and limits: never narrowed per path
     "sop_reach": frozenset({"no_chat_commands"}),  # `routes[i]:<sop>` a chat sender may start
     "network": frozenset(),  # [http_fetch] limits of http_fetch and skill http tools
 }
@@ -124,6 +125,7 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         "provider_binding": [described["provider"], described["base_url"], described["model"]],
         "temperature": described["temperature"],
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
+        "shell_sandbox": _sandbox(execution),
         "network": _network(execution),
     }
     knobs = described["knobs"]
@@ -133,6 +135,13 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
     return values
 
 
+def _sandbox(execution: ResolvedAgentExecution) -> str:
+    sandbox = execution.security.shell_sandbox
+    limits = sandbox.limits
+    # env values are fingerprinted, never shown (one may be a credential)
+    env = hashlib.sha256(repr(sandbox.env).encode()).hexdigest()[:12]
+    return (f"{sandbox.describe()}; env {env}; workspace {execution.security.workspace}; "
+            f"cpu {limits.cpu_seconds}s, as {limits.address_space_bytes}, fsize {limits.file_size_bytes}")
 def _network(execution: ResolvedAgentExecution) -> list[str]:
     """List the network limits: the allowed hosts (none = no host), the private guard, the cap."""
     security = execution.security

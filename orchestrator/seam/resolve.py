@@ -20,6 +20,7 @@ from orchestrator.seam.execution import (
 )
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssembly
 from orchestrator.seam.registry import assemble
+from orchestrator.seam.sandbox import default_workspace, shell_sandbox
 from orchestrator.seam.services import Services
 
 __all__ = ["InteractivityNotAllowed", "mcp_servers_for", "resolve", "uses_memory"]
@@ -182,7 +183,7 @@ def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
     if agent.workspace:
         workspace = (base / agent.workspace).expanduser().resolve()
     else:
-        workspace = config.state_path() / "workspaces" / name
+        workspace = default_workspace(config, name)
     try:
         workspace.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -194,6 +195,7 @@ def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
         workspace=workspace,
         shell_allowed_commands=frozenset(agent.shell.allowed_commands),
         shell_denied_args=agent.shell.denied_args,
+        shell_sandbox=shell_sandbox(name, agent),
         http_allowed_hosts=agent.http_fetch.allowed_hosts,
         http_allow_private_addresses=agent.http_fetch.allow_private_addresses,
         http_max_bytes=agent.http_fetch.max_bytes,

@@ -38,7 +38,8 @@ _THREAD_THRESHOLD: Final = 64 * 1024
 # O_NOFOLLOW: the confined path is symlink-free, so a symlink found at open time was
 # swapped in after the check. O_NONBLOCK: opening a FIFO must not hang the loop.
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+# No O_TRUNC: the link count is checked on the open file first, then it is truncated.
+_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _path_schema(description: str) -> MappingProxyType[str, Any]:
@@ -182,6 +183,7 @@ def _read_text(path: str, target: Path) -> str:
             raise ToolFailure(tool, f"{path!r} is a directory; use list_dir")
         if not stat.S_ISREG(info.st_mode):
             raise ToolFailure(tool, f"{path!r} is not a regular file")
+        _check_single_link(tool, path, info)
         if info.st_size > MAX_READ_BYTES:
             limit = f"file_read returns at most {MAX_READ_BYTES}"
             raise ToolFailure(tool, f"{path!r} is {info.st_size} bytes; {limit}")
@@ -194,6 +196,15 @@ def _read_text(path: str, target: Path) -> str:
         raise ToolFailure(
             tool, f"{path!r} is not UTF-8 text (invalid byte at offset {exc.start})"
         ) from None
+
+
+def _check_single_link(tool: str, path: str, info: os.stat_result) -> None:
+    # A hard link planted in the workspace (`ln /elsewhere/secret x`) resolves inside it,
+    # yet names a file outside: no path check can see that, the link count can.
+    if info.st_nlink > 1:
+        raise ToolFailure(
+            tool, f"refused: {path!r} has {info.st_nlink} hard links (it may be a file outside the workspace)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +250,10 @@ class FileWrite:
         except OSError as exc:
             raise _os_failure(tool, "write", path, exc) from exc
         with open(fd, "wb", closefd=True) as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISREG(info.st_mode):
+                _check_single_link(tool, path, info)
+            handle.truncate(0)
             handle.write(data)
 
 

@@ -1,4 +1,4 @@
-"""Built-in `shell`: run one allow-listed command (no shell parsing) inside the workspace."""
+"""Built-in `shell`: run one allow-listed command (no shell parsing) in the agent's sandbox."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from orchestrator.errors import ToolFailure
 from orchestrator.tools.base import BuiltinTool, ToolSpec
+from orchestrator.tools.landlock import LandlockUnavailable
+from orchestrator.tools.sandbox import launch, resolve_command
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -74,30 +76,45 @@ class Shell:
 
 
 async def run_command(argv: Sequence[str], policy: SecurityPolicy, *, tool: str) -> str:
-    """Run `argv` under `policy` (allowlist, argument rules, workspace) and report the result.
+    """Run `argv` under `policy` (allowlist, argument rules, sandbox) and report the result.
 
     The one runner for every command an agent starts (the `shell` built-in and skill shell
-    tools). Raises `ToolFailure` (naming `tool`) for a refused or missing command. The
-    command's process group does not outlive the call: background children are killed when
-    it exits, and on cancellation (a tool timeout) the whole group is killed and reaped
-    before the `CancelledError` propagates.
+    tools). Raises `ToolFailure` (naming `tool`) for a refused or missing command, and for
+    every command when the agent's sandbox resolved to none that works here. Under bwrap
+    the command runs in its own PID namespace: when it exits, or the call is cancelled (a
+    tool timeout), every process it started dies with it, `setsid` children included;
+    without bwrap its process group is killed and reaped before the call returns.
     """
     _check_allowed(argv[0], policy, tool)
     _check_arguments(argv, policy, tool)
+    sandbox = policy.shell_sandbox
+    if sandbox.kind is None:
+        raise ToolFailure(tool, f"command {argv[0]!r} refused: {sandbox.reason}")
     if not policy.workspace.is_dir():
         raise ToolFailure(tool, f"workspace {policy.workspace} is not a directory")
+    env = _child_environment(policy)
+    if resolve_command(argv[0], env, cwd=policy.workspace) is None:
+        raise ToolFailure(tool, f"command not found: {argv[0]!r}")
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=policy.workspace,
-            env=_child_environment(policy),
-            start_new_session=True,
-        )
+        with launch(sandbox.kind, argv, workspace=policy.workspace, network=sandbox.network,
+                    env=env, limits=sandbox.limits) as started:
+            process = await asyncio.create_subprocess_exec(
+                *started.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=started.cwd,
+                env=dict(started.env),
+                start_new_session=True,
+                preexec_fn=started.preexec,
+                pass_fds=started.pass_fds,
+            )
+    except LandlockUnavailable as exc:
+        raise ToolFailure(tool, f"command {argv[0]!r} refused: {exc}") from exc
     except FileNotFoundError:
         raise ToolFailure(tool, f"command not found: {argv[0]!r}") from None
+    except subprocess.SubprocessError as exc:  # the sandbox setup in the child failed
+        raise ToolFailure(tool, f"cannot start {argv[0]!r} in the {sandbox.kind} sandbox: {exc}") from exc
     except OSError as exc:
         raise ToolFailure(tool, f"cannot run {argv[0]!r}: {exc.strerror or exc}") from exc
     return await _supervise(process)
@@ -151,11 +168,13 @@ def _argv(arguments: Mapping[str, Any]) -> tuple[str, ...]:
 def _child_environment(policy: SecurityPolicy) -> dict[str, str]:
     # Nothing from the daemon's environment but PATH, and only its absolute entries:
     # an empty or relative entry would run a binary the agent planted in its workspace.
+    # Then what the agent's `[shell] env` declares (it cannot set PATH or HOME).
     search = [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
     return {
+        "LANG": "C.UTF-8",
+        **dict(policy.shell_sandbox.env),
         "PATH": os.pathsep.join(search) or os.defpath,
         "HOME": str(policy.workspace),
-        "LANG": "C.UTF-8",
     }
 
 

@@ -86,7 +86,7 @@ async def test_agent_turn_in_a_real_process(write_config: WriteConfig, fake_llm:
     done = await asyncio.to_thread(orchestrator, "agent", "a", "-m", "write a note", "--config", str(path))
     assert (done.returncode, done.stdout) == (0, "could not write\n")
     # not a TTY: supervised file_write needs approval, nobody can give it, so it never ran
-    assert not (path.parent / "state" / "workspaces" / "a" / "note.txt").exists()
+    assert not (path.parent / "state-workspaces" / "a" / "note.txt").exists()
     tool_msg = [m for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"][0]
     assert "no operator decided" in tool_msg["content"]
 

@@ -32,7 +32,7 @@ def tool_names(request: dict[str, Any]) -> list[str]:
 async def test_the_example_skill_tool_runs_wc_in_the_workspace(
     example: Path, fake_llm: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    notes = example.parent / "state" / "workspaces" / "assistant" / "notes"
+    notes = example.parent / "state-workspaces" / "assistant" / "notes"
     notes.mkdir(parents=True)
     (notes / "ideas.txt").write_text("one\ntwo\nthree\n")
     fake_llm.script(tool_call("notes__line_count", {"path": "notes/ideas.txt"}), text("Your ideas note has 3 lines."))

@@ -91,7 +91,7 @@ async def test_a_sop_the_route_does_not_list_never_runs_a_step(
     path = write_config(open_route_toml(fake_llm, tg, ops_autonomy="full"))
     fake_llm.script(tool_call("file_write", {"path": "pwned.txt", "content": "x"}), text("written"))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         tg.push_message(STRANGER, STRANGER, "/sop maint please")
         await tg.wait_for(lambda: len(said(tg)) == 1, timeout=10)
         tg.push_message(STRANGER, STRANGER, "/sop nope")  # an unknown name gets the same answer
@@ -126,7 +126,7 @@ async def test_another_agents_step_is_approved_by_the_route_approvers_only(
     path = write_config(open_route_toml(fake_llm, tg, route_extra=f'approvers = ["{APPROVER}"]\nsops = ["maint"]'))
     fake_llm.script(tool_call("file_write", {"path": "maint.txt", "content": "done"}), text("maintenance written"))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         tg.push_message(GROUP, STRANGER, "/sop maint please", chat_type="group")
         await tg.wait_for(lambda: any("reply_markup" in p for p in tg.calls("sendMessage")), timeout=10)
         prompt = next(p for p in tg.calls("sendMessage") if "reply_markup" in p)
@@ -153,7 +153,7 @@ async def test_without_route_approvers_another_agents_step_is_denied_and_nobody_
     path = write_config(open_route_toml(fake_llm, tg, route_extra='sops = ["maint", "deploy"]'))
     fake_llm.script(tool_call("file_write", {"path": "maint.txt", "content": "x"}), text("could not write"))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         tg.push_message(STRANGER, STRANGER, "/sop maint")
         await tg.wait_for(lambda: "could not write" in said(tg), timeout=10)
         tg.push_message(STRANGER, STRANGER, "/sop deploy now")

@@ -187,7 +187,7 @@ async def test_approval_buttons_outsider_refused_then_approver_approves(
 ) -> None:
     path = write_config(discord_toml(fake_llm, discord, autonomy="supervised"))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         request = await ask_for_approval(discord, fake_llm, "approved.txt")
         outsider = await click(discord, request, BOB, approve=True)  # BOB may talk to ops, not approve
         refusal = await wait_post(discord, "Only the person who asked")
@@ -228,7 +228,7 @@ async def test_approval_deny_button_means_not_run(
 ) -> None:
     path = write_config(discord_toml(fake_llm, discord, autonomy="supervised"))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         request = await ask_for_approval(discord, fake_llm, "denied.txt")
         await click(discord, request, ALICE, approve=False)  # the requester may answer
         await wait_post(discord, "finished denied.txt")
@@ -245,7 +245,7 @@ async def test_approval_timeout_means_not_run_and_the_chat_is_told(
 ) -> None:
     path = write_config(discord_toml(fake_llm, discord, autonomy="supervised", approval_timeout_s=1))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         request = await ask_for_approval(discord, fake_llm, "late.txt")
         note = await wait_post(discord, "in time: it was not run")
         await wait_post(discord, "finished late.txt")

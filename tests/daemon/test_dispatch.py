@@ -108,7 +108,8 @@ async def test_in_channel_approval_approve_deny_outsider_and_timeout(
     path = write_config(daemon_toml(fake_llm, agent_extra=extra))
     async with running(path) as (runtime, terms):
         term = terms["term"]
-        workspace = Path(runtime.config.state_path()) / "workspaces" / "helper"
+        state = Path(runtime.config.state_path())
+        workspace = state.with_name("state-workspaces") / "helper"
 
         async def ask(file: str) -> str:
             fake_llm.script(tool_call("file_write", {"path": file, "content": "x"}), text(f"done {file}"))
@@ -131,7 +132,7 @@ async def test_in_channel_approval_approve_deny_outsider_and_timeout(
         await term.screen.wait_for(lambda ls: "done c.txt" in ls)
         await term.screen.wait_for(lambda ls: any("in time: it was not run" in line for line in ls))
     assert not (workspace / "b.txt").exists() and not (workspace / "c.txt").exists()
-    with AuditLog(workspace.parent.parent / "audit.sqlite3") as audit:
+    with AuditLog(state / "audit.sqlite3") as audit:
         decided = [(r["verdict"], r["decided_by"]) for r in audit.decisions(agent="helper")]
     assert decided == [("approved", "term:alice"), ("denied", "term:alice"), ("no_decision", None)]
 

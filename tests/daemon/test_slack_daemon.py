@@ -183,7 +183,7 @@ async def test_approval_buttons_outsider_refused_then_approver_approves(
 ) -> None:
     path = write_config(slack_toml(fake_llm, slack, autonomy="supervised"))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         request = await ask_for_approval(slack, fake_llm, "approved.txt")
         clicked = await slack.click(request, user=BOB, approve=True)  # BOB may talk to ops, not approve
         await wait_text(slack, "Only the person who asked")
@@ -204,7 +204,7 @@ async def test_approval_deny_button_means_not_run(
 ) -> None:
     path = write_config(slack_toml(fake_llm, slack, autonomy="supervised"))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         request = await ask_for_approval(slack, fake_llm, "denied.txt")
         await slack.click(request, user=ALICE, approve=False)  # the requester may answer
         await wait_text(slack, "finished denied.txt")
@@ -221,7 +221,7 @@ async def test_approval_timeout_means_not_run_and_the_chat_is_told(
 ) -> None:
     path = write_config(slack_toml(fake_llm, slack, autonomy="supervised", approval_timeout_s=1))
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         request = await ask_for_approval(slack, fake_llm, "late.txt")
         note = await wait_text(slack, "in time: it was not run")
         await wait_text(slack, "finished late.txt")

@@ -107,7 +107,7 @@ async def test_approval_with_telegram_buttons(
     toml = two_bots_toml(fake_llm, tg).replace('autonomy = "full"', 'autonomy = "supervised"')
     path = write_config(toml + '[agents.ops.approval]\ntimeout_s = 20\n')
     async with daemon(path) as runtime:
-        workspace = runtime.config.state_path() / "workspaces" / "ops"
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         fake_llm.script(tool_call("file_write", {"path": "ok.txt", "content": "1"}), text("wrote it"))
         tg.push_message(10, 10, "please write", token=TOKEN_A)
         await tg.wait_for(lambda: any("reply_markup" in p for p in tg.calls("sendMessage", token=TOKEN_A)))

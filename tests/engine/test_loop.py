@@ -54,7 +54,7 @@ async def turn(
 
 
 def workspace(config: Config) -> Path:
-    path = config.state_path() / "workspaces" / "a"
+    path = config.state_path().with_name("state-workspaces") / "a"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

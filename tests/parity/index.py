@@ -137,6 +137,13 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="shell", setting="[agents.X.shell] denied_args (built-in shell and skill shell tools)",
               owner="#5 Security", tracking="issue #5 item 4",
               evidence="tests/skills/test_tools.py::test_denied_args_refuse_the_builtin_shell_and_skill_tools_alike"),
+    ParityRow(surface="shell", setting="[agents.X.shell] sandbox / network: one resolved sandbox (kind, network, "
+              "limits, workspace) on every path; each path's shell runs under it", owner="#11 Isolation",
+              tracking="issue #11 items 2, 10",
+              evidence="tests/parity/test_sandbox_parity.py::test_every_path_runs_shell_in_the_same_sandbox"),
+    ParityRow(surface="shell", setting="no sandbox works = every command refused (omission is not a grant)",
+              owner="#11 Isolation", tracking="issue #11 item 2",
+              evidence="tests/tools/test_sandbox.py::test_no_working_sandbox_refuses_every_command_and_runs_nothing"),
     ParityRow(surface="tools", setting="ACP path (`orchestrator acp`) = cli run modulo connect_mcp/exclude_memory; "
               "provider sent exactly the listing", owner="#6 ACP", tracking="issue #6 item 5",
               evidence="tests/parity/test_acp_parity.py::test_acp_turn_resolves_cli_run_policy_modulo_its_knobs"),

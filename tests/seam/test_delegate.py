@@ -128,7 +128,7 @@ async def test_delegate_runs_the_target_under_its_own_narrower_policy(
     ]
     assert SECRET not in json.dumps(fake_llm.requests[1:3])  # the parent conversation never reaches it
     assert "not available to this agent" in tool_results(child_second)[0]
-    assert not (tmp_path / "state" / "workspaces" / "helper" / "x.txt").exists()
+    assert not (tmp_path / "state-workspaces" / "helper" / "x.txt").exists()
     assert tool_results(lead_again) == ["helper: nothing to list"]
 
 
@@ -245,7 +245,7 @@ async def test_delegated_agent_asks_through_the_callers_channel_approver(
     assert careful.identity.parent == "lead" and careful.identity.path is ConstructionPath.DELEGATE
     assert careful.approvals.interactivity is Interactivity.CHANNEL_PROMPT
     assert careful.tools.names == ("file_write",)
-    assert (state / "workspaces" / "careful" / "note.txt").read_text() == "ok"
+    assert (state.with_name("state-workspaces") / "careful" / "note.txt").read_text() == "ok"
     assert SECRET not in json.dumps(fake_llm.requests[1:3])
     with AuditLog(state / "audit.sqlite3") as audit:
         rows = audit.decisions(agent="careful")

@@ -88,10 +88,13 @@ def test_ceiling_only_lowers_budgets(load: Callable[..., Config]) -> None:
     assert (knobs.max_tool_result_chars, knobs.max_history_messages, knobs.max_actions_per_hour) == (16000, 2, 120)
 
 
-def test_default_workspace_is_per_agent_under_state_dir(load: Callable[..., Config]) -> None:
+def test_default_workspace_is_per_agent_beside_state_dir_never_inside(load: Callable[..., Config]) -> None:
     config = load(CONFIG)
     services = Services()
     a = resolve(config, "a", path=ConstructionPath.CLI_RUN, services=services).security.workspace
     b = resolve(config, "b", path=ConstructionPath.CLI_RUN, services=services).security.workspace
-    assert a == config.state_path() / "workspaces" / "a" and a.is_dir()
+    state = config.state_path()
+    assert a == state.with_name(f"{state.name}-workspaces") / "a" and a.is_dir()
     assert a != b
+    # the databases' directory is no ancestor: `../..` from a workspace never reaches them
+    assert state not in a.parents

@@ -185,7 +185,9 @@ def test_scripts_are_refused_unless_allowed(
     assert cli.main(["run", "--config", str(path)]) == 1  # the daemon refuses to start too
     capsys.readouterr()
     allowed = write_config(CONFIG.replace('dirs = ["skills"]', 'dirs = ["skills"]\nallow_scripts = true'))
-    assert check(allowed, capsys) == (0, [f"{allowed}: ok (2 agents, 1 providers, 0 channels, 0 routes)"])
+    assert check(allowed, capsys) == (
+        0, [f"{allowed}: ok (2 agents, 1 providers, 0 channels, 0 routes)", "agent ops: shell sandbox bwrap (network off)"]
+    )
 
 
 @pytest.mark.parametrize("target", ["folder", "file", "dangling"])
@@ -212,7 +214,9 @@ def test_symlinks_in_a_skill_are_refused_unless_scripts_are_allowed(
         "unless [skills] allow_scripts = true"
     ]
     allowed = write_config(CONFIG.replace('dirs = ["skills"]', 'dirs = ["skills"]\nallow_scripts = true'))
-    assert check(allowed, capsys) == (0, [f"{allowed}: ok (2 agents, 1 providers, 0 channels, 0 routes)"])
+    assert check(allowed, capsys) == (
+        0, [f"{allowed}: ok (2 agents, 1 providers, 0 channels, 0 routes)", "agent ops: shell sandbox bwrap (network off)"]
+    )
 
 
 def test_skill_tool_names_in_policy_lists_must_exist(

@@ -112,7 +112,7 @@ async def test_cli_sop_step_runs_as_a_second_agent_with_its_narrower_policy(
     ]
     assert "ticket 42" not in json.dumps(fake_llm.requests[1:])  # only the previous step's output
     assert "not available to this agent" in fake_llm.requests[2]["messages"][-1]["content"]
-    assert not (tmp_path / "state" / "workspaces" / "narrow" / "r.txt").exists()
+    assert not (tmp_path / "state-workspaces" / "narrow" / "r.txt").exists()
 
 
 async def test_confirmation_on_a_non_interactive_surface_stops_the_sop(

@@ -191,3 +191,27 @@ async def test_bad_arguments_are_tool_failures(
 ) -> None:
     failure = await _failure(_tool(name, tmp_path), arguments)
     assert expected in failure.reason
+
+
+async def test_hardlink_planted_by_ln_does_not_reach_a_file_outside(tmp_path: Path) -> None:
+    # The attack: `shell` runs `ln /outside/secret planted` (or the workspace was shared),
+    # then the model reads and overwrites the outside file through the link.
+    outside = tmp_path / "secret.txt"
+    outside.write_text("the bot token")
+    reader, writer = _tool("file_read", tmp_path), _tool("file_write", tmp_path)
+    (tmp_path / "workspace" / "planted").hardlink_to(outside)
+
+    read = await _failure(reader, {"path": "planted"})
+    write = await _failure(writer, {"path": "planted", "content": "pwned"})
+
+    assert "2 hard links" in read.reason and "2 hard links" in write.reason
+    assert outside.read_text() == "the bot token"
+
+
+async def test_a_file_with_a_single_link_is_still_read_and_replaced(tmp_path: Path) -> None:
+    writer, reader = _tool("file_write", tmp_path), _tool("file_read", tmp_path)
+    (tmp_path / "workspace" / "note.txt").write_text("a much longer first version")
+
+    await writer.invoke({"path": "note.txt", "content": "short"})
+
+    assert await reader.invoke({"path": "note.txt"}) == "short"

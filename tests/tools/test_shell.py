@@ -1,4 +1,7 @@
-"""shell runs only allow-listed commands, in the workspace, and never outlives its call."""
+"""shell runs only allow-listed commands, in the workspace, and never outlives its call.
+
+The sandbox itself is attacked in test_sandbox.py; here every kind keeps the runner's contract.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,11 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import ToolFailure
-from orchestrator.policy import SecurityPolicy
+from orchestrator.policy import SandboxKind, SecurityPolicy, ShellSandbox
 from orchestrator.tools import BUILTIN_TOOLS, Tool
 
 
-def _shell(workspace: Path, *allowed: str) -> Tool:
+def _shell(workspace: Path, *allowed: str, kind: SandboxKind = "bwrap") -> Tool:
     policy = SecurityPolicy(
         agent="ops",
         autonomy="full",
@@ -23,6 +26,7 @@ def _shell(workspace: Path, *allowed: str) -> Tool:
         http_allowed_hosts=(),
         http_allow_private_addresses=False,
         http_max_bytes=1024,
+        shell_sandbox=ShellSandbox(requested=kind, kind=kind),
     )
     return BUILTIN_TOOLS["shell"].bind(policy)
 
@@ -126,8 +130,10 @@ async def test_daemon_environment_does_not_leak(
     assert "PATH=" in result
 
 
-async def test_timeout_kills_and_reaps_the_child(tmp_path: Path) -> None:
-    shell = _shell(tmp_path, "sh")
+# `$$` is the host pid only outside a PID namespace; bwrap's own kill test scans the host.
+@pytest.mark.parametrize("kind", ["landlock", "none"])
+async def test_timeout_kills_and_reaps_the_child(tmp_path: Path, kind: SandboxKind) -> None:
+    shell = _shell(tmp_path, "sh", kind=kind)
 
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.3):
@@ -136,8 +142,10 @@ async def test_timeout_kills_and_reaps_the_child(tmp_path: Path) -> None:
     assert not _alive(await _pid_from(tmp_path / "pid"))
 
 
-async def test_timeout_kills_background_grandchildren(tmp_path: Path) -> None:
-    shell = _shell(tmp_path, "sh")
+# `$$` is the host pid only outside a PID namespace; bwrap's own kill test scans the host.
+@pytest.mark.parametrize("kind", ["landlock", "none"])
+async def test_timeout_kills_background_grandchildren(tmp_path: Path, kind: SandboxKind) -> None:
+    shell = _shell(tmp_path, "sh", kind=kind)
 
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.3):
@@ -151,8 +159,10 @@ async def test_timeout_kills_background_grandchildren(tmp_path: Path) -> None:
     assert not _alive(pid)
 
 
-async def test_timeout_cleans_up_a_command_flooding_its_output(tmp_path: Path) -> None:
-    shell = _shell(tmp_path, "sh")
+# `$$` is the host pid only outside a PID namespace; bwrap's own kill test scans the host.
+@pytest.mark.parametrize("kind", ["landlock", "none"])
+async def test_timeout_cleans_up_a_command_flooding_its_output(tmp_path: Path, kind: SandboxKind) -> None:
+    shell = _shell(tmp_path, "sh", kind=kind)
 
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.3):
