@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from orchestrator.config import load_config
 from orchestrator.peripherals import PeripheralPool
 from orchestrator.seam import Services
-from orchestrator.seam.matrix import agent_matrix, matrix_columns
+from orchestrator.seam.matrix import COLUMNS, agent_matrix, matrix_columns
 from orchestrator.seam.execution import RuntimeKnobs
 from tests.conftest import WriteConfig
 from tests.parity.conftest import parity_toml
@@ -30,12 +31,14 @@ def daemon() -> Iterator[int]:
         process.wait()
 
 
-async def test_every_path_runs_shell_in_the_same_sandbox(write_config: WriteConfig, daemon: int) -> None:
+async def test_every_path_runs_shell_in_the_same_sandbox(
+    write_config: WriteConfig, daemon: int, tmp_path: Path
+) -> None:
     toml = parity_toml("http://127.0.0.1:9/v1").replace(
         'allowed_commands = ["echo"]', 'allowed_commands = ["echo", "cat"]\nsandbox = "landlock"'
     )
     config = load_config(write_config(toml))
-    services = Services(peripherals=PeripheralPool())
+    services = dict.fromkeys(COLUMNS, Services(peripherals=PeripheralPool()))  # shell needs no service
     ceiling = RuntimeKnobs(max_tool_iterations=5, turn_timeout_s=60, tool_timeout_s=60, max_tool_result_chars=9999,
                            max_history_messages=99, max_actions_per_hour=99)
 
@@ -54,4 +57,5 @@ async def test_every_path_runs_shell_in_the_same_sandbox(write_config: WriteConf
         ran.append(column.label)
     assert {"channel", "cli_run", "gateway_chat", "delegate", "sop_step", "acp", "schedule"} <= set(ran)
     for agent in ("ops", "intern"):
-        assert set(agent_matrix(config, agent, services)["shell_sandbox"].values()) == {"enforced"}
+        grid = await agent_matrix(config, agent, state_dir=tmp_path / f"matrix-{agent}")
+        assert set(grid["shell_sandbox"].values()) == {"enforced"}
