@@ -103,6 +103,8 @@ class Runtime:
         self.inflight = 0
         self.idle = asyncio.Event()
         self.idle.set()
+        # Set once every MCP server of the first generation connected or failed its first attempt.
+        self.mcp_settled = asyncio.Event()
         self._transcripts: OrderedDict[str, SessionTranscript] = OrderedDict()
         self._spawned: set[asyncio.Task[None]] = set()
         self.scheduler: ScheduleRunner | None = None  # set by `start_schedules`
@@ -125,7 +127,7 @@ class Runtime:
                 services = await stack.enter_async_context(
                     open_services(
                         config, sorted(config.agents), ConstructionPath.CHANNEL, sops=sorted(config.sops),
-                        reloadable=True, require_mcp=False,
+                        reloadable=True, require_mcp=False, connect_now=False,
                     )
                 )
             else:
@@ -137,8 +139,8 @@ class Runtime:
             runtime._stack = stack
             if injected:
                 await runtime.connect_mcp()
-            else:  # open_services connected what the agents reach
-                runtime.warn_bundle_problems()
+            else:  # channels start while the servers connect; their tools appear as each comes up
+                runtime.spawn(runtime.connect_mcp(), name="mcp-connect")
             yield runtime
 
     async def connect_mcp(self) -> None:
@@ -149,13 +151,17 @@ class Runtime:
         """
         pool = self.services.mcp
         if pool is None:
+            self.mcp_settled.set()
             return
         from orchestrator.seam import ConstructionPath, connect_reach, service_reach
 
         config = self.config
         reach = service_reach(config, sorted(config.agents), ConstructionPath.CHANNEL, sops=sorted(config.sops))
-        await connect_reach(pool, config, reach, require=False)
-        self.warn_bundle_problems()
+        try:
+            await connect_reach(pool, config, reach, require=False)
+            self.warn_bundle_problems()
+        finally:
+            self.mcp_settled.set()
 
     def warn_bundle_problems(self) -> None:
         """Log each bundle tool name no connected server offers."""
@@ -181,6 +187,9 @@ class Runtime:
         task = self._tasks.create_task(guarded(), name=name)
         self._spawned.add(task)
         task.add_done_callback(self._spawned.discard)
+        # Cancelled before its first step (the runtime closing), `coro` never ran: close it,
+        # or Python warns that it was never awaited. Closing a finished coroutine does nothing.
+        task.add_done_callback(lambda _: coro.close())
         return task
 
     async def enter_async_context(self, component: AbstractAsyncContextManager[_T]) -> _T:

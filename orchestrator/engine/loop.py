@@ -254,6 +254,12 @@ class _Turn:
         ex = self.execution
         tool = ex.tools.get(call.name)
         if tool is None:
+            server = ex.tools.unavailable_server(call.name)
+            if server is not None:  # granted by a bundle, but its server is connecting or down
+                return (
+                    f"Error: MCP server {server!r} is not available right now (starting up or down); "
+                    f"{call.name!r} was not run. Try again later."
+                )
             logger.warning("{} asked for tool {!r} outside its registry", ex.identity.agent, call.name)
             return f"Error: tool {call.name!r} is not available to this agent. It was not run."
         try:

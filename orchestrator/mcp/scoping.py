@@ -49,6 +49,9 @@ class McpScope:
     eager: Mapping[str, McpTool] = field(default_factory=lambda: MappingProxyType({}))
     deferred: Mapping[str, McpTool] = field(default_factory=lambda: MappingProxyType({}))
     pinned: PinnedResources | None = None
+    # Bundle servers with no listing yet (connecting, or down): their tools are not granted
+    # now, and a call to one is told the server is unavailable, not that it is forbidden.
+    unavailable: frozenset[str] = frozenset()
 
     def tools(self) -> dict[str, Tool]:
         """Return every gated tool, plus `tool_search` when some are deferred."""
@@ -78,10 +81,12 @@ def scope_mcp(bundles: Sequence[McpBundleConfig], *, pool: McpPool, agent: str) 
     eager: dict[str, McpTool] = {}
     deferred: dict[str, McpTool] = {}
     pinned: dict[tuple[str, str], None] = {}
+    unavailable: set[str] = set()
     for bundle in bundles:
         for server in bundle.servers:
             offer = pool.offer(server, agent)
             if offer is None:
+                unavailable.add(server)
                 continue  # not connected: nothing to grant from it (never a guess)
             patterns = bundle.tools.get(server, ())
             for remote in offer.tools:
@@ -104,6 +109,7 @@ def scope_mcp(bundles: Sequence[McpBundleConfig], *, pool: McpPool, agent: str) 
         eager=MappingProxyType(eager),
         deferred=MappingProxyType(deferred),
         pinned=PinnedResources(pool=pool, agent=agent, entries=tuple(pinned)) if pinned else None,
+        unavailable=frozenset(unavailable),
     )
 
 

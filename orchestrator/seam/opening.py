@@ -114,6 +114,7 @@ async def open_services(
     require_mcp: bool = True,
     connect_peripherals: bool = True,
     reloadable: bool = False,
+    connect_now: bool = True,
 ) -> AsyncIterator[Services]:
     """Open the audit log, memory store, MCP servers and peripheral pool the reached turns need.
 
@@ -129,6 +130,9 @@ async def open_services(
     - `connect_peripherals=False`: the pool is never entered, so no port can open (listings).
     - `reloadable`: the config may be swapped under these services (the daemon): the memory
       store and the MCP pool open even before any agent needs them.
+    - `connect_now=False`: the MCP pool opens but no server is connected yet; the caller
+      connects them (`connect_reach`) while it serves (the daemon: a slow server never
+      delays its channels).
 
     Raises `StateError` when the state directory is unusable and `McpServerUnavailable`
     (with `require_mcp`) when a named agent's server does not connect; whatever was opened
@@ -155,7 +159,8 @@ async def open_services(
             from orchestrator.mcp import McpPool
 
             pool = await stack.enter_async_context(McpPool(config))
-            await connect_reach(pool, config, reach, require=require_mcp)
+            if connect_now:
+                await connect_reach(pool, config, reach, require=require_mcp)
         services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
         stack.push_async_callback(services.providers.aclose)
         yield services

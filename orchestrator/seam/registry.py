@@ -54,12 +54,13 @@ class ScopedToolRegistry:
     through `tool_search`, which searches exactly these.
     """
 
-    __slots__ = ("_by_name", "_deferred", "_names", "_specs", "prompt_sections", "turn_context")
+    __slots__ = ("_by_name", "_deferred", "_names", "_specs", "_unavailable", "prompt_sections", "turn_context")
 
     _by_name: Mapping[str, Tool]
     _deferred: frozenset[str]
     _names: tuple[str, ...]
     _specs: tuple[dict[str, Any], ...]
+    _unavailable: frozenset[str]
     prompt_sections: tuple[PromptSection, ...]
     turn_context: tuple[TurnContext, ...]
 
@@ -71,6 +72,7 @@ class ScopedToolRegistry:
         seal: object,
         deferred: frozenset[str] = frozenset(),
         turn_context: tuple[TurnContext, ...] = (),
+        unavailable: frozenset[str] = frozenset(),
     ) -> None:
         if seal is not SEAL:
             raise SealViolation("ScopedToolRegistry")
@@ -83,6 +85,7 @@ class ScopedToolRegistry:
         )
         object.__setattr__(self, "prompt_sections", prompt_sections)
         object.__setattr__(self, "turn_context", turn_context)
+        object.__setattr__(self, "_unavailable", unavailable)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ScopedToolRegistry is immutable")
@@ -105,6 +108,11 @@ class ScopedToolRegistry:
     def deferred(self) -> frozenset[str]:
         """Return the names whose specs are found through `tool_search` instead of sent."""
         return self._deferred
+
+    def unavailable_server(self, name: str) -> str | None:
+        """Return the granted MCP server `name` would belong to when it is not connected now."""
+        server, sep, _ = name.partition("__")
+        return server if sep and server in self._unavailable else None
 
     def get(self, name: str) -> Tool | None:
         """Return the tool called `name`, or None when this registry does not hold it."""
@@ -182,6 +190,7 @@ def assemble(
         prompt_sections=tuple(sections),
         deferred=deferred,
         turn_context=turn_context,
+        unavailable=mcp_scope.unavailable if mcp_scope is not None else frozenset(),
         seal=SEAL,
     )
 

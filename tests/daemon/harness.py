@@ -71,6 +71,7 @@ async def running(config_path: Path, *, user: str = "local") -> AsyncIterator[tu
             handle = start_channel(runtime, name, settings, adapter=adapter)
             await asyncio.wait_for(handle.settled.wait(), 10)
         await replay_unfinished(runtime, unfinished)
+        await asyncio.wait_for(runtime.mcp_settled.wait(), 30)  # the daemon serves meanwhile; tests wait
         try:
             yield runtime, terminals
         finally:

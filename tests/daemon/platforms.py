@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,5 +25,6 @@ async def daemon(path: Path) -> AsyncIterator[Runtime]:
     """Run a Runtime on the config with every channel started and ready."""
     async with Runtime.open(load_config(path), config_path=path) as runtime:
         await start_channels(runtime, ready_timeout_s=10)
+        await asyncio.wait_for(runtime.mcp_settled.wait(), 30)  # the daemon serves meanwhile; tests wait
         assert all(h.ready.is_set() for h in runtime.channels.values())
         yield runtime

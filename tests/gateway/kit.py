@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -80,6 +81,7 @@ async def serving(path: Path) -> AsyncIterator[tuple[Runtime, GatewayAddress]]:
     config = load_config(path)
     async with Runtime.open(config, config_path=path) as runtime, open_gateway(runtime) as address:
         assert address is not None
+        await asyncio.wait_for(runtime.mcp_settled.wait(), 30)  # the daemon serves meanwhile; tests wait
         yield runtime, address
 
 

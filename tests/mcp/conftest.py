@@ -38,10 +38,12 @@ def stdio_kit(
     env: dict[str, str] | None = None,
     linger: bool = False,
     junk: int = 0,
+    slow_start_s: float = 0.0,
 ) -> str:
     """Return `[mcp.servers.NAME]` running the kit server as a stdio subprocess."""
     args = ["-m", KIT_MODULE, *(["--spawn-log", str(spawn_log)] if spawn_log else []), *(["--linger"] if linger else []),
-            *(["--junk", str(junk)] if junk else [])]
+            *(["--junk", str(junk)] if junk else []),
+            *(["--slow-start", str(slow_start_s)] if slow_start_s else [])]
     lines = [
         f"[mcp.servers.{name}]",
         'transport = "stdio"',

@@ -151,6 +151,7 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--spawn-log", default=None, help="append this process's pid to FILE at start")
     parser.add_argument("--name", default="kit")
+    parser.add_argument("--slow-start", type=float, default=0.0, help="sleep this long before serving")
     parser.add_argument(
         "--junk", type=int, default=0, help="stdio: also write N junk lines to stdout, one every 10 ms"
     )
@@ -161,6 +162,10 @@ def main() -> None:
     if args.spawn_log:
         with open(args.spawn_log, "a", encoding="utf-8") as log:
             log.write(f"{os.getpid()}\n")
+    if args.slow_start:
+        import time
+
+        time.sleep(args.slow_start)
     app = build(args.name)
     if args.http is None:
         if args.junk:

@@ -1,0 +1,45 @@
+"""The daemon never waits on a slow MCP server: it serves while the server connects, and a
+call to that server's tool meanwhile says the server is not available right now (not that
+the tool is forbidden); once it is up, the tool works."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from orchestrator.config import Config
+from orchestrator.engine import Transcript, run_tool_call_loop
+from orchestrator.runtime import Runtime
+from orchestrator.seam import build_channel
+from tests.conftest import provider_toml
+from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+from tests.mcp.conftest import agent_toml, bundle, stdio_kit, tool_results
+
+
+async def test_a_slow_server_delays_nothing_and_is_reported_unavailable_until_it_is_up(
+    fake_llm: FakeOpenAI, load: Callable[..., Config]
+) -> None:
+    config = load(
+        provider_toml(fake_llm.base_url) + stdio_kit(slow_start_s=4.0)
+        + bundle("b", servers={"kit": ["echo"]}) + agent_toml("a", bundles=["b"])
+    )
+    started = time.monotonic()
+    async with Runtime.open(config) as runtime:
+        opened_in = time.monotonic() - started
+        assert not runtime.mcp_settled.is_set()  # still connecting, and the runtime is serving
+        fake_llm.script(tool_call("kit__echo", {"text": "early"}), text("later"))
+        early = build_channel(config, "a", runtime.services)
+        assert "kit__echo" not in early.tools.names
+        await run_tool_call_loop(early, Transcript(session="s"), "go")
+        await asyncio.wait_for(runtime.mcp_settled.wait(), 30)
+        fake_llm.script(tool_call("kit__echo", {"text": "now"}), text("done"))
+        ready = build_channel(config, "a", runtime.services)
+        await run_tool_call_loop(ready, Transcript(session="s2"), "go")
+    assert opened_in < 3.0  # not the server's four seconds
+    assert tool_results(fake_llm.requests[1]) == [
+        "Error: MCP server 'kit' is not available right now (starting up or down); 'kit__echo' was not run. "
+        "Try again later."
+    ]
+    assert "kit__echo" in ready.tools.names
+    assert "now" in tool_results(fake_llm.requests[3])[0]  # the server ran it
