@@ -80,6 +80,12 @@ async def serve(config: Config, config_path: Path) -> int:
             for name, handle in runtime.channels.items():
                 if handle.failed is not None:
                     logger.error("channel {} is down: {}", name, handle.failed)
+            if unfinished and runtime.config.providers:
+                # After a crash there are replies to send and turns to run at once. Import the
+                # provider SDK first (off the loop, but awaited): done beside those sends, the
+                # import starves the loop of the CPU, a send the platform took is recorded
+                # late, and a kill in that window sends it again.
+                await asyncio.to_thread(warm_provider_sdk)
             await replay_unfinished(runtime, unfinished)
             runtime.store.prune_inbox()
             if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
