@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -16,10 +15,8 @@ from channels import (
     ApprovalAnswer,
     ApprovalPrompt,
     ChannelError,
-    ChannelRefused,
     Inbound,
     Outbound,
-    ReplyProgress,
     create_adapter,
 )
 from channels.supervisor import supervise
@@ -28,6 +25,7 @@ from orchestrator.config.channels import RouteConfig
 from orchestrator.engine import TurnResult, run_tool_call_loop
 from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
+from orchestrator.replies import deliver_reply, fit_reply, resume_reply
 from orchestrator.routing import match_route, session_key
 from orchestrator.runtime import ChannelHandle, PendingApproval, Runtime, SessionState
 from orchestrator.seam import SESSION_COMMANDS, SOP_COMMAND, ChatCommands, build_channel, resolve_chat_commands
@@ -42,8 +40,6 @@ __all__ = [
     "admit",
     "channel_secret_problems",
     "deliver",
-    "deliver_reply",
-    "fit_reply",
     "process_message",
     "replay_unfinished",
     "start_channels",
@@ -54,9 +50,6 @@ _INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS)
 _COMMANDS: Final = _INSTANT_COMMANDS | {SOP_COMMAND}
 _REFUSED: Final = "Only the person who asked, or a configured approver, can answer this approval."
 _T = TypeVar("_T")
-# Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
-_SEND_RETRY_FIRST_S: Final = 0.5
-_SEND_RETRY_CAP_S: Final = 15.0
 
 
 class Disposition(enum.Enum):
@@ -316,62 +309,6 @@ async def _run_turn(
         return Disposition.ANSWERED
     finally:
         runtime.turn_finished()
-
-
-def fit_reply(text: str, limit: int) -> str:
-    """Return `text`, or its first `limit` characters (cut at a line or word) and a note."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit]
-    cut = max(head.rfind("\n"), head.rfind(" "))
-    if cut >= limit - 500:  # a nearby boundary; else cut mid-word rather than lose much
-        head = head[:cut]
-    return f"{head.rstrip()}\n\n[The reply was cut here: {len(text):,} characters, the first {len(head):,} shown.]"
-
-
-async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: bool = True, sent: int = 0) -> bool:
-    """Send the reply to `inbound` under the durability protocol; True once it is finished.
-
-    The row is `replying` (with the text) before the first chunk goes out and records every
-    chunk the platform accepts, so a restart sends only the rest; it is `done` only after
-    the last chunk. Faults a retry may fix (5xx, network, timeouts) are retried with capped
-    backoff plus jitter for up to `[daemon] reply_deadline_s`; past that, or when the
-    channel is gone, the reply is kept for the next start. A refused send (a 4xx) is not
-    retried: the row is finished and the refusal logged.
-    """
-    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
-    if sent == 0:
-        store.begin_reply(channel, event_id, text)
-    progress = ReplyProgress(sent, on_advance=lambda done: store.reply_progress(channel, event_id, done))
-    message = Outbound(
-        chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id if reply_to else None
-    )
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + runtime.config.daemon.reply_deadline_s
-    delay = _SEND_RETRY_FIRST_S
-    while True:
-        handle = runtime.channels.get(channel)
-        if handle is None:
-            logger.warning("channel {} is gone; the reply to {} is kept for the next start", channel, event_id)
-            return False
-        try:
-            await handle.adapter.send(message, progress=progress)
-        except ChannelRefused as exc:
-            logger.error("{} refused the reply to {} in chat {}: {}", channel, event_id, inbound.chat, exc.reason)
-        except ChannelError as exc:
-            if loop.time() + delay > deadline:
-                logger.error(
-                    "could not send the reply to {} in chat {} ({}); it is kept and sent after the next start",
-                    event_id, inbound.chat, exc.reason,
-                )
-                return False
-            wait = delay * random.uniform(0.5, 1.0)
-            logger.warning("sending the reply to {} failed ({}); retrying in {:.1f}s", event_id, exc.reason, wait)
-            await asyncio.sleep(wait)
-            delay = min(delay * 2, _SEND_RETRY_CAP_S)
-            continue
-        store.mark(channel, event_id, "done")
-        return True
 
 
 def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:
@@ -638,7 +575,7 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
             runtime.spawn(process_message(runtime, inbound, replay=True), name=f"replay:{row.event_id}")
             continue
         if row.state == "replying" and row.reply is not None:  # the turn finished; send the rest
-            runtime.spawn(_resume_reply(runtime, inbound, row.reply, sent=row.sent), name=f"resend:{row.event_id}")
+            runtime.spawn(resume_reply(runtime, inbound, row.reply, sent=row.sent), name=f"resend:{row.event_id}")
             continue
         # The turn itself was cut off: its notice is this message's reply, under the same
         # protocol, so it is sent once even if this start is killed too.
@@ -647,13 +584,4 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
             f"I was restarted while answering \"{preview}\" and could not finish. "
             "Please send it again if you still need it."
         )
-        runtime.spawn(_resume_reply(runtime, inbound, notice, sent=0, notice=True), name=f"notice:{row.event_id}")
-
-
-async def _resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False) -> None:
-    """Send what the previous process owed `inbound` (counted in flight, like a turn)."""
-    runtime.turn_started()
-    try:
-        await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent)
-    finally:
-        runtime.turn_finished()
+        runtime.spawn(resume_reply(runtime, inbound, notice, sent=0, notice=True), name=f"notice:{row.event_id}")

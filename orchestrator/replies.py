@@ -1,0 +1,83 @@
+"""The reply protocol: a turn's reply is sent under the durable inbox, resumed after a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Final
+
+from loguru import logger
+
+from channels import ChannelError, ChannelRefused, Inbound, Outbound, ReplyProgress
+from orchestrator.runtime import Runtime
+
+__all__ = ["deliver_reply", "fit_reply", "resume_reply"]
+
+# Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
+_SEND_RETRY_FIRST_S: Final = 0.5
+_SEND_RETRY_CAP_S: Final = 15.0
+
+
+def fit_reply(text: str, limit: int) -> str:
+    """Return `text`, or its first `limit` characters (cut at a line or word) and a note."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind("\n"), head.rfind(" "))
+    if cut >= limit - 500:  # a nearby boundary; else cut mid-word rather than lose much
+        head = head[:cut]
+    return f"{head.rstrip()}\n\n[The reply was cut here: {len(text):,} characters, the first {len(head):,} shown.]"
+
+
+async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: bool = True, sent: int = 0) -> bool:
+    """Send the reply to `inbound` under the durability protocol; True once it is finished.
+
+    The row is `replying` (with the text) before the first chunk goes out and records every
+    chunk the platform accepts, so a restart sends only the rest; it is `done` only after
+    the last chunk. Faults a retry may fix (5xx, network, timeouts) are retried with capped
+    backoff plus jitter for up to `[daemon] reply_deadline_s`; past that, or when the
+    channel is gone, the reply is kept for the next start. A refused send (a 4xx) is not
+    retried: the row is finished and the refusal logged.
+    """
+    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
+    if sent == 0:
+        store.begin_reply(channel, event_id, text)
+    progress = ReplyProgress(sent, on_advance=lambda done: store.reply_progress(channel, event_id, done))
+    message = Outbound(
+        chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id if reply_to else None
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + runtime.config.daemon.reply_deadline_s
+    delay = _SEND_RETRY_FIRST_S
+    while True:
+        handle = runtime.channels.get(channel)
+        if handle is None:
+            logger.warning("channel {} is gone; the reply to {} is kept for the next start", channel, event_id)
+            return False
+        try:
+            await handle.adapter.send(message, progress=progress)
+        except ChannelRefused as exc:
+            logger.error("{} refused the reply to {} in chat {}: {}", channel, event_id, inbound.chat, exc.reason)
+        except ChannelError as exc:
+            if loop.time() + delay > deadline:
+                logger.error(
+                    "could not send the reply to {} in chat {} ({}); it is kept and sent after the next start",
+                    event_id, inbound.chat, exc.reason,
+                )
+                return False
+            wait = delay * random.uniform(0.5, 1.0)
+            logger.warning("sending the reply to {} failed ({}); retrying in {:.1f}s", event_id, exc.reason, wait)
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, _SEND_RETRY_CAP_S)
+            continue
+        store.mark(channel, event_id, "done")
+        return True
+
+
+async def resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False) -> None:
+    """Send what the previous process owed `inbound` (counted in flight, like a turn)."""
+    runtime.turn_started()
+    try:
+        await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent)
+    finally:
+        runtime.turn_finished()
