@@ -92,6 +92,9 @@ model = "{model}"
 system_prompt = "{system_prompt}"
 autonomy = "full"
 tools = ["*"]
+
+[agents.{wide}.http_fetch]
+allowed_hosts = ["example.org"]
 """
 
 
