@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 from orchestrator.errors import ProviderError, ProviderUnavailable
@@ -21,6 +21,9 @@ DEFAULT_MAX_TOKENS: Final = 4096
 _PLACEHOLDER_KEY: Final = "not-needed"
 _MAX_REASON_CHARS: Final = 200
 _API: Final = "Anthropic Messages API endpoint"
+_STREAM_ERROR_STATUS: Final = MappingProxyType(
+    {"invalid_request_error": 400, "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
+)
 
 
 class AnthropicProvider:
@@ -48,6 +51,7 @@ class AnthropicProvider:
     """
 
     __slots__ = (
+        "_broken_stream",
         "_cast",
         "_client",
         "_key",
@@ -74,6 +78,7 @@ class AnthropicProvider:
     ) -> None:
         # Imported here, not at module level: the SDK is slow to import and `--help` must not pay for it.
         import anthropic
+        import httpx2  # the SDK's HTTP client: a stream that breaks off raises its errors unwrapped
         from anthropic.types import Message, RawMessageStreamEvent
 
         self._name = name
@@ -85,6 +90,7 @@ class AnthropicProvider:
         self._unreachable: type[Exception] = anthropic.APIConnectionError  # includes APITimeoutError
         self._status_error: type[Exception] = anthropic.APIStatusError
         self._sdk_error: type[Exception] = anthropic.AnthropicError
+        self._broken_stream: type[Exception] = httpx2.HTTPError
         origin = base_url.rstrip("/").removesuffix("/v1")
         try:
             self._client: AsyncAnthropic = anthropic.AsyncAnthropic(
@@ -174,6 +180,8 @@ class AnthropicProvider:
             return None
         except self._sdk_error as exc:  # an `event: error` mid-stream arrives as a status error
             raise self._failure(exc) from exc
+        except self._broken_stream as exc:
+            raise ProviderUnavailable(self._name, self._url, self._shorten(f"the stream broke off: {exc}"), api=_API) from exc
         except ValueError as exc:  # an event whose data is not JSON
             raise self._malformed(exc) from exc
 
@@ -188,13 +196,16 @@ class AnthropicProvider:
 
     def _status_failure(self, exc: Any) -> ProviderError:
         code: int = exc.status_code
-        error_type = exc.type if isinstance(exc.type, str) else None
-        message = exc.api_message if isinstance(exc.api_message, str) and exc.api_message else None
+        error_type = getattr(exc, "type", None) if isinstance(getattr(exc, "type", None), str) else None
+        api_message = getattr(exc, "api_message", None)
+        message = api_message if isinstance(api_message, str) and api_message else None
         if message is None and isinstance(exc.body, Mapping):  # `event: error` bodies
             inner = exc.body.get("error")
             if isinstance(inner, Mapping):
                 message = inner.get("message") if isinstance(inner.get("message"), str) else None
                 error_type = error_type or (inner.get("type") if isinstance(inner.get("type"), str) else None)
+        if code < 400:  # an `event: error` inside a 200 stream: its type says what the status would have been
+            code = _STREAM_ERROR_STATUS.get(error_type or "", 500)
         label = f"HTTP {code} {error_type}" if error_type else f"HTTP {code}"
         reason = f"{label}: {self._shorten(message or 'no error message')}"
         if code == 429 or code >= 500:  # overloaded or rate-limited: the SDK's retries did not help

@@ -29,8 +29,9 @@ class OpenAICompatProvider:
 
     Retries are the SDK's own: 408/409/429/5xx answers and connection failures are retried
     `max_retries` times with capped exponential backoff, honouring `Retry-After`.  What is
-    left raises `ProviderUnavailable` (endpoint unreachable or timed out) or `ProviderError`
-    (any other failure); no openai exception escapes.  Cancellation propagates unchanged.
+    left raises `ProviderUnavailable` (endpoint unreachable, timed out, or still 429) or
+    `ProviderError` (any other failure, 5xx included); an HTTP answer's status and error
+    type stay on the error as `status` and `error_type`.  No openai exception escapes.  Cancellation propagates unchanged.
     With `on_text` the answer is streamed (`stream: true`, read through the SDK's own SSE
     stream): retries cover the request until the stream starts, and a stream that breaks
     off raises the same errors.
@@ -162,7 +163,11 @@ class OpenAICompatProvider:
         if isinstance(exc, self._unreachable):
             return ProviderUnavailable(self._name, self._url, _unreachable_reason(exc))
         if isinstance(exc, self._status_error):
-            return ProviderError(self._name, self._url, _status_reason(exc))
+            code: int = exc.status_code  # type: ignore[attr-defined]
+            error_type = _error_type(exc)
+            if code == 429:  # still rate-limited after the SDK's retries: a failover may go elsewhere
+                return ProviderUnavailable(self._name, self._url, _status_reason(exc), status=code, error_type=error_type)
+            return ProviderError(self._name, self._url, _status_reason(exc), status=code, error_type=error_type)
         return ProviderError(self._name, self._url, _shorten(str(exc)))
 
     def _malformed(self, exc: Exception) -> ProviderError:
@@ -270,6 +275,12 @@ def _status_reason(exc: Any) -> str:
     if not isinstance(message, str) or not message:
         message = "no error message"
     return f"HTTP {exc.status_code}: {_shorten(message)}"
+
+
+def _error_type(exc: Any) -> str | None:
+    body = exc.body
+    kind = body.get("type") if isinstance(body, Mapping) else None
+    return kind if isinstance(kind, str) and kind else None
 
 
 def _shorten(text: str) -> str:
