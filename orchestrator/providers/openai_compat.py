@@ -41,6 +41,7 @@ class OpenAICompatProvider:
     __slots__ = (
         "_cast",
         "_client",
+        "_key",
         "_name",
         "_sdk_error",
         "_status_error",
@@ -59,6 +60,7 @@ class OpenAICompatProvider:
 
         self._name = name
         self._url = base_url
+        self._key = api_key
         self._timeout_s = timeout_s
         self._timed_out: type[Exception] = openai.APITimeoutError
         self._unreachable: type[Exception] = openai.APIConnectionError  # includes APITimeoutError
@@ -161,17 +163,21 @@ class OpenAICompatProvider:
         if isinstance(exc, self._timed_out):
             return ProviderUnavailable(self._name, self._url, f"no answer within {self._timeout_s:g} s")
         if isinstance(exc, self._unreachable):
-            return ProviderUnavailable(self._name, self._url, _unreachable_reason(exc))
+            return ProviderUnavailable(self._name, self._url, self._scrub(_unreachable_reason(exc)))
         if isinstance(exc, self._status_error):
             code: int = exc.status_code  # type: ignore[attr-defined]
-            error_type = _error_type(exc)
+            reason, error_type = self._scrub(_status_reason(exc)), _error_type(exc)
             if code == 429:  # still rate-limited after the SDK's retries: a failover may go elsewhere
-                return ProviderUnavailable(self._name, self._url, _status_reason(exc), status=code, error_type=error_type)
-            return ProviderError(self._name, self._url, _status_reason(exc), status=code, error_type=error_type)
-        return ProviderError(self._name, self._url, _shorten(str(exc)))
+                return ProviderUnavailable(self._name, self._url, reason, status=code, error_type=error_type)
+            return ProviderError(self._name, self._url, reason, status=code, error_type=error_type)
+        return ProviderError(self._name, self._url, self._scrub(_shorten(str(exc))))
 
     def _malformed(self, exc: Exception) -> ProviderError:
-        return ProviderError(self._name, self._url, f"malformed completion: {_shorten(str(exc))}")
+        return ProviderError(self._name, self._url, f"malformed completion: {self._scrub(_shorten(str(exc)))}")
+
+    def _scrub(self, text: str) -> str:
+        # The redactor knows keys resolved from the config; a client built with a bare key knows its own.
+        return text.replace(self._key, "***") if self._key else text
 
     async def aclose(self) -> None:
         """Close the client's connection pool; calling it again does nothing."""

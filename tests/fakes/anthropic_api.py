@@ -205,6 +205,11 @@ class FakeAnthropic:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            return self._reject(error(400, message="request body is not valid JSON"))
+        self.requests.append(body)
         key = _presented_key(request)
         self.keys.append(key)
         if not key:
@@ -214,13 +219,9 @@ class FakeAnthropic:
         if not request.headers.get("anthropic-version"):
             return self._reject(error(400, message="anthropic-version: header is required"))
         try:
-            body = json.loads(await request.read())
             if not isinstance(body, dict):
                 raise _Invalid("request body must be a JSON object")
-            self.requests.append(body)
             _validate(body)
-        except ValueError:
-            return self._reject(error(400, message="request body is not valid JSON"))
         except _Invalid as exc:
             return self._reject(error(400, message=str(exc)))
         if self.latency_s > 0:
