@@ -37,7 +37,9 @@ class AnthropicProvider:
     (`https://api.anthropic.com`); a trailing `/v1` is dropped, as the SDK adds it.
 
     The API requires `max_tokens`: every request asks for at most `max_tokens` output
-    tokens (`DEFAULT_MAX_TOKENS`, 4096, unless told otherwise).
+    tokens (`DEFAULT_MAX_TOKENS`, 4096, unless told otherwise).  `temperature` is never
+    sent: the API version the SDK speaks (`anthropic-version: 2026-10-21`) refuses every
+    sampling parameter with a 400, and the SDK no longer has them.
 
     Retries are the SDK's own: 408/409/429/5xx (529 overloaded included) answers and
     connection failures are retried `max_retries` times with capped exponential backoff,
@@ -134,8 +136,6 @@ class AnthropicProvider:
             body["system"] = request.system
         if request.tools:
             body["tools"] = request.tools
-        if temperature is not None:
-            body["temperature"] = temperature
         if on_text is not None:
             return await self._stream(body, on_text)
         try:

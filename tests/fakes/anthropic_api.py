@@ -19,7 +19,9 @@ header or a bearer `Authorization` (the SDK's 2.x way), kept in `keys` (401
 `messages` list opening with a user turn, strictly alternating roles, no empty content,
 every `tool_result` answering a `tool_use` id of the assistant turn just before it (and
 every such `tool_use` answered, tool results first), tools with `name` and
-`input_schema`, at most 4 `cache_control` breakpoints, temperature within [0, 1].  A
+`input_schema`, at most 4 `cache_control` breakpoints, no sampling parameter
+(`temperature`, `top_p`, `top_k`) from API version 2026-10-21 on (the SDK 2.x default;
+before it, temperature within [0, 1]).  A
 rejected request is kept in `rejected` (message text) and does not take a scripted reply.
 
 Usage is reported like the API's: `input_tokens`, `output_tokens` and the prompt cache's
@@ -69,6 +71,9 @@ _JSON: Final = "application/json"
 _WORDS: Final = re.compile(r"\s*\S+|\s+")
 _JSON_PIECE: Final = 8  # characters of tool input JSON per input_json_delta
 _MAX_BREAKPOINTS: Final = 4
+# From this API version on (the anthropic SDK 2.x default) sampling parameters are refused.
+NO_SAMPLING_SINCE: Final = "2026-10-21"
+_SAMPLING: Final = ("temperature", "top_p", "top_k")
 ERROR_TYPES: Final = MappingProxyType(
     {
         400: "invalid_request_error",
@@ -216,12 +221,13 @@ class FakeAnthropic:
             return self._reject(error(401, message="x-api-key header is required"))
         if self.refuse_key or (self.api_key is not None and key != self.api_key):
             return self._reject(error(401, message=f"invalid x-api-key: {key}", should_retry=False))
-        if not request.headers.get("anthropic-version"):
+        version = request.headers.get("anthropic-version")
+        if not version:
             return self._reject(error(400, message="anthropic-version: header is required"))
         try:
             if not isinstance(body, dict):
                 raise _Invalid("request body must be a JSON object")
-            _validate(body)
+            _validate(body, version)
         except _Invalid as exc:
             return self._reject(error(400, message=str(exc)))
         if self.latency_s > 0:
@@ -321,8 +327,12 @@ def _prompt_parts(body: Mapping[str, Any]) -> tuple[list[str], set[int]]:
     return parts, marks
 
 
-def _validate(body: Mapping[str, Any]) -> None:
+def _validate(body: Mapping[str, Any], version: str) -> None:
     """Raise `_Invalid` with the API's kind of message for what the real API refuses."""
+    if version >= NO_SAMPLING_SINCE:
+        for name in _SAMPLING:
+            if name in body:
+                raise _Invalid(f"{name}: Extra inputs are not permitted")
     if not isinstance(body.get("model"), str) or not body["model"]:
         raise _Invalid("model: Field required")
     max_tokens = body.get("max_tokens")

@@ -54,8 +54,7 @@ async def test_request_maps_system_tools_and_history_to_the_messages_api(fake: F
     [sent] = fake.requests
     assert sent == {
         "model": "claude-x",
-        "max_tokens": DEFAULT_MAX_TOKENS,
-        "temperature": 0.25,
+        "max_tokens": DEFAULT_MAX_TOKENS,  # and no temperature: API 2026-10-21 refuses it
         "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
         "tools": [
             {
@@ -87,7 +86,7 @@ async def test_cache_breakpoint_sits_on_the_last_tool_spec_only(fake: FakeAnthro
         await provider.complete(model="m", messages=USER, tools=[SEARCH_SPEC, READ_SPEC], temperature=None)
     [sent] = fake.requests
     assert [("cache_control" in tool) for tool in sent["tools"]] == [False, True]
-    assert "system" not in sent and "temperature" not in sent  # nothing to cache, nothing unset sent
+    assert "system" not in sent  # no system prompt: no block, no breakpoint
 
 
 async def test_second_turn_reads_the_system_prompt_and_tools_from_the_cache(fake: FakeAnthropic) -> None:
@@ -193,9 +192,17 @@ async def test_bad_request_carries_the_api_message_and_is_not_retried(fake: Fake
 
 
 async def test_a_request_the_api_refuses_surfaces_its_validation_message(fake: FakeAnthropic) -> None:
+    unanswered = {"id": "c9", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "read"},
+        {"role": "assistant", "content": None, "tool_calls": [unanswered]},
+        {"role": "user", "content": "never mind"},
+    ]
     async with _provider(fake.base_url) as provider:
-        with pytest.raises(ProviderError, match="temperature: range"):
-            await provider.complete(model="m", messages=USER, tools=(), temperature=1.5)
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(model="m", messages=messages, tools=[READ_SPEC], temperature=None)
+    assert caught.value.status == 400
+    assert "`tool_use` ids were found without `tool_result` blocks immediately after: c9" in caught.value.reason
 
 
 async def test_error_event_mid_stream_raises_the_mapped_error(fake: FakeAnthropic) -> None:
