@@ -68,9 +68,9 @@ class DaemonConfig(_Model):
 
 
 class ProviderConfig(_Model):
-    """`[providers.<name>]`: an OpenAI-compatible endpoint."""
+    """`[providers.<name>]`: an OpenAI-compatible endpoint, or Anthropic's Messages API."""
 
-    kind: Literal["openai"] = "openai"
+    kind: Literal["openai", "anthropic"] = "openai"
     base_url: NonEmptyStr
     api_key: SecretRef | None = None
     base_url_env: NonEmptyStr | None = None
