@@ -15,7 +15,6 @@ import datetime as dtm
 import functools
 import hmac
 import random
-import warnings
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TypeVar
@@ -33,7 +32,6 @@ from telegram import (
 )
 from telegram.constants import ChatAction, ChatType
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
-from telegram.warnings import PTBDeprecationWarning
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -75,13 +73,6 @@ _CALLBACK_PREFIX: Final = "ap"
 _CALLBACK_DATA_MAX_BYTES: Final = 64
 _PREVIEW_CHARS: Final = 600
 _APPROVAL_COMMANDS: Final = MappingProxyType({"/approve": True, "/deny": False})
-
-# PTB 22 warns about `RetryAfter.retry_after` turning into a timedelta from inside its own
-# constructor, on every 429; `_retry_after_s` reads both forms, so the warning is noise.
-warnings.filterwarnings(
-    "ignore", message=r".*attribute `retry_after` will be of type", category=PTBDeprecationWarning
-)
-
 
 class TelegramAdapter:
     """One Telegram bot; build it with `create`.
@@ -434,9 +425,8 @@ def _thread_id(thread: str | None) -> int | None:
 
 
 def _retry_after_s(exc: RetryAfter) -> float:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value = exc.retry_after
+    """Return the wait in seconds; PTB 22 gives an int or float, a later major a timedelta."""
+    value = exc.retry_after
     return value.total_seconds() if isinstance(value, dtm.timedelta) else float(value)
 
 
