@@ -2,9 +2,10 @@
 
 discord.py keeps its REST base (`discord.http.Route.BASE`) and its gateway URL
 (`DiscordWebSocket.DEFAULT_GATEWAY`) in class attributes, so one process can point all its
-Discord channels at one API base only: `create` refuses a second channel with different
-`api_base_url` / `gateway_url` while the first is alive, and the last one to close restores
-discord.py's defaults.
+Discord channels at one API base only. Config validation refuses Discord channels of one config
+that disagree (`orchestrator check` reports it, `config/channels.py`); `create` still refuses a
+channel of another config in the same process (a library caller, a test) with different
+endpoints while the first is alive, and the last one to close restores discord.py's defaults.
 
 Gateway drops are handled by discord.py itself (`connect(reconnect=True)` RESUMEs, and Discord
 replays what was missed); `run` raises only when discord.py gives up (a close code it cannot
@@ -76,10 +77,8 @@ def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[Secret
     Raises `ConfigError` when another live Discord channel in this process already uses a
     different API base or gateway URL (discord.py can only hold one).
     """
-    endpoints = _Endpoints(
-        api_base=(config.api_base_url or _SDK_DEFAULT_BASE).rstrip("/"),
-        gateway=config.gateway_url,
-    )
+    api_base, gateway = config.endpoints
+    endpoints = _Endpoints(api_base=api_base or _SDK_DEFAULT_BASE, gateway=gateway)
     for other in _live:
         if other.endpoints != endpoints:
             raise ConfigError(
