@@ -23,7 +23,6 @@ __all__ = [
     "Inbound",
     "Outbound",
     "Ready",
-    "parse_approval_command",
 ]
 
 
@@ -79,14 +78,6 @@ class ApprovalAnswer:
     sender: str
     approved: bool
     chat: str | None = None
-
-
-def parse_approval_command(text: str) -> tuple[str, bool] | None:
-    """Return (request id, approved) for `/approve ID` or `/deny ID`, else None."""
-    parts = text.split()
-    if len(parts) == 2 and parts[0].lower() in ("/approve", "/deny"):
-        return parts[1], parts[0].lower() == "/approve"
-    return None
 
 
 Deliver = Callable[[Inbound | ApprovalAnswer], Awaitable[None]]

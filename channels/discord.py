@@ -39,6 +39,11 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
+)
+from channels.approval_codec import (
+    approval_command,
+    encode_approval_button,
+    parse_approval_button,
     parse_approval_command,
 )
 from channels.chunking import chunk_text
@@ -51,7 +56,6 @@ __all__ = ["DiscordAdapter", "create"]
 MAX_MESSAGE_CHARS: Final = 2000
 _PREVIEW_CHARS: Final = 1200
 _CUSTOM_ID_MAX: Final = 100
-_CUSTOM_ID: Final = re.compile(r"ap:(?P<request_id>.+):(?P<answer>[yn])")
 _AUTH_CLOSE_CODES: Final = frozenset({4004})  # Authentication failed
 # discord.py waits out a 429 up to this long (its minimum); a longer retry_after fails the
 # send with ChannelError instead of stalling the turn.
@@ -354,16 +358,17 @@ class _GatewayClient(discord.Client):
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
         if interaction.type is not discord.InteractionType.component or interaction.data is None:
             return
-        match = _CUSTOM_ID.fullmatch(str(interaction.data.get("custom_id", "")))
-        if match is None:
+        button = parse_approval_button(str(interaction.data.get("custom_id", "")))
+        if button is None:
             return
+        request_id, approved = button
         channel_id = interaction.channel_id
         chat = None if channel_id is None else _chat_and_thread(interaction.channel, channel_id)[0]
         answer = ApprovalAnswer(
             channel=self._orc_adapter.name,
-            request_id=match["request_id"],
+            request_id=request_id,
             sender=str(interaction.user.id),
-            approved=match["answer"] == "y",
+            approved=approved,
             chat=chat,
         )
         # Acknowledge at once (a deferred update, type 6): Discord fails an interaction not
@@ -428,15 +433,16 @@ def _prompt_text(prompt: ApprovalPrompt) -> str:
     return (
         f"**Approval needed** — <@{prompt.requester}> wants to run `{prompt.tool}`:\n"
         f"```\n{preview}\n```\n"
-        f"Answer within {prompt.timeout_s:.0f}s with the buttons, or `/approve {prompt.request_id}` / "
-        f"`/deny {prompt.request_id}`."
+        f"Answer within {prompt.timeout_s:.0f}s with the buttons, or "
+        f"`{approval_command(prompt.request_id, approved=True)}` / "
+        f"`{approval_command(prompt.request_id, approved=False)}`."
     )
 
 
 def _buttons(request_id: str) -> discord.ui.View:
     """Build the Approve / Deny row; clicks arrive through `on_interaction`, not the View."""
     view = discord.ui.View(timeout=None)
-    approve, deny = f"ap:{request_id}:y", f"ap:{request_id}:n"
+    approve, deny = (encode_approval_button(request_id, approved=flag) for flag in (True, False))
     if len(approve) <= _CUSTOM_ID_MAX:
         view.add_item(discord.ui.Button(style=discord.ButtonStyle.success, label="Approve", custom_id=approve))
         view.add_item(discord.ui.Button(style=discord.ButtonStyle.danger, label="Deny", custom_id=deny))

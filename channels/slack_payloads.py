@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, TypedDict
 
+from channels.approval_codec import approval_command, parse_approval_command
 from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound
 
 __all__ = [
@@ -36,7 +37,6 @@ APPROVE: Final = "approve"
 DENY: Final = "deny"
 
 _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
-_APPROVAL_COMMAND: Final = re.compile(r"/(approve|deny)\s+(\S+)", re.IGNORECASE)
 _USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
 # Block Kit: a section's text holds at most 3,000 characters; the preview is kept well inside
 # it (the brief asks for a short preview), leaving room for the headline after escaping.
@@ -92,15 +92,10 @@ def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None
     if event.get("bot_id") or event.get("bot_profile") or sender == bot_user_id:
         return None
     text = _unescape(_strip_leading_mention(event.get("text") or "", bot_user_id))
-    command = _APPROVAL_COMMAND.fullmatch(text.strip())
+    command = parse_approval_command(text)
     if command is not None:
-        return ApprovalAnswer(
-            channel=channel,
-            request_id=command[2],
-            sender=sender,
-            approved=command[1].lower() == APPROVE,
-            chat=chat,
-        )
+        request_id, approved = command
+        return ApprovalAnswer(channel=channel, request_id=request_id, sender=sender, approved=approved, chat=chat)
     profile = _map(event, "user_profile")
     return Inbound(
         channel=channel,
@@ -150,8 +145,9 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
     head = f"*Approval needed:* `{tool}` requested by {requester}\n"
     section = head + "```" + _code_preview(prompt.arguments_preview, _SECTION_LIMIT - len(head) - 6) + "```"
     ident = escape(prompt.request_id)
+    approve, deny = (escape(approval_command(prompt.request_id, approved=flag)) for flag in (True, False))
     hint = (
-        f"Or reply `/approve {ident}` or `/deny {ident}`. "
+        f"Or reply `{approve}` or `{deny}`. "
         f"No answer within {_duration(prompt.timeout_s)} counts as deny."
     )
     buttons = [
@@ -159,7 +155,7 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
         _button("Deny", DENY, prompt.request_id, style="danger"),
     ]
     return ApprovalMessage(
-        text=f"Approval needed: {tool} (request {ident}). Reply /approve {ident} or /deny {ident}.",
+        text=f"Approval needed: {tool} (request {ident}). Reply {approve} or {deny}.",
         blocks=[
             {"type": "section", "text": {"type": "mrkdwn", "text": section}},
             {"type": "actions", "block_id": f"approval:{prompt.request_id}"[:255], "elements": buttons},

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import IO, Any
 
+from channels.approval_codec import approval_command, parse_approval_command
 from channels.base import (
     ApprovalAnswer,
     ApprovalPrompt,
@@ -15,7 +16,6 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
-    parse_approval_command,
 )
 
 __all__ = ["TerminalAdapter", "create"]
@@ -98,7 +98,8 @@ class TerminalAdapter:
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         self._write(
             f"[approval {prompt.request_id}] {prompt.tool} {prompt.arguments_preview}\n"
-            f"  reply /approve {prompt.request_id} or /deny {prompt.request_id} "
+            f"  reply {approval_command(prompt.request_id, approved=True)} or "
+            f"{approval_command(prompt.request_id, approved=False)} "
             f"(within {prompt.timeout_s:g}s)"
         )
 
