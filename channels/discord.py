@@ -39,6 +39,7 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
+    fit_arguments,
 )
 from channels.approval_codec import (
     approval_command,
@@ -54,7 +55,7 @@ from orchestrator.errors import ConfigError, ConfigProblem
 __all__ = ["DiscordAdapter", "create"]
 
 MAX_MESSAGE_CHARS: Final = 2000
-_PREVIEW_CHARS: Final = 1200
+_NAME_CHARS: Final = 200  # a tool name in the prompt (the arguments get the rest)
 _CUSTOM_ID_MAX: Final = 100
 _AUTH_CLOSE_CODES: Final = frozenset({4004})  # Authentication failed
 # discord.py waits out a 429 up to this long (its minimum); a longer retry_after fails the
@@ -426,17 +427,22 @@ def _chat_and_thread(channel: object, channel_id: int) -> tuple[str, str | None]
 
 
 def _prompt_text(prompt: ApprovalPrompt) -> str:
-    preview = prompt.arguments_preview
-    if len(preview) > _PREVIEW_CHARS:
-        preview = preview[: _PREVIEW_CHARS - 1] + "…"
-    preview = preview.replace("```", "`\u200b``")  # keep the preview inside its code block
-    return (
-        f"**Approval needed** — <@{prompt.requester}> wants to run `{prompt.tool}`:\n"
-        f"```\n{preview}\n```\n"
+    """Return the question, the arguments fitted to what one message's content holds."""
+    head = f"**Approval needed** — <@{prompt.requester}> wants to run `{prompt.tool[:_NAME_CHARS]}`:\n```\n"
+    tail = (
+        f"\n```\n"
         f"Answer within {prompt.timeout_s:.0f}s with the buttons, or "
         f"`{approval_command(prompt.request_id, approved=True)}` / "
         f"`{approval_command(prompt.request_id, approved=False)}`."
     )
+    room = MAX_MESSAGE_CHARS - len(head) - len(tail)
+    preview = fit_arguments(prompt.arguments, room, size=lambda text: len(_in_code_block(text)))
+    return head + _in_code_block(preview) + tail
+
+
+def _in_code_block(text: str) -> str:
+    """Keep `text` inside its code block: a fence in it would end the block early."""
+    return text.replace("``", "`\u200b`")  # no run of three backticks survives, however long
 
 
 def _buttons(request_id: str) -> discord.ui.View:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final, TypedDict
 
 from channels.approval_codec import approval_command, parse_approval_command
-from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound
+from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound, fit_arguments
 
 __all__ = [
     "APPROVE",
@@ -38,10 +38,9 @@ DENY: Final = "deny"
 
 _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
 _USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
-# Block Kit: a section's text holds at most 3,000 characters; the preview is kept well inside
-# it (the brief asks for a short preview), leaving room for the headline after escaping.
+# Block Kit: a section's text holds at most 3,000 characters; the arguments get what the
+# headline leaves, measured after escaping.
 _SECTION_LIMIT: Final = 3000
-_PREVIEW_CHARS: Final = 500
 _NAME_CHARS: Final = 200
 
 
@@ -143,7 +142,9 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
     who = prompt.requester
     requester = f"<@{who}>" if _USER_ID.fullmatch(who) else escape(who[:_NAME_CHARS])
     head = f"*Approval needed:* `{tool}` requested by {requester}\n"
-    section = head + "```" + _code_preview(prompt.arguments_preview, _SECTION_LIMIT - len(head) - 6) + "```"
+    room = _SECTION_LIMIT - len(head) - 6
+    shown = fit_arguments(prompt.arguments, room, size=lambda text: len(_in_code_block(text)))
+    section = head + "```" + _in_code_block(shown) + "```"
     ident = escape(prompt.request_id)
     approve, deny = (escape(approval_command(prompt.request_id, approved=flag)) for flag in (True, False))
     hint = (
@@ -164,15 +165,9 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
     )
 
 
-def _code_preview(raw: str, budget: int) -> str:
-    """Return `raw` escaped for a code block and cut to at most `budget` characters."""
-    cut = min(len(raw), _PREVIEW_CHARS)
-    while True:
-        # a fence inside the preview would end the code block early
-        shown = escape(raw[:cut]).replace("```", "`\u200b``") + ("…" if cut < len(raw) else "")
-        if len(shown) <= budget:
-            return shown
-        cut = cut * budget // len(shown)  # strictly smaller: escaping only ever grows the text
+def _in_code_block(raw: str) -> str:
+    """Return `raw` escaped for a code block (a fence inside it would end the block early)."""
+    return escape(raw).replace("``", "`\u200b`")  # no run of three backticks survives, however long
 
 
 def _button(label: str, action_id: str, value: str, *, style: str) -> dict[str, Any]:

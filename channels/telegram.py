@@ -47,6 +47,7 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
+    fit_arguments,
 )
 from channels.approval_codec import (
     approval_command,
@@ -75,7 +76,7 @@ _MAX_RETRY_AFTER_S: Final = 60.0  # a longer flood wait fails the send instead o
 _REQUEST_TIMEOUT_S: Final = 10.0
 _SEND_CONNECTIONS: Final = 100  # as aiohttp's default (Slack); replies beyond wait FIFO for one
 _CALLBACK_DATA_MAX_BYTES: Final = 64
-_PREVIEW_CHARS: Final = 600
+_NAME_CHARS: Final = 200  # a tool or user name in the prompt (the arguments get the rest)
 
 class TelegramAdapter:
     """One Telegram bot; build it with `create`.
@@ -434,15 +435,18 @@ def _retry_after_s(exc: RetryAfter) -> float:
 
 
 def _approval_text(prompt: ApprovalPrompt) -> str:
-    preview = prompt.arguments_preview
-    if len(preview) > _PREVIEW_CHARS:
-        preview = preview[: _PREVIEW_CHARS - 1] + "…"
-    return (
-        f"Approval needed: the agent wants to run {prompt.tool}\n"
-        f"Arguments: {preview}\n"
-        f"Requested by user {prompt.requester}; answer within {prompt.timeout_s:g} s "
+    """Return the question, the arguments fitted to what one message holds (UTF-16 units)."""
+    head = f"Approval needed: the agent wants to run {prompt.tool[:_NAME_CHARS]}\nArguments: "
+    tail = (
+        f"\nRequested by user {prompt.requester[:_NAME_CHARS]}; answer within {prompt.timeout_s:g} s "
         f"or it is denied.\n"
         f"Request {prompt.request_id}: press a button, or reply "
         f"{approval_command(prompt.request_id, approved=True)} or "
         f"{approval_command(prompt.request_id, approved=False)}"
     )
+    room = MAX_MESSAGE_CHARS - _utf16_units(head + tail)
+    return head + fit_arguments(prompt.arguments, room, size=_utf16_units) + tail
+
+
+def _utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
