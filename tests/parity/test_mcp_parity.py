@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ import pytest
 
 from orchestrator import cli
 from orchestrator.config import Config, load_config
-from orchestrator.engine import add_turn_observer
 from orchestrator.mcp import McpPool
 from orchestrator.seam import (
     PATH_PROFILES,
@@ -54,14 +53,6 @@ def mcp_parity_toml(base_url: str) -> str:
         + agent_toml("intern", bundles=["intern_lazy"], autonomy="read_only",
                      extra='system_prompt = "You are the intern."\n')
     )
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 async def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
