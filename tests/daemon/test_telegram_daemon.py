@@ -135,7 +135,7 @@ async def test_restart_does_not_answer_twice(write_config: WriteConfig, fake_llm
 async def test_two_agents_with_different_mcp_bundles_never_cross(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
-    from tests.mcp.conftest import bundle, stdio_kit
+    from tests.mcp.kit import bundle, stdio_kit
 
     toml = two_bots_toml(fake_llm, tg).replace(
         'tools = ["file_write", "list_dir"]', 'tools = ["list_dir"]\nmcp_bundles = ["ops_kit"]'
