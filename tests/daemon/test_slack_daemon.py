@@ -168,14 +168,17 @@ async def test_a_button_press_is_acknowledged_before_its_slow_answer(
     write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
 ) -> None:
     path = write_config(slack_toml(fake_llm, slack, autonomy="supervised"))
-    async with daemon(path):
+    async with daemon(path) as runtime:
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
         request = await ask_for_approval(slack, fake_llm, "slow.txt")
         slack.slow_next("chat.postMessage", 3.0)  # the refusal takes longer than Slack's 3 s ack window
         clicked = await slack.click(request, user=BOB, approve=True)
         await slack.wait_acked(clicked, timeout=1.5)
         await wait_text(slack, "Only the person who asked")
+        assert not (workspace / "slow.txt").exists()  # the outsider's press approved nothing
         await slack.click(request, user=CAROL, approve=True)
         await wait_text(slack, "finished slow.txt")
+        assert (workspace / "slow.txt").read_text() == "from slack"
 
 
 async def test_approval_buttons_outsider_refused_then_approver_approves(
