@@ -13,7 +13,7 @@ import aiohttp
 from orchestrator.config import load_config
 from orchestrator.gateway import GatewayAddress, open_gateway
 from orchestrator.runtime import Runtime
-from tests.mcp.conftest import bundle, stdio_kit
+from tests.mcp.kit import bundle, stdio_kit
 
 TOKEN = "s3cret-gateway-token-for-the-tests-0123"
 

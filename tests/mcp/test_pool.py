@@ -14,7 +14,7 @@ from orchestrator.mcp import ConnectionState
 from orchestrator.seam import Services
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call
-from tests.mcp.conftest import (
+from tests.mcp.kit import (
     agent_toml,
     bundle,
     execution,
