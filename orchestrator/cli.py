@@ -151,7 +151,7 @@ def _is_config_line(exc: BaseException) -> bool:
 
 
 def _load(args: argparse.Namespace) -> Config:
-    from orchestrator.config import load_config
+    from orchestrator.checks import load_config
 
     return load_config(args.config)
 

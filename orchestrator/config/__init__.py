@@ -1,6 +1,10 @@
-"""Strict TOML configuration: frozen models, one-line-per-problem errors, secret references."""
+"""Strict TOML configuration: frozen models, one-line-per-problem errors, secret references.
 
-from orchestrator.config.loader import AGENTS_DIR_NAME, dotted, load_config, parse_config
+This package validates each model on its own; `orchestrator.checks.load_config` adds the
+cross-reference checks and is the public way to load a config.
+"""
+
+from orchestrator.config.loader import AGENTS_DIR_NAME, ConfigDocument, dotted, read_config, validate_config
 from orchestrator.config.models import (
     AgentConfig,
     ApprovalConfig,
@@ -19,8 +23,7 @@ from orchestrator.config.models import (
     ShellConfig,
     SkillsConfig,
 )
-from orchestrator.config.gateway import GatewayConfig
-from orchestrator.config.references import find_skill_dirs
+from orchestrator.config.gateway import GatewayConfig, check_gateway
 from orchestrator.config.schedules import DeliverTo, ScheduleConfig
 from orchestrator.config.secrets import resolve_secret
 
@@ -31,6 +34,7 @@ __all__ = [
     "Autonomy",
     "BudgetConfig",
     "Config",
+    "ConfigDocument",
     "DaemonConfig",
     "GatewayConfig",
     "HttpFetchConfig",
@@ -45,9 +49,9 @@ __all__ = [
     "DeliverTo",
     "ShellConfig",
     "SkillsConfig",
+    "check_gateway",
     "dotted",
-    "find_skill_dirs",
-    "load_config",
-    "parse_config",
+    "read_config",
     "resolve_secret",
+    "validate_config",
 ]

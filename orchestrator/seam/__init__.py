@@ -31,7 +31,8 @@ from orchestrator.seam.path_builders import (
     build_sop_step,
 )
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
-from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext, assemble
+from orchestrator.seam.assembly import assemble
+from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
 from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services

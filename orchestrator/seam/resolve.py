@@ -19,7 +19,7 @@ from orchestrator.seam.execution import (
     RuntimeKnobs,
 )
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssembly
-from orchestrator.seam.registry import assemble
+from orchestrator.seam.assembly import assemble
 from orchestrator.seam.sandbox import default_workspace, shell_sandbox
 from orchestrator.seam.services import Services
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.engine import add_turn_observer
 from orchestrator.memory import MemoryStore
 from orchestrator.peripherals import PeripheralPool
