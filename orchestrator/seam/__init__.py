@@ -8,7 +8,7 @@ from orchestrator.seam.chat_commands import (
     ChatCommands,
     resolve_chat_commands,
 )
-from orchestrator.seam.delegation import DELEGATE_TOOL_NAME, delegation_reach
+from orchestrator.seam.delegation import delegation_reach
 from orchestrator.seam.execution import (
     AgentIdentity,
     MemoryScope,
@@ -36,11 +36,11 @@ from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnCo
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
 from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
+from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn, enter_turn, leave_turn
 
 __all__ = [
     "APPROVAL_COMMANDS",
     "DEFAULT_BUILDERS",
-    "DELEGATE_TOOL_NAME",
     "PATH_PROFILES",
     "SESSION_COMMANDS",
     "SOP_COMMAND",
@@ -48,7 +48,9 @@ __all__ = [
     "AgentIdentity",
     "ApprovalManager",
     "ChatCommands",
+    "ChildRunner",
     "ConstructionPath",
+    "CurrentTurn",
     "InteractivityNotAllowed",
     "MemoryScope",
     "PathProfile",
@@ -73,8 +75,11 @@ __all__ = [
     "build_schedule",
     "build_sop_step",
     "connect_reach",
+    "current_turn",
     "default_workspace",
     "delegation_reach",
+    "enter_turn",
+    "leave_turn",
     "mcp_servers_for",
     "open_services",
     "resolve",

@@ -2,6 +2,7 @@
 
 from orchestrator.tools.base import BuiltinTool, Tool, ToolSource, ToolSpec
 from orchestrator.tools.catalog import BUILTIN_NAMES, BUILTIN_TOOLS
+from orchestrator.tools.delegate import ChildOutcome, ChildTurn, DelegateTool, Delegation
 from orchestrator.tools.http_fetch import fetch_url
 from orchestrator.tools.reserved import (
     DELEGATE_TOOL_NAME,
@@ -19,6 +20,10 @@ __all__ = [
     "BUILTIN_NAMES",
     "BUILTIN_TOOLS",
     "BuiltinTool",
+    "ChildOutcome",
+    "ChildTurn",
+    "DelegateTool",
+    "Delegation",
     "DELEGATE_TOOL_NAME",
     "MEMORY_FORGET_NAME",
     "MEMORY_RECALL_NAME",
