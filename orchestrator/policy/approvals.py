@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from orchestrator.policy.tool_filter import matches_any
 
 if TYPE_CHECKING:
-    from orchestrator.config import Autonomy  # the config package imports policy: type only
+    from orchestrator.config import Autonomy
 
 __all__ = [
     "ApprovalDecision",

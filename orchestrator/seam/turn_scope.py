@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from orchestrator.policy import Approver
     from orchestrator.seam.execution import ResolvedAgentExecution
-    from orchestrator.tools.delegate import ChildOutcome
+    from orchestrator.tools import ChildOutcome
 
 __all__ = ["ChildRunner", "CurrentTurn", "current_turn", "enter_turn", "leave_turn"]
 
