@@ -23,7 +23,21 @@ from orchestrator.config.models import (
     ShellConfig,
     SkillsConfig,
 )
-from orchestrator.config.gateway import GatewayConfig, check_gateway
+from orchestrator.config.channels import (
+    ChannelConfig,
+    DiscordChannelConfig,
+    RouteConfig,
+    SlackChannelConfig,
+    TelegramChannelConfig,
+    TerminalChannelConfig,
+)
+from orchestrator.config.gateway import (
+    GatewayConfig,
+    check_gateway,
+    gateway_token_problems,
+    is_loopback,
+    token_problem,
+)
 from orchestrator.config.schedules import DeliverTo, ScheduleConfig
 from orchestrator.config.secrets import resolve_secret
 
@@ -33,9 +47,11 @@ __all__ = [
     "ApprovalConfig",
     "Autonomy",
     "BudgetConfig",
+    "ChannelConfig",
     "Config",
     "ConfigDocument",
     "DaemonConfig",
+    "DiscordChannelConfig",
     "GatewayConfig",
     "HttpFetchConfig",
     "McpBundleConfig",
@@ -44,14 +60,21 @@ __all__ = [
     "MemoryConfig",
     "PeripheralConfig",
     "ProviderConfig",
+    "RouteConfig",
     "SecretRef",
     "ScheduleConfig",
     "DeliverTo",
     "ShellConfig",
     "SkillsConfig",
+    "SlackChannelConfig",
+    "TelegramChannelConfig",
+    "TerminalChannelConfig",
     "check_gateway",
     "dotted",
+    "gateway_token_problems",
+    "is_loopback",
     "read_config",
     "resolve_secret",
+    "token_problem",
     "validate_config",
 ]

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from loguru import logger
 
-from orchestrator.providers.base import ToolCall
+from orchestrator.providers import ToolCall
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.transcript import Transcript
 from orchestrator.engine.untrusted import wrap_untrusted

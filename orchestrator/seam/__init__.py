@@ -16,6 +16,7 @@ from orchestrator.seam.execution import (
     RuntimeKnobs,
 )
 from orchestrator.seam.ledger import ActionLedger
+from orchestrator.seam.matrix import agent_matrix
 from orchestrator.seam.opening import ReachedTurn, connect_reach, open_services, service_reach
 from orchestrator.seam.path_builders import (
     DEFAULT_BUILDERS,
@@ -63,6 +64,7 @@ __all__ = [
     "ScopedToolRegistry",
     "Services",
     "TurnContext",
+    "agent_matrix",
     "assemble",
     "build_acp",
     "build_channel",

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from orchestrator.config import AgentConfig, Config
-from orchestrator.providers.base import ModelBinding
+from orchestrator.providers import ModelBinding
 from orchestrator.errors import OrchestratorError, UnknownAgent
 from orchestrator.policy import Interactivity, SecurityPolicy
 from orchestrator.seam._seal import SEAL

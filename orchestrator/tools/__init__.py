@@ -14,6 +14,7 @@ from orchestrator.tools.reserved import (
     SEAM_TOOL_NAMES,
     TOOL_SEARCH_NAME,
 )
+from orchestrator.tools.sandbox import bwrap_error, landlock_error
 from orchestrator.tools.shell import run_command
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "Tool",
     "ToolSource",
     "ToolSpec",
+    "bwrap_error",
     "fetch_url",
+    "landlock_error",
     "run_command",
 ]
