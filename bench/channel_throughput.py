@@ -220,7 +220,7 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
     """The parent process: the daemon's runtime and channels against the child's fakes."""
     from loguru import logger
 
-    from orchestrator.config import load_config
+    from orchestrator.checks import load_config
     from orchestrator.dispatch import start_channels
     from orchestrator.logs import configure_logging
     from orchestrator.providers import ProviderPool

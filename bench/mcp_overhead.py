@@ -34,7 +34,8 @@ if str(_ROOT) not in sys.path:
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from orchestrator.config import Config, load_config  # noqa: E402
+from orchestrator.checks import load_config  # noqa: E402
+from orchestrator.config import Config  # noqa: E402
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop  # noqa: E402
 from orchestrator.mcp import McpPool  # noqa: E402
 from orchestrator.providers import ProviderPool, ToolCall  # noqa: E402

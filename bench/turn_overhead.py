@@ -44,7 +44,8 @@ if str(_ROOT) not in sys.path:
 
 import openai  # noqa: E402
 
-from orchestrator.config import Config, load_config  # noqa: E402
+from orchestrator.checks import load_config  # noqa: E402
+from orchestrator.config import Config  # noqa: E402
 from orchestrator.engine import StopReason, Transcript, TurnResult, run_tool_call_loop  # noqa: E402
 from orchestrator.providers import ProviderPool, ToolCall  # noqa: E402
 from orchestrator.seam import ConstructionPath, Services, resolve  # noqa: E402

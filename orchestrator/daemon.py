@@ -10,7 +10,8 @@ from pathlib import Path
 
 from loguru import logger
 
-from orchestrator.config import Config, load_config, resolve_secret
+from orchestrator.checks import load_config
+from orchestrator.config import Config, resolve_secret
 from orchestrator.config.gateway import gateway_token_problems
 from orchestrator.dispatch import (
     channel_secret_problems,

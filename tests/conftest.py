@@ -14,7 +14,8 @@ import pytest
 from loguru import logger
 
 from orchestrator import redaction
-from orchestrator.config import Config, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config
 from orchestrator.engine import add_turn_observer
 from orchestrator.logs import configure_logging
 from orchestrator.seam import ResolvedAgentExecution, Services

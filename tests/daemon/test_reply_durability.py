@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.dispatch import replay_unfinished, start_channels
 from orchestrator.runtime import Runtime
 from tests.conftest import WriteConfig, provider_toml

@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.gateway import GatewayAddress, open_gateway
 from orchestrator.runtime import Runtime
 from tests.mcp.kit import bundle, stdio_kit

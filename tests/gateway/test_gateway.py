@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import Config, GatewayConfig, SecretRef, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config, GatewayConfig, SecretRef
 from orchestrator.errors import ConfigError
 from orchestrator.gateway import GatewayError, open_gateway
 from orchestrator.policy import Interactivity

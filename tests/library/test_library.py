@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import orchestrator
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.engine import StopReason
 from orchestrator.errors import UnknownAgent
 from orchestrator.library import AgentClosed

@@ -139,7 +139,7 @@ async def test_secret_references_in_env_are_resolved_when_connecting(
 def test_literal_secrets_in_server_env_and_headers_are_config_errors(
     write_config: Callable[..., Path],
 ) -> None:
-    from orchestrator.config import load_config
+    from orchestrator.checks import load_config
     from orchestrator.errors import ConfigError
 
     path = write_config(

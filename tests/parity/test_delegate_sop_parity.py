@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.memory import MemoryStore
 from orchestrator.peripherals import PeripheralPool
 from orchestrator.policy import Interactivity

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import Config, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config
 from orchestrator.mcp import McpPool
 from orchestrator.seam import (
     PATH_PROFILES,

@@ -19,7 +19,7 @@ import pytest
 
 from channels import Inbound
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.dispatch import Disposition, process_message
 from orchestrator.memory import MemoryStore
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.policy import Interactivity
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve
 from tests.conftest import WriteConfig

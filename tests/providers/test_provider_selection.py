@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.errors import ConfigError
 from orchestrator.providers import ProviderPool, warm_provider_sdk
 from orchestrator.providers.anthropic import AnthropicProvider

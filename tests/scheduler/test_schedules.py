@@ -13,7 +13,7 @@ import pytest
 from loguru import logger
 
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.daemon import reload_config
 from orchestrator.errors import ConfigError
 from orchestrator.policy import Interactivity
