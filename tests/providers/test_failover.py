@@ -114,6 +114,15 @@ async def test_an_answering_primary_is_named_and_no_fallback_is_asked(
     assert local.requests == []
 
 
+async def test_a_turn_without_a_chain_names_its_own_provider(write_config: WriteConfig, local: FakeOpenAI) -> None:
+    local.script(openai_server.text("alone"))
+    path = write_config(f'[providers.local]\nbase_url = "{local.base_url}"\nmax_retries = 0\n'
+                        '[agents.solo]\nprovider = "local"\nmodel = "qwen"\n')
+    async with orchestrator.Agent.from_config(path, "solo") as agent:
+        result = await agent.run("hello")
+    assert (result.text, result.provider, result.model, result.failed_over) == ("alone", "local", "qwen", False)
+
+
 @pytest.mark.parametrize("status", [400, 401, 403])
 async def test_a_refused_request_never_fails_over(
     status: int, write_config: WriteConfig, claude: FakeAnthropic, local: FakeOpenAI
