@@ -44,7 +44,6 @@ class AcpSession:
     client: Client
     decided_by: str  # who answers approvals, as the audit log records it: "acp:<client name>"
     stored: StoredTranscript
-    turn: asyncio.Task[Any] | None = None
     # Tool calls reported as started whose finish the client has not been told yet.
     open_calls: dict[str, str] = field(default_factory=dict)
     current_call: str | None = None

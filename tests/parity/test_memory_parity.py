@@ -20,7 +20,7 @@ import pytest
 from channels import Inbound
 from orchestrator import cli
 from orchestrator.config import load_config
-from orchestrator.dispatch import Disposition, process_message
+from orchestrator.daemon import Disposition, process_message
 from orchestrator.engine import add_turn_observer
 from orchestrator.memory import MemoryStore
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve
