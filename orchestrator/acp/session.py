@@ -1,8 +1,7 @@
-"""One ACP session: its transcript, its running turn, and the client as its event sink and approver."""
+"""One ACP session: its transcript, its open tool calls, and the client as its event sink and approver."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field

@@ -14,7 +14,7 @@ from orchestrator.config import Config, resolve_secret
 from orchestrator.config.secrets import SecretRef
 from orchestrator.daemon.approvals import Approvals
 from orchestrator.daemon.channels import ChannelSet
-from orchestrator.seam import ConstructionPath, Services, open_services
+from orchestrator.seam import ConstructionPath, Services, connect_reach, open_services, service_reach
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
 from orchestrator.store import SessionStore
 
@@ -131,8 +131,6 @@ class Runtime:
         if pool is None:
             self.mcp_settled.set()
             return
-        from orchestrator.seam import connect_reach, service_reach
-
         config = self.config
         reach = service_reach(config, sorted(config.agents), ConstructionPath.CHANNEL, sops=sorted(config.sops))
         try:
