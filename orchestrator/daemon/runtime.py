@@ -14,7 +14,8 @@ from orchestrator.config import Config, resolve_secret
 from orchestrator.config.secrets import SecretRef
 from orchestrator.daemon.approvals import Approvals
 from orchestrator.daemon.channels import ChannelSet
-from orchestrator.seam import ConstructionPath, Services, connect_reach, open_services, service_reach
+from orchestrator.daemon.servers import connect_servers
+from orchestrator.seam import ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
 from orchestrator.store import SessionStore
 
@@ -122,34 +123,9 @@ class Runtime:
         self._accepting = False
 
     async def connect_mcp(self) -> None:
-        """Connect every MCP server the agents (and SOP steps) of this generation reach; log failures.
-
-        A server that does not come up keeps retrying in the background; until it does, the
-        agents using it simply have none of its tools (never another agent's).
-        """
-        pool = self.services.mcp
-        if pool is None:
-            self.mcp_settled.set()
-            return
-        config = self.config
-        reach = service_reach(config, sorted(config.agents), ConstructionPath.CHANNEL, sops=sorted(config.sops))
-        try:
-            await connect_reach(pool, config, reach, require=False)
-            self.warn_bundle_problems()
-        finally:
-            self.mcp_settled.set()
-
-    def warn_bundle_problems(self) -> None:
-        """Log each bundle tool name no connected server offers."""
-        pool = self.services.mcp
-        if pool is None:
-            return
-        from orchestrator.mcp import bundle_problems
-
-        offers = {name: pool.offer(name, None) for name in self.config.mcp.servers}
+        """Connect the MCP servers this config generation reaches (see `connect_servers`)."""
         shown = str(self.config_path or "config")
-        for problem in bundle_problems(self.config, offers, shown=shown):
-            logger.warning("{}", problem)
+        await connect_servers(self.config, self.services, shown=shown, settled=self.mcp_settled)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str | None = None) -> asyncio.Task[None]:
         """Run `coro` in the runtime's TaskGroup; its failure is logged, never fatal."""
