@@ -7,6 +7,13 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from channels.approval_codec import (
+    APPROVAL_COMMANDS,
+    approval_command,
+    encode_approval_button,
+    parse_approval_button,
+    parse_approval_command,
+)
 from channels.base import (
     ApprovalAnswer,
     ApprovalPrompt,
@@ -19,7 +26,6 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
-    parse_approval_command,
 )
 
 if TYPE_CHECKING:
@@ -27,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTERS",
+    "APPROVAL_COMMANDS",
     "ApprovalAnswer",
     "ApprovalPrompt",
     "ChannelAdapter",
@@ -39,7 +46,10 @@ __all__ = [
     "Ready",
     "ReplyProgress",
     "SecretResolver",
+    "approval_command",
     "create_adapter",
+    "encode_approval_button",
+    "parse_approval_button",
     "parse_approval_command",
 ]
 

@@ -22,8 +22,9 @@ __all__ = [
     "Deliver",
     "Inbound",
     "Outbound",
+    "PromptArguments",
     "Ready",
-    "parse_approval_command",
+    "fit_arguments",
 ]
 
 
@@ -57,17 +58,40 @@ class Outbound:
     reply_to: str | None = None
 
 
+class PromptArguments(Protocol):
+    """A tool call's arguments in full (the core's `ApprovalArguments`); adapters fit them."""
+
+    def fit(self, limit: int) -> str:
+        """Return every argument name, long values visibly cut, in at most `limit` characters."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalPrompt:
-    """Ask a chat whether a tool call may run; answered by an `ApprovalAnswer` with `request_id`."""
+    """Ask a chat whether a tool call may run; answered by an `ApprovalAnswer` with `request_id`.
+
+    `arguments` is the whole call: the adapter fits it to what its platform's message holds.
+    """
 
     request_id: str
     chat: str
     thread: str | None
     requester: str
     tool: str
-    arguments_preview: str
+    arguments: PromptArguments
     timeout_s: float
+
+
+def fit_arguments(arguments: PromptArguments, room: int, *, size: Callable[[str], int] = len) -> str:
+    """Return the arguments fitted so that `size` of the text (as the platform measures the
+    text the adapter makes of it: escaped, in UTF-16 units) is at most `room`."""
+    limit = max(room, 0)
+    while True:
+        text = arguments.fit(limit)
+        measured = size(text)
+        if measured <= room or limit == 0:
+            return text
+        limit = max(min(limit - 1, limit * room // measured), 0)  # strictly smaller each time
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,14 +103,6 @@ class ApprovalAnswer:
     sender: str
     approved: bool
     chat: str | None = None
-
-
-def parse_approval_command(text: str) -> tuple[str, bool] | None:
-    """Return (request id, approved) for `/approve ID` or `/deny ID`, else None."""
-    parts = text.split()
-    if len(parts) == 2 and parts[0].lower() in ("/approve", "/deny"):
-        return parts[1], parts[0].lower() == "/approve"
-    return None
 
 
 Deliver = Callable[[Inbound | ApprovalAnswer], Awaitable[None]]

@@ -2,9 +2,10 @@
 
 discord.py keeps its REST base (`discord.http.Route.BASE`) and its gateway URL
 (`DiscordWebSocket.DEFAULT_GATEWAY`) in class attributes, so one process can point all its
-Discord channels at one API base only: `create` refuses a second channel with different
-`api_base_url` / `gateway_url` while the first is alive, and the last one to close restores
-discord.py's defaults.
+Discord channels at one API base only. Config validation refuses Discord channels of one config
+that disagree (`orchestrator check` reports it, `config/channels.py`); `create` still refuses a
+channel of another config in the same process (a library caller, a test) with different
+endpoints while the first is alive, and the last one to close restores discord.py's defaults.
 
 Gateway drops are handled by discord.py itself (`connect(reconnect=True)` RESUMEs, and Discord
 replays what was missed); `run` raises only when discord.py gives up (a close code it cannot
@@ -38,6 +39,12 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
+    fit_arguments,
+)
+from channels.approval_codec import (
+    approval_command,
+    encode_approval_button,
+    parse_approval_button,
     parse_approval_command,
 )
 from channels.chunking import chunk_text
@@ -48,9 +55,8 @@ from orchestrator.errors import ConfigError, ConfigProblem
 __all__ = ["DiscordAdapter", "create"]
 
 MAX_MESSAGE_CHARS: Final = 2000
-_PREVIEW_CHARS: Final = 1200
+_NAME_CHARS: Final = 200  # a tool name in the prompt (the arguments get the rest)
 _CUSTOM_ID_MAX: Final = 100
-_CUSTOM_ID: Final = re.compile(r"ap:(?P<request_id>.+):(?P<answer>[yn])")
 _AUTH_CLOSE_CODES: Final = frozenset({4004})  # Authentication failed
 # discord.py waits out a 429 up to this long (its minimum); a longer retry_after fails the
 # send with ChannelError instead of stalling the turn.
@@ -76,10 +82,8 @@ def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[Secret
     Raises `ConfigError` when another live Discord channel in this process already uses a
     different API base or gateway URL (discord.py can only hold one).
     """
-    endpoints = _Endpoints(
-        api_base=(config.api_base_url or _SDK_DEFAULT_BASE).rstrip("/"),
-        gateway=config.gateway_url,
-    )
+    api_base, gateway = config.endpoints
+    endpoints = _Endpoints(api_base=api_base or _SDK_DEFAULT_BASE, gateway=gateway)
     for other in _live:
         if other.endpoints != endpoints:
             raise ConfigError(
@@ -355,16 +359,17 @@ class _GatewayClient(discord.Client):
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
         if interaction.type is not discord.InteractionType.component or interaction.data is None:
             return
-        match = _CUSTOM_ID.fullmatch(str(interaction.data.get("custom_id", "")))
-        if match is None:
+        button = parse_approval_button(str(interaction.data.get("custom_id", "")))
+        if button is None:
             return
+        request_id, approved = button
         channel_id = interaction.channel_id
         chat = None if channel_id is None else _chat_and_thread(interaction.channel, channel_id)[0]
         answer = ApprovalAnswer(
             channel=self._orc_adapter.name,
-            request_id=match["request_id"],
+            request_id=request_id,
             sender=str(interaction.user.id),
-            approved=match["answer"] == "y",
+            approved=approved,
             chat=chat,
         )
         # Acknowledge at once (a deferred update, type 6): Discord fails an interaction not
@@ -422,22 +427,28 @@ def _chat_and_thread(channel: object, channel_id: int) -> tuple[str, str | None]
 
 
 def _prompt_text(prompt: ApprovalPrompt) -> str:
-    preview = prompt.arguments_preview
-    if len(preview) > _PREVIEW_CHARS:
-        preview = preview[: _PREVIEW_CHARS - 1] + "…"
-    preview = preview.replace("```", "`\u200b``")  # keep the preview inside its code block
-    return (
-        f"**Approval needed** — <@{prompt.requester}> wants to run `{prompt.tool}`:\n"
-        f"```\n{preview}\n```\n"
-        f"Answer within {prompt.timeout_s:.0f}s with the buttons, or `/approve {prompt.request_id}` / "
-        f"`/deny {prompt.request_id}`."
+    """Return the question, the arguments fitted to what one message's content holds."""
+    head = f"**Approval needed** — <@{prompt.requester}> wants to run `{prompt.tool[:_NAME_CHARS]}`:\n```\n"
+    tail = (
+        f"\n```\n"
+        f"Answer within {prompt.timeout_s:.0f}s with the buttons, or "
+        f"`{approval_command(prompt.request_id, approved=True)}` / "
+        f"`{approval_command(prompt.request_id, approved=False)}`."
     )
+    room = MAX_MESSAGE_CHARS - len(head) - len(tail)
+    preview = fit_arguments(prompt.arguments, room, size=lambda text: len(_in_code_block(text)))
+    return head + _in_code_block(preview) + tail
+
+
+def _in_code_block(text: str) -> str:
+    """Keep `text` inside its code block: a fence in it would end the block early."""
+    return text.replace("``", "`\u200b`")  # no run of three backticks survives, however long
 
 
 def _buttons(request_id: str) -> discord.ui.View:
     """Build the Approve / Deny row; clicks arrive through `on_interaction`, not the View."""
     view = discord.ui.View(timeout=None)
-    approve, deny = f"ap:{request_id}:y", f"ap:{request_id}:n"
+    approve, deny = (encode_approval_button(request_id, approved=flag) for flag in (True, False))
     if len(approve) <= _CUSTOM_ID_MAX:
         view.add_item(discord.ui.Button(style=discord.ButtonStyle.success, label="Approve", custom_id=approve))
         view.add_item(discord.ui.Button(style=discord.ButtonStyle.danger, label="Deny", custom_id=deny))

@@ -20,7 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, TypedDict
 
-from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound
+from channels.approval_codec import approval_command, parse_approval_command
+from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound, fit_arguments
 
 __all__ = [
     "APPROVE",
@@ -36,12 +37,10 @@ APPROVE: Final = "approve"
 DENY: Final = "deny"
 
 _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
-_APPROVAL_COMMAND: Final = re.compile(r"/(approve|deny)\s+(\S+)", re.IGNORECASE)
 _USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
-# Block Kit: a section's text holds at most 3,000 characters; the preview is kept well inside
-# it (the brief asks for a short preview), leaving room for the headline after escaping.
+# Block Kit: a section's text holds at most 3,000 characters; the arguments get what the
+# headline leaves, measured after escaping.
 _SECTION_LIMIT: Final = 3000
-_PREVIEW_CHARS: Final = 500
 _NAME_CHARS: Final = 200
 
 
@@ -92,15 +91,10 @@ def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None
     if event.get("bot_id") or event.get("bot_profile") or sender == bot_user_id:
         return None
     text = _unescape(_strip_leading_mention(event.get("text") or "", bot_user_id))
-    command = _APPROVAL_COMMAND.fullmatch(text.strip())
+    command = parse_approval_command(text)
     if command is not None:
-        return ApprovalAnswer(
-            channel=channel,
-            request_id=command[2],
-            sender=sender,
-            approved=command[1].lower() == APPROVE,
-            chat=chat,
-        )
+        request_id, approved = command
+        return ApprovalAnswer(channel=channel, request_id=request_id, sender=sender, approved=approved, chat=chat)
     profile = _map(event, "user_profile")
     return Inbound(
         channel=channel,
@@ -148,10 +142,13 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
     who = prompt.requester
     requester = f"<@{who}>" if _USER_ID.fullmatch(who) else escape(who[:_NAME_CHARS])
     head = f"*Approval needed:* `{tool}` requested by {requester}\n"
-    section = head + "```" + _code_preview(prompt.arguments_preview, _SECTION_LIMIT - len(head) - 6) + "```"
+    room = _SECTION_LIMIT - len(head) - 6
+    shown = fit_arguments(prompt.arguments, room, size=lambda text: len(_in_code_block(text)))
+    section = head + "```" + _in_code_block(shown) + "```"
     ident = escape(prompt.request_id)
+    approve, deny = (escape(approval_command(prompt.request_id, approved=flag)) for flag in (True, False))
     hint = (
-        f"Or reply `/approve {ident}` or `/deny {ident}`. "
+        f"Or reply `{approve}` or `{deny}`. "
         f"No answer within {_duration(prompt.timeout_s)} counts as deny."
     )
     buttons = [
@@ -159,7 +156,7 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
         _button("Deny", DENY, prompt.request_id, style="danger"),
     ]
     return ApprovalMessage(
-        text=f"Approval needed: {tool} (request {ident}). Reply /approve {ident} or /deny {ident}.",
+        text=f"Approval needed: {tool} (request {ident}). Reply {approve} or {deny}.",
         blocks=[
             {"type": "section", "text": {"type": "mrkdwn", "text": section}},
             {"type": "actions", "block_id": f"approval:{prompt.request_id}"[:255], "elements": buttons},
@@ -168,15 +165,9 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
     )
 
 
-def _code_preview(raw: str, budget: int) -> str:
-    """Return `raw` escaped for a code block and cut to at most `budget` characters."""
-    cut = min(len(raw), _PREVIEW_CHARS)
-    while True:
-        # a fence inside the preview would end the code block early
-        shown = escape(raw[:cut]).replace("```", "`\u200b``") + ("…" if cut < len(raw) else "")
-        if len(shown) <= budget:
-            return shown
-        cut = cut * budget // len(shown)  # strictly smaller: escaping only ever grows the text
+def _in_code_block(raw: str) -> str:
+    """Return `raw` escaped for a code block (a fence inside it would end the block early)."""
+    return escape(raw).replace("``", "`\u200b`")  # no run of three backticks survives, however long
 
 
 def _button(label: str, action_id: str, value: str, *, style: str) -> dict[str, Any]:

@@ -15,9 +15,7 @@ import datetime as dtm
 import functools
 import hmac
 import random
-import warnings
 from collections.abc import Awaitable, Callable
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import urlsplit
 
@@ -33,7 +31,6 @@ from telegram import (
 )
 from telegram.constants import ChatAction, ChatType
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
-from telegram.warnings import PTBDeprecationWarning
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -50,6 +47,13 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
+    fit_arguments,
+)
+from channels.approval_codec import (
+    approval_command,
+    encode_approval_button,
+    parse_approval_button,
+    parse_approval_command,
 )
 from channels.telegram_format import plain, render
 from channels.telegram_http import AiohttpRequest
@@ -71,17 +75,8 @@ _POLL_RETRY_CAP_S: Final = 8.0
 _MAX_RETRY_AFTER_S: Final = 60.0  # a longer flood wait fails the send instead of stalling the turn
 _REQUEST_TIMEOUT_S: Final = 10.0
 _SEND_CONNECTIONS: Final = 100  # as aiohttp's default (Slack); replies beyond wait FIFO for one
-_CALLBACK_PREFIX: Final = "ap"
 _CALLBACK_DATA_MAX_BYTES: Final = 64
-_PREVIEW_CHARS: Final = 600
-_APPROVAL_COMMANDS: Final = MappingProxyType({"/approve": True, "/deny": False})
-
-# PTB 22 warns about `RetryAfter.retry_after` turning into a timedelta from inside its own
-# constructor, on every 429; `_retry_after_s` reads both forms, so the warning is noise.
-warnings.filterwarnings(
-    "ignore", message=r".*attribute `retry_after` will be of type", category=PTBDeprecationWarning
-)
-
+_NAME_CHARS: Final = 200  # a tool or user name in the prompt (the arguments get the rest)
 
 class TelegramAdapter:
     """One Telegram bot; build it with `create`.
@@ -179,7 +174,7 @@ class TelegramAdapter:
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat."""
-        yes, no = (f"{_CALLBACK_PREFIX}:{prompt.request_id}:{flag}" for flag in ("y", "n"))
+        yes, no = (encode_approval_button(prompt.request_id, approved=flag) for flag in (True, False))
         markup = None
         if len(yes.encode()) <= _CALLBACK_DATA_MAX_BYTES:
             approve = InlineKeyboardButton("Approve", callback_data=yes)
@@ -342,7 +337,7 @@ class TelegramAdapter:
         if not text or user is None or user.is_bot:
             return None  # stickers, service messages, channel posts: nothing to answer
         chat, sender = str(message.chat.id), str(user.id)
-        command = _approval_command(text, self._username)
+        command = parse_approval_command(text, bot_username=self._username)
         if command is not None:
             request_id, approved = command
             return ApprovalAnswer(
@@ -364,7 +359,7 @@ class TelegramAdapter:
         )
 
     async def _handle_click(self, query: CallbackQuery, deliver: Deliver) -> None:
-        answer = _parse_callback(query.data)
+        answer = parse_approval_button(query.data)
         toast = None
         if answer is not None:
             request_id, approved = answer
@@ -434,42 +429,24 @@ def _thread_id(thread: str | None) -> int | None:
 
 
 def _retry_after_s(exc: RetryAfter) -> float:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value = exc.retry_after
+    """Return the wait in seconds; PTB 22 gives an int or float, a later major a timedelta."""
+    value = exc.retry_after
     return value.total_seconds() if isinstance(value, dtm.timedelta) else float(value)
 
 
-def _approval_command(text: str, username: str | None) -> tuple[str, bool] | None:
-    """Parse `/approve ID` or `/deny ID` (also `/approve@thisbot ID` in groups)."""
-    parts = text.split()
-    if len(parts) != 2:
-        return None
-    command, _, mention = parts[0].partition("@")
-    approved = _APPROVAL_COMMANDS.get(command.lower())
-    if approved is None or (mention and username is not None and mention.lower() != username.lower()):
-        return None
-    return parts[1], approved
-
-
-def _parse_callback(data: str | None) -> tuple[str, bool] | None:
-    """Parse `ap:<request_id>:y|n` from an Approve / Deny button."""
-    prefix, _, rest = (data or "").partition(":")
-    request_id, _, flag = rest.rpartition(":")
-    if prefix != _CALLBACK_PREFIX or not request_id or flag not in ("y", "n"):
-        return None
-    return request_id, flag == "y"
-
-
 def _approval_text(prompt: ApprovalPrompt) -> str:
-    preview = prompt.arguments_preview
-    if len(preview) > _PREVIEW_CHARS:
-        preview = preview[: _PREVIEW_CHARS - 1] + "…"
-    return (
-        f"Approval needed: the agent wants to run {prompt.tool}\n"
-        f"Arguments: {preview}\n"
-        f"Requested by user {prompt.requester}; answer within {prompt.timeout_s:g} s "
+    """Return the question, the arguments fitted to what one message holds (UTF-16 units)."""
+    head = f"Approval needed: the agent wants to run {prompt.tool[:_NAME_CHARS]}\nArguments: "
+    tail = (
+        f"\nRequested by user {prompt.requester[:_NAME_CHARS]}; answer within {prompt.timeout_s:g} s "
         f"or it is denied.\n"
         f"Request {prompt.request_id}: press a button, or reply "
-        f"/approve {prompt.request_id} or /deny {prompt.request_id}"
+        f"{approval_command(prompt.request_id, approved=True)} or "
+        f"{approval_command(prompt.request_id, approved=False)}"
     )
+    room = MAX_MESSAGE_CHARS - _utf16_units(head + tail)
+    return head + fit_arguments(prompt.arguments, room, size=_utf16_units) + tail
+
+
+def _utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import IO, Any
+from typing import IO, Any, Final
 
+from channels.approval_codec import approval_command, parse_approval_command
 from channels.base import (
     ApprovalAnswer,
     ApprovalPrompt,
@@ -15,10 +16,12 @@ from channels.base import (
     Outbound,
     Ready,
     ReplyProgress,
-    parse_approval_command,
 )
 
 __all__ = ["TerminalAdapter", "create"]
+
+# One line a person reads at a glance, as the CLI's y/N prompt.
+_PREVIEW_CHARS: Final = 500
 
 
 def create(name: str, config: Any, *, secrets: Any) -> TerminalAdapter:
@@ -97,8 +100,9 @@ class TerminalAdapter:
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         self._write(
-            f"[approval {prompt.request_id}] {prompt.tool} {prompt.arguments_preview}\n"
-            f"  reply /approve {prompt.request_id} or /deny {prompt.request_id} "
+            f"[approval {prompt.request_id}] {prompt.tool} {prompt.arguments.fit(_PREVIEW_CHARS)}\n"
+            f"  reply {approval_command(prompt.request_id, approved=True)} or "
+            f"{approval_command(prompt.request_id, approved=False)} "
             f"(within {prompt.timeout_s:g}s)"
         )
 

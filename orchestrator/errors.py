@@ -92,22 +92,41 @@ class ToolFailure(OrchestratorError):
 
 
 class ProviderError(OrchestratorError):
-    """The model provider answered with an error that retrying did not fix."""
+    """The model provider answered with an error that retrying did not fix.
 
-    def __init__(self, provider: str, url: str, reason: str) -> None:
+    `status` is the HTTP status of the answer (None when there was none) and `error_type`
+    the API's own error kind (`rate_limit_error`, ...) when it named one: a failover
+    decides on them, never on the text.
+    """
+
+    def __init__(
+        self, provider: str, url: str, reason: str, *, status: int | None = None, error_type: str | None = None
+    ) -> None:
         self.provider, self.url, self.reason = provider, url, reason
+        self.status, self.error_type = status, error_type
         super().__init__(f"provider {provider!r} at {url}: {reason}")
 
 
 class ProviderUnavailable(ProviderError):
-    """The model provider could not be reached at all."""
+    """The model provider could not be reached, or stayed overloaded or rate-limited (`status` set)."""
 
-    def __init__(self, provider: str, url: str, reason: str) -> None:
-        super().__init__(provider, url, reason)
+    def __init__(
+        self,
+        provider: str,
+        url: str,
+        reason: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        api: str = "OpenAI-compatible endpoint",
+    ) -> None:
+        super().__init__(provider, url, reason, status=status, error_type=error_type)
+        if status is not None:
+            self.args = (f"provider {provider!r} at {url} is unavailable ({reason}) after its retries",)
+            return
         self.args = (
             f"cannot reach provider {provider!r} at {url} ({reason}); start it, or point "
-            f"[providers.{provider}] base_url (or its base_url_env variable) at a running "
-            "OpenAI-compatible endpoint",
+            f"[providers.{provider}] base_url (or its base_url_env variable) at a running {api}",
         )
 
 

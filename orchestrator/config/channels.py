@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from orchestrator.config.secrets import SecretRef
 
 __all__ = [
     "ChannelConfig",
+    "Channels",
     "DiscordChannelConfig",
     "RouteConfig",
     "SlackChannelConfig",
@@ -71,6 +74,11 @@ class DiscordChannelConfig(_ChannelModel):
     mention_only: bool = True
     guild_ready_timeout_s: float = Field(default=2.0, ge=0)
 
+    @property
+    def endpoints(self) -> tuple[str | None, str | None]:
+        """Return (API base without a trailing slash, gateway URL); None = discord.py's default."""
+        return (self.api_base_url.rstrip("/") if self.api_base_url else None), self.gateway_url
+
 
 class TerminalChannelConfig(_ChannelModel):
     """A local chat on stdin/stdout for trying agents without any platform."""
@@ -84,6 +92,33 @@ ChannelConfig = Annotated[
     TelegramChannelConfig | SlackChannelConfig | DiscordChannelConfig | TerminalChannelConfig,
     Field(discriminator="kind"),
 ]
+
+
+def _one_discord_endpoint(channels: Mapping[str, object]) -> Mapping[str, object]:
+    """Refuse Discord channels that disagree on endpoints: discord.py holds one set per process.
+
+    Raises a `ValidationError` whose problems name the channel and the key that differs.
+    """
+    discord = [(name, c) for name, c in channels.items() if isinstance(c, DiscordChannelConfig)]
+    errors: list[InitErrorDetails] = []
+    for name, channel in discord[1:]:
+        (api, gateway), (first_api, _) = channel.endpoints, discord[0][1].endpoints
+        if (api, gateway) != discord[0][1].endpoints:
+            message = (
+                "all Discord channels in one daemon must share api_base_url and gateway_url "
+                f"(channels.{discord[0][0]} differs)"
+            )
+            key = "api_base_url" if api != first_api else "gateway_url"
+            errors.append(
+                InitErrorDetails(type=PydanticCustomError("value_error", message), loc=(name, key), input=channel)
+            )
+    if errors:
+        raise ValidationError.from_exception_data("channels", errors)
+    return channels
+
+
+# `[channels]`: every channel by name; the Discord ones must agree on their endpoints.
+Channels = Annotated[dict[str, ChannelConfig], AfterValidator(_one_discord_endpoint)]
 
 
 class RouteConfig(_Model):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
-from orchestrator.config.channels import ChannelConfig, RouteConfig
+from orchestrator.config.channels import Channels, RouteConfig
 from orchestrator.config.gateway import GatewayConfig
 from orchestrator.config.schedules import ScheduleConfig
 from orchestrator.config.sops import SopConfig
@@ -68,9 +68,9 @@ class DaemonConfig(_Model):
 
 
 class ProviderConfig(_Model):
-    """`[providers.<name>]`: an OpenAI-compatible endpoint."""
+    """`[providers.<name>]`: an OpenAI-compatible endpoint, or Anthropic's Messages API."""
 
-    kind: Literal["openai"] = "openai"
+    kind: Literal["openai", "anthropic"] = "openai"
     base_url: NonEmptyStr
     api_key: SecretRef | None = None
     base_url_env: NonEmptyStr | None = None
@@ -211,7 +211,7 @@ class Config(_Model):
     mcp: McpConfig = McpConfig()
     skills: SkillsConfig = SkillsConfig()
     peripherals: dict[str, PeripheralConfig] = Field(default_factory=dict)
-    channels: dict[str, ChannelConfig] = Field(default_factory=dict)
+    channels: Channels = Field(default_factory=dict)
     routes: tuple[RouteConfig, ...] = ()
     gateway: GatewayConfig | None = None
     schedules: tuple[ScheduleConfig, ...] = ()

@@ -286,16 +286,6 @@ def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
             yield ConfigProblem(shown, f"{base}.app_token", "required for mode 'socket'")
         if channel.kind == "slack" and channel.mode == "http" and channel.signing_secret is None:
             yield ConfigProblem(shown, f"{base}.signing_secret", "required for mode 'http'")
-    discord = [(n, c) for n, c in config.channels.items() if c.kind == "discord"]
-    for name, channel in discord[1:]:
-        # discord.py keeps the API base and gateway in process-wide class attributes
-        if (channel.api_base_url, channel.gateway_url) != (discord[0][1].api_base_url, discord[0][1].gateway_url):
-            yield ConfigProblem(
-                shown,
-                f"channels.{name}.api_base_url",
-                f"all Discord channels in one daemon must share api_base_url and gateway_url "
-                f"(channels.{discord[0][0]} differs)",
-            )
     terminals = [n for n, c in config.channels.items() if c.kind == "terminal"]
     if len(terminals) > 1:
         yield ConfigProblem(shown, f"channels.{terminals[1]}", "only one terminal channel can own stdin")

@@ -124,7 +124,7 @@ class ChannelApprover:
                     thread=self.inbound.thread,
                     requester=self.inbound.sender,
                     tool=request.tool,
-                    arguments_preview=request.preview,
+                    arguments=request.shown,
                     timeout_s=request.timeout_s,
                 )
             )

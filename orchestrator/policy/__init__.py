@@ -1,6 +1,6 @@
 """Policy primitives: security limits, the tool filter and approval semantics."""
 
-from orchestrator.policy.approval_text import APPROVAL_PREVIEW_CHARS, render_arguments
+from orchestrator.policy.approval_text import APPROVAL_PREVIEW_CHARS, ApprovalArguments, render_arguments
 from orchestrator.policy.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -17,6 +17,7 @@ from orchestrator.policy.tool_filter import is_granted, matches_any
 
 __all__ = [
     "APPROVAL_PREVIEW_CHARS",
+    "ApprovalArguments",
     "ApprovalDecision",
     "ApprovalRequest",
     "ApprovalRule",

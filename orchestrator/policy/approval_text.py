@@ -1,16 +1,21 @@
-"""The text an approver reads: every argument, in the tool's schema order, cut visibly to fit."""
+"""The text an approver reads: every argument, in the tool's schema order, cut visibly to fit.
+
+The core hands each surface the whole call (`ApprovalArguments`); each fits it to its own
+room with `fit(limit)`: a chat platform to what its message holds, the CLI and the terminal
+to one line of `APPROVAL_PREVIEW_CHARS`.
+"""
 
 from __future__ import annotations
 
 import json
 import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["APPROVAL_PREVIEW_CHARS", "render_arguments"]
+__all__ = ["APPROVAL_PREVIEW_CHARS", "ApprovalArguments", "render_arguments"]
 
-# The smallest budget any channel gives the preview (Slack's section, after escaping `&<>`
-# can grow it fivefold, still fits), so every channel and the CLI show the same text.
+# One line a person reads at a glance: the CLI's y/N prompt (and the terminal channel's).
 APPROVAL_PREVIEW_CHARS: Final = 500
 # Each value keeps at least this much (the cut marker and a few characters either side).
 _MIN_VALUE_CHARS: Final = 24
@@ -19,31 +24,49 @@ _NAME_CHARS: Final = 64
 _INVISIBLE: Final = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalArguments:
+    """A tool call's arguments in full as an approver reads them: names in schema order,
+    values as JSON with invisible and control characters escaped (rendered once, fitted often)."""
+
+    items: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> ApprovalArguments:
+        """Order `arguments` as `schema`'s `properties` (then any extra keys as given).
+
+        The model's key order cannot push a name out of view.
+        """
+        properties = schema.get("properties") if schema is not None else None
+        declared = [k for k in properties if k in arguments] if isinstance(properties, Mapping) else []
+        order = declared + [k for k in arguments if k not in declared]
+        return cls(tuple((_value(str(key)), _value(arguments[key])) for key in order))
+
+    def fit(self, limit: int) -> str:
+        """Return the arguments as one JSON-like line of at most `limit` characters.
+
+        Values are JSON (a value cannot start a line, invisible and control characters are
+        escaped); a long one keeps its start and end around a visible `…[N chars cut]…`, the
+        values sharing equally what the names leave. Within `limit`, nothing is cut.
+        """
+        if not self.items:
+            return "{}"
+        names = [_elided(name, _NAME_CHARS) for name, _ in self.items]
+        values = [value for _, value in self.items]
+        budget = limit - sum(len(n) + 4 for n in names)  # "{}" and ", " between, ": " in each
+        caps = _shares(budget, [len(v) for v in values])
+        items = [f"{name}: {_elided(value, cap)}" for name, value, cap in zip(names, values, caps)]
+        return _fitted(items, limit)
+
+
 def render_arguments(
     arguments: Mapping[str, Any],
     schema: Mapping[str, Any] | None = None,
     *,
     limit: int = APPROVAL_PREVIEW_CHARS,
 ) -> str:
-    """Return the arguments as one JSON-like line of at most `limit` characters.
-
-    Names come in the order of `schema`'s `properties` (the model's key order cannot
-    push one out of view), then any extra keys as given. Values are JSON (a value cannot
-    start a line, invisible and control characters are escaped); a long one keeps its
-    start and end around a visible `…[N chars cut]…`, the values sharing equally what
-    the names leave.
-    """
-    if not arguments:
-        return "{}"
-    properties = schema.get("properties") if schema is not None else None
-    declared = [k for k in properties if k in arguments] if isinstance(properties, Mapping) else []
-    order = declared + [k for k in arguments if k not in declared]
-    names = [_elided(_value(str(key)), _NAME_CHARS) for key in order]
-    values = [_value(arguments[key]) for key in order]
-    budget = limit - sum(len(n) + 4 for n in names)  # "{}" and ", " between, ": " in each
-    caps = _shares(budget, [len(v) for v in values])
-    items = [f"{name}: {_elided(value, cap)}" for name, value, cap in zip(names, values, caps)]
-    return _fitted(items, limit)
+    """Return the arguments in `schema` order as one line of at most `limit` characters."""
+    return ApprovalArguments.of(arguments, schema).fit(limit)
 
 
 def _value(value: Any) -> str:

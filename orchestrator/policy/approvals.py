@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from orchestrator.policy.approval_text import APPROVAL_PREVIEW_CHARS, ApprovalArguments
 from orchestrator.policy.tool_filter import matches_any
 
 if TYPE_CHECKING:
@@ -58,8 +59,14 @@ class ApprovalRequest:
     tool: str
     arguments: Mapping[str, Any]
     timeout_s: float
-    # what the approver is shown (`render_arguments`): the same text on every channel and the CLI
-    preview: str
+    # what the approver is shown: every argument in full, in the tool's schema order; each
+    # surface fits it to its own room (`ApprovalArguments.fit`)
+    shown: ApprovalArguments
+
+    @property
+    def preview(self) -> str:
+        """Return the arguments as one line of at most `APPROVAL_PREVIEW_CHARS` (the CLI's prompt)."""
+        return self.shown.fit(APPROVAL_PREVIEW_CHARS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,7 @@
-"""Model providers: the Provider protocol, the pool, and the OpenAI-compatible client."""
+"""Model providers: the Provider protocol, the pool, and the OpenAI-compatible and Anthropic clients."""
 
 from orchestrator.providers.base import Completion, ModelBinding, Provider, ToolCall
-from orchestrator.providers.pool import ProviderFactory, ProviderPool, openai_factory, warm_provider_sdk
+from orchestrator.providers.pool import ProviderFactory, ProviderPool, openai_factory, provider_factory, warm_provider_sdk
 
 __all__ = [
     "Completion",
@@ -11,5 +11,6 @@ __all__ = [
     "ProviderPool",
     "ToolCall",
     "openai_factory",
+    "provider_factory",
     "warm_provider_sdk",
 ]

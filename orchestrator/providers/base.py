@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from orchestrator.config import SecretRef
 
@@ -57,6 +57,7 @@ class ModelBinding:
     """The provider endpoint, model and sampling settings an agent runs with."""
 
     provider: str
+    kind: Literal["openai", "anthropic"]  # which API the endpoint speaks: picks the client
     base_url: str
     model: str
     temperature: float | None

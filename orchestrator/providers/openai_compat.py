@@ -29,8 +29,9 @@ class OpenAICompatProvider:
 
     Retries are the SDK's own: 408/409/429/5xx answers and connection failures are retried
     `max_retries` times with capped exponential backoff, honouring `Retry-After`.  What is
-    left raises `ProviderUnavailable` (endpoint unreachable or timed out) or `ProviderError`
-    (any other failure); no openai exception escapes.  Cancellation propagates unchanged.
+    left raises `ProviderUnavailable` (endpoint unreachable, timed out, or still 429) or
+    `ProviderError` (any other failure, 5xx included); an HTTP answer's status and error
+    type stay on the error as `status` and `error_type`.  No openai exception escapes.  Cancellation propagates unchanged.
     With `on_text` the answer is streamed (`stream: true`, read through the SDK's own SSE
     stream): retries cover the request until the stream starts, and a stream that breaks
     off raises the same errors.
@@ -40,6 +41,7 @@ class OpenAICompatProvider:
     __slots__ = (
         "_cast",
         "_client",
+        "_key",
         "_name",
         "_sdk_error",
         "_status_error",
@@ -58,6 +60,7 @@ class OpenAICompatProvider:
 
         self._name = name
         self._url = base_url
+        self._key = api_key
         self._timeout_s = timeout_s
         self._timed_out: type[Exception] = openai.APITimeoutError
         self._unreachable: type[Exception] = openai.APIConnectionError  # includes APITimeoutError
@@ -160,13 +163,21 @@ class OpenAICompatProvider:
         if isinstance(exc, self._timed_out):
             return ProviderUnavailable(self._name, self._url, f"no answer within {self._timeout_s:g} s")
         if isinstance(exc, self._unreachable):
-            return ProviderUnavailable(self._name, self._url, _unreachable_reason(exc))
+            return ProviderUnavailable(self._name, self._url, self._scrub(_unreachable_reason(exc)))
         if isinstance(exc, self._status_error):
-            return ProviderError(self._name, self._url, _status_reason(exc))
-        return ProviderError(self._name, self._url, _shorten(str(exc)))
+            code: int = exc.status_code  # type: ignore[attr-defined]
+            reason, error_type = self._scrub(_status_reason(exc)), _error_type(exc)
+            if code == 429:  # still rate-limited after the SDK's retries: a failover may go elsewhere
+                return ProviderUnavailable(self._name, self._url, reason, status=code, error_type=error_type)
+            return ProviderError(self._name, self._url, reason, status=code, error_type=error_type)
+        return ProviderError(self._name, self._url, self._scrub(_shorten(str(exc))))
 
     def _malformed(self, exc: Exception) -> ProviderError:
-        return ProviderError(self._name, self._url, f"malformed completion: {_shorten(str(exc))}")
+        return ProviderError(self._name, self._url, f"malformed completion: {self._scrub(_shorten(str(exc)))}")
+
+    def _scrub(self, text: str) -> str:
+        # The redactor knows keys resolved from the config; a client built with a bare key knows its own.
+        return text.replace(self._key, "***") if self._key else text
 
     async def aclose(self) -> None:
         """Close the client's connection pool; calling it again does nothing."""
@@ -270,6 +281,12 @@ def _status_reason(exc: Any) -> str:
     if not isinstance(message, str) or not message:
         message = "no error message"
     return f"HTTP {exc.status_code}: {_shorten(message)}"
+
+
+def _error_type(exc: Any) -> str | None:
+    body = exc.body
+    kind = body.get("type") if isinstance(body, Mapping) else None
+    return kind if isinstance(kind, str) and kind else None
 
 
 def _shorten(text: str) -> str:

@@ -3,29 +3,35 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from orchestrator.config.secrets import SecretRef, resolve_secret
 from orchestrator.providers.base import Completion, ModelBinding, Provider
 
-__all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "warm_provider_sdk"]
+__all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "provider_factory", "warm_provider_sdk"]
 
 ProviderFactory = Callable[[ModelBinding], Provider]
 
 
-def openai_factory(secrets_base: Path | None = None) -> ProviderFactory:
-    """Return a factory that builds OpenAI-compatible clients, resolving the key at first use."""
+def provider_factory(secrets_base: Path | None = None) -> ProviderFactory:
+    """Return a factory that builds each binding's client by its `kind`, resolving the key at first use."""
 
     def build(binding: ModelBinding) -> Provider:
+        key = _api_key(binding, secrets_base)
+        if binding.kind == "anthropic":
+            from orchestrator.providers.anthropic import AnthropicProvider
+
+            return AnthropicProvider(
+                name=binding.provider,
+                base_url=binding.base_url,
+                api_key=key,
+                timeout_s=binding.timeout_s,
+                max_retries=binding.max_retries,
+            )
         from orchestrator.providers.openai_compat import OpenAICompatProvider
 
-        key: str | None = None
-        if binding.api_key_env and os.environ.get(binding.api_key_env):
-            key = resolve_secret(SecretRef(f"env:{binding.api_key_env}"))  # registered for redaction
-        elif binding.api_key is not None:
-            key = resolve_secret(binding.api_key, base=secrets_base)
         return OpenAICompatProvider(
             name=binding.provider,
             base_url=binding.base_url,
@@ -37,10 +43,27 @@ def openai_factory(secrets_base: Path | None = None) -> ProviderFactory:
     return build
 
 
-def warm_provider_sdk() -> None:
-    """Import the OpenAI-compatible client's SDK (call from a worker thread after start-up)."""
-    import orchestrator.providers.openai_compat  # noqa: F401
-    import openai  # noqa: F401
+# The name the pool's factory had when there was one kind; it builds every kind.
+openai_factory = provider_factory
+
+
+def _api_key(binding: ModelBinding, secrets_base: Path | None) -> str | None:
+    if binding.api_key_env and os.environ.get(binding.api_key_env):
+        return resolve_secret(SecretRef(f"env:{binding.api_key_env}"))  # registered for redaction
+    if binding.api_key is not None:
+        return resolve_secret(binding.api_key, base=secrets_base)
+    return None
+
+
+def warm_provider_sdk(kinds: Iterable[str] = ("openai",)) -> None:
+    """Import the client SDKs of the given provider kinds (call from a worker thread after start-up)."""
+    for kind in sorted(set(kinds)):
+        if kind == "anthropic":
+            import orchestrator.providers.anthropic  # noqa: F401
+            import anthropic  # noqa: F401
+        else:
+            import orchestrator.providers.openai_compat  # noqa: F401
+            import openai  # noqa: F401
 
 
 class _LazyProvider:
@@ -77,12 +100,12 @@ class ProviderPool:
     """Hands out one shared provider per endpoint; `aclose()` closes them all."""
 
     def __init__(self, *, factory: ProviderFactory | None = None) -> None:
-        self._factory = factory or openai_factory()
+        self._factory = factory or provider_factory()
         self._providers: dict[tuple[object, ...], _LazyProvider] = {}
 
     def get(self, binding: ModelBinding) -> Provider:
         """Return the pooled provider for `binding`'s endpoint (the model is per request)."""
-        key = (binding.provider, binding.base_url, binding.api_key, binding.api_key_env,
+        key = (binding.provider, binding.kind, binding.base_url, binding.api_key, binding.api_key_env,
                binding.timeout_s, binding.max_retries)
         provider = self._providers.get(key)
         if provider is None:

@@ -12,6 +12,7 @@ from loguru import logger
 from orchestrator.config import Autonomy
 from orchestrator.errors import SealViolation
 from orchestrator.policy import (
+    ApprovalArguments,
     ApprovalDecision,
     ApprovalRequest,
     ApprovalRule,
@@ -20,7 +21,6 @@ from orchestrator.policy import (
     Interactivity,
     Verdict,
     approval_rule,
-    render_arguments,
 )
 from orchestrator.seam._seal import SEAL
 from orchestrator.tools import ToolSpec
@@ -110,7 +110,7 @@ class ApprovalManager:
             tool=spec.name,
             arguments=arguments,
             timeout_s=self.timeout_s,
-            preview=render_arguments(arguments, spec.parameters),
+            shown=ApprovalArguments.of(arguments, spec.parameters),
         )
         if rule is ApprovalRule.DENY:
             decision = ApprovalDecision(
@@ -144,7 +144,7 @@ class ApprovalManager:
             tool=action,
             arguments=details,
             timeout_s=self.timeout_s,
-            preview=render_arguments(details),
+            shown=ApprovalArguments.of(details),
         )
         if self.interactivity is Interactivity.NON_INTERACTIVE or approver is None:
             decision = ApprovalDecision(

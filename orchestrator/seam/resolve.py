@@ -212,6 +212,7 @@ def _binding(config: Config, agent: AgentConfig) -> ModelBinding:
         model = os.environ[provider.model_env]
     return ModelBinding(
         provider=agent.provider,
+        kind=provider.kind,
         base_url=base_url,
         model=model,
         temperature=agent.temperature,

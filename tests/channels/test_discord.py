@@ -22,6 +22,7 @@ from channels import (
 )
 from orchestrator.config.channels import DiscordChannelConfig
 from orchestrator.errors import ConfigError
+from orchestrator.policy import ApprovalArguments
 from tests.fakes.discord_api import FakeDiscord
 
 TOKEN = "good-token"
@@ -181,7 +182,7 @@ async def test_approval_prompt_has_buttons_and_a_click_is_an_answer(
     async with connected(adapter) as inbox:
         await adapter.prompt_approval(
             ApprovalPrompt(request_id="req-7", chat=DM, thread=None, requester=USER, tool="shell",
-                           arguments_preview='{"command": "ls -la"}', timeout_s=120)
+                           arguments=ApprovalArguments.of({"command": "ls -la"}), timeout_s=120)
         )
         prompt = fake.created_messages[0]
         buttons = prompt["components"][0]["components"]
@@ -197,6 +198,22 @@ async def test_approval_prompt_has_buttons_and_a_click_is_an_answer(
     assert denied == ApprovalAnswer(channel="dc", request_id="req-7", sender=USER, approved=False, chat=CHANNEL)
     assert fake.interaction_responses[0]["interaction_id"] == interaction
     assert [r["type"] for r in fake.interaction_responses] == [6, 6]  # deferred update: no spinner
+
+
+async def test_a_long_argument_is_fitted_to_one_message_not_refused(
+    fake: FakeDiscord, make_adapter: MakeAdapter
+) -> None:
+    # the fake refuses content over 2,000 characters, as Discord does; fences grow when defused
+    arguments = ApprovalArguments.of({"command": "```" * 3000, "cwd": "/srv"})
+    adapter = make_adapter()
+    async with connected(adapter):
+        await adapter.prompt_approval(
+            ApprovalPrompt(request_id="req-3", chat=DM, thread=None, requester=USER, tool="shell",
+                           arguments=arguments, timeout_s=120)
+        )
+    (prompt,) = fake.created_messages
+    assert 1900 < len(prompt["content"]) <= 2000 and prompt["content"].count("```") == 2
+    assert "chars cut]…" in prompt["content"] and ', "cwd": "/srv"}\n```' in prompt["content"]
 
 
 async def test_click_is_acknowledged_at_once_whatever_its_delivery_does(

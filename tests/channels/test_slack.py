@@ -14,6 +14,7 @@ from channels import ApprovalAnswer, ApprovalPrompt, ChannelAuthError, ChannelEr
 from channels.slack import SlackAdapter
 from orchestrator.config.channels import SlackChannelConfig
 from orchestrator.config.secrets import SecretRef
+from orchestrator.policy import ApprovalArguments
 from tests.fakes.slack_api import (
     FakeSlack,
     block_actions,
@@ -105,7 +106,7 @@ def prompt(request_id: str = "req-7") -> ApprovalPrompt:
         thread=None,
         requester="U0001",
         tool="shell",
-        arguments_preview='{"command": "rm -rf /tmp/x && echo <done>"}',
+        arguments=ApprovalArguments.of({"command": "rm -rf /tmp/x && echo <done>"}),
         timeout_s=300,
     )
 
@@ -269,13 +270,14 @@ async def test_approval_prompt_shows_buttons_and_clicks_become_answers(fake: Fak
 async def test_approval_preview_is_cut_to_fit_a_section(fake: FakeSlack) -> None:
     long = ApprovalPrompt(
         request_id="req-8", chat="C0100", thread="1.2", requester="someone", tool="write",
-        arguments_preview="<&>```" * 2000, timeout_s=90,
+        arguments=ApprovalArguments.of({"content": "<&>```" * 2000, "path": "x"}), timeout_s=90,
     )
     async with make_adapter(fake) as adapter:
-        await adapter.prompt_approval(long)
+        await adapter.prompt_approval(long)  # the fake refuses a section over 3,000 characters, as Slack does
     message = fake.find_prompt("req-8")
     section = message["blocks"][0]["text"]["text"]
-    assert len(section) <= 3000 and section.endswith("…```") and section.count("```") == 2
+    assert 2900 < len(section) <= 3000 and section.count("```") == 2  # escaping counted, the room used
+    assert "chars cut]…" in section and section.endswith(', "path": "x"}```')
     assert message["thread_ts"] == "1.2" and "90 s" in message["blocks"][2]["elements"][0]["text"]
 
 

@@ -16,6 +16,7 @@ from channels import create_adapter
 from channels.supervisor import Backoff, supervise
 from orchestrator.config import SecretRef
 from orchestrator.config.channels import TelegramChannelConfig
+from orchestrator.policy import ApprovalArguments
 from tests.fakes.telegram_api import FakeTelegram
 
 SECRET = "s3cret-Token_1"
@@ -181,7 +182,7 @@ async def test_approval_buttons_deliver_the_clickers_answer(fake: FakeTelegram, 
     adapter, inbox = make_adapter(), Inbox()
     prompt = ApprovalPrompt(
         request_id="req-1", chat="-100", thread=None, requester="7",
-        tool="shell", arguments_preview='{"command": "rm -rf build"}', timeout_s=120,
+        tool="shell", arguments=ApprovalArguments.of({"command": "rm -rf build"}), timeout_s=120,
     )
     await adapter.prompt_approval(prompt)
     (question,) = fake.sent
@@ -199,6 +200,23 @@ async def test_approval_buttons_deliver_the_clickers_answer(fake: FakeTelegram, 
         ApprovalAnswer(channel="tg", request_id="req-1", sender="98", approved=False, chat="-100"),
     ]
     assert [c["callback_query_id"] for c in fake.calls("answerCallbackQuery")] == ["cbq-1", "cbq-2"]
+
+
+async def test_a_long_argument_is_fitted_to_one_message_not_refused(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    # 9,000 emoji are 18,000 UTF-16 units: the fake refuses a message over 4,096 units, as Telegram does
+    arguments = ApprovalArguments.of({"content": "🙂" * 9000, "path": "notes.txt"})
+    prompt = ApprovalPrompt(
+        request_id="req-2", chat="42", thread=None, requester="7", tool="file_write", arguments=arguments, timeout_s=60
+    )
+    await make_adapter().prompt_approval(prompt)
+    (question,) = fake.sent
+    shown = question["text"].split("Arguments: ")[1].split("\nRequested by")[0]
+    assert shown.startswith('{"content": "🙂🙂') and shown.endswith('🙂", "path": "notes.txt"}')
+    assert "chars cut]…" in shown and "/approve req-2" in question["text"]
+    units = len(question["text"].encode("utf-16-le")) // 2
+    assert 4000 < units <= 4096  # the room one message has, not a fixed short preview
 
 
 async def test_approve_and_deny_text_commands(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:

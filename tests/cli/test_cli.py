@@ -54,6 +54,33 @@ def test_check_ok_and_errors(write_config: WriteConfig) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_check_reports_discord_channels_that_disagree_on_endpoints(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # discord.py holds one API base and gateway URL per process: `check` says so, not the daemon's start
+    discord = '[channels.{}]\nkind = "discord"\ntoken = "env:DC_TOKEN"\n'
+    path = write_config(
+        discord.format("main")
+        + discord.format("mirror") + 'api_base_url = "http://127.0.0.1:9/api/v10/"\n'
+        + discord.format("same")
+        + discord.format("relay") + 'gateway_url = "ws://127.0.0.1:9"\n'
+    )
+
+    assert cli.main(["check", "--config", str(path)]) == 1
+
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: channels.mirror.api_base_url: all Discord channels in one daemon must share api_base_url "
+        "and gateway_url (channels.main differs)",
+        f"{path}: channels.relay.gateway_url: all Discord channels in one daemon must share api_base_url "
+        "and gateway_url (channels.main differs)",
+    ]
+    agreeing = write_config(
+        discord.format("main") + 'api_base_url = "http://127.0.0.1:9/api/v10"\n'
+        + discord.format("mirror") + 'api_base_url = "http://127.0.0.1:9/api/v10/"\n'  # a trailing slash is the same base
+    )
+    assert cli.main(["check", "--config", str(agreeing)]) == 0
+
+
 def test_config_from_environment_variable(write_config: WriteConfig) -> None:
     path = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n')
     done = orchestrator("check", env={"ORCHESTRATOR_CONFIG": str(path)})

@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.policy import render_arguments
 from orchestrator.store import AuditLog
-from orchestrator.tools import BUILTIN_TOOLS
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import daemon, echo_model
 from tests.fakes.discord_api import FakeDiscord
@@ -277,7 +275,6 @@ async def test_approval_prompt_shows_every_argument_name_despite_a_long_first_on
     write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
 ) -> None:
     arguments = {"content": "A" * 5000, "path": "hidden.txt"}
-    shown = render_arguments(arguments, BUILTIN_TOOLS["file_write"].spec.parameters)
     path = write_config(discord_toml(fake_llm, discord, autonomy="supervised"))
     async with daemon(path):
         fake_llm.script(tool_call("file_write", arguments), text("finished hidden.txt"))
@@ -289,4 +286,7 @@ async def test_approval_prompt_shows_every_argument_name_despite_a_long_first_on
         (deny,) = [i for i in custom_ids(prompt) if i.endswith(":n")]
         await click(discord, deny.removeprefix("ap:").removesuffix(":n"), ALICE, approve=False)
         await wait_post(discord, "finished hidden.txt")
-    assert f"```\n{shown}\n```" in prompt["content"]  # the same text as every channel and the CLI
+    # the core handed the whole call over; the adapter fitted it to one message (2,000 characters)
+    shown = prompt["content"].split("```\n")[1].split("\n```")[0]
+    assert shown.startswith('{"path": "hidden.txt", "content": "AAA') and "chars cut]…" in shown
+    assert len(shown) > 1500 and len(prompt["content"]) <= 2000

@@ -43,6 +43,7 @@ from tests.fakes.loopback import start_app
 
 __all__ = ["FakeDiscord", "RecordedRequest"]
 
+MAX_CONTENT_CHARS: Final = 2000  # a message's content, as Discord counts it
 _API: Final = "/api/v10"
 _MESSAGE_CONTENT_INTENT: Final = 1 << 15
 _PRIVILEGED_INTENTS: Final = (1 << 1) | (1 << 8) | _MESSAGE_CONTENT_INTENT
@@ -334,6 +335,12 @@ class FakeDiscord:
             return _json(answer)
         if match := re.fullmatch(r"/channels/(\d+)/messages", path):
             if method == "POST" and isinstance(body, dict):
+                if len(str(body.get("content") or "")) > MAX_CONTENT_CHARS:  # as Discord: the form is refused
+                    return _json(
+                        {"code": 50035, "message": "Invalid Form Body", "errors": {"content": {"_errors": [
+                            {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}}},
+                        status=400,
+                    )
                 channel = self._channels.get(match[1])
                 message = payloads.bot_message(
                     match[1], self._bot_user(), body, guild_id=None if channel is None else channel["guild_id"]

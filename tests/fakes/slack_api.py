@@ -59,6 +59,7 @@ __all__ = [
     "post_signed",
 ]
 
+MAX_SECTION_CHARS: Final = 3000  # a section block's text
 BOT_USER_ID: Final = "UBOT"
 _ids = itertools.count(1)
 
@@ -412,6 +413,9 @@ class FakeSlack:
         blocks = args.get("blocks")
         if isinstance(blocks, str):  # form-encoded posts carry blocks as a JSON string
             args["blocks"] = json.loads(blocks)
+        for block in args.get("blocks") or []:  # as Slack: a section's text holds 3,000 characters
+            if block.get("type") == "section" and len(block.get("text", {}).get("text", "")) > MAX_SECTION_CHARS:
+                return _error("invalid_blocks")
         ts = f"{time.time():.6f}"
         message = {**args, "ts": ts}
         self.posted.append(message)

@@ -1,0 +1,226 @@
+"""Translate the engine's OpenAI-shaped chat into an Anthropic Messages request, and answers back.
+
+The engine keeps transcripts and tool specs in the chat-completions shape (`system`,
+`user`, `assistant` with `tool_calls`, `tool` results; `{"type": "function", ...}` specs).
+The Messages API wants the system prompt apart, tools as `{name, description,
+input_schema}`, tool calls as `tool_use` blocks, tool results as `tool_result` blocks in
+a user turn, strictly alternating user/assistant turns that open with a user turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from orchestrator.providers.base import Completion, ToolCall
+
+__all__ = ["MessagesRequest", "StreamedMessage", "to_completion", "to_request"]
+
+# Sent when the window opens on an assistant turn (its user turn fell out of the history):
+# the API refuses a conversation that does not start with the user.
+OMITTED: Final = "(earlier conversation omitted)"
+_EMPTY_SCHEMA: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessagesRequest:
+    """The parts of a Messages request that come from the chat: `system`, `messages`, `tools`."""
+
+    system: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+
+def to_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> MessagesRequest:
+    """Map an OpenAI-shaped chat and tool specs, with cache breakpoints on the system prompt and last tool.
+
+    Raises TypeError or ValueError for a message the mapping does not know.
+    """
+    system: list[str] = []
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            if message.get("content"):
+                system.append(_plain_text(message.get("content")))
+            continue
+        if role == "user":
+            blocks = _user_blocks(message.get("content"))
+        elif role == "tool":
+            blocks = [_tool_result(message)]
+            role = "user"
+        elif role == "assistant":
+            blocks = _assistant_blocks(message)
+        else:
+            raise ValueError(f"unsupported message role {role!r}")
+        if not blocks:  # an empty assistant answer: the API refuses empty content
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    if not turns or turns[0][0] != "user":
+        turns.insert(0, ("user", [{"type": "text", "text": OMITTED}]))
+    wire = [{"role": role, "content": _results_first(blocks)} for role, blocks in turns]
+    system_blocks: list[dict[str, Any]] = []
+    if system:
+        system_blocks.append({"type": "text", "text": "\n\n".join(system), "cache_control": {"type": "ephemeral"}})
+    specs = [_tool_spec(spec) for spec in tools]
+    if specs:
+        specs[-1]["cache_control"] = {"type": "ephemeral"}
+    return MessagesRequest(system=system_blocks, messages=wire, tools=specs)
+
+
+def _plain_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+    raise TypeError(f"unsupported message content {type(content).__name__}")
+
+
+def _user_blocks(content: Any) -> list[dict[str, Any]]:
+    if content is None or content == "":
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise TypeError(f"unsupported message content {type(content).__name__}")
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type")
+        if kind == "text":
+            if part.get("text"):
+                blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "image_url":
+            blocks.append(_image(part["image_url"]["url"]))
+        else:
+            raise ValueError(f"unsupported content part {kind!r}")
+    return blocks
+
+
+def _image(url: str) -> dict[str, Any]:
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        media_type = header.removeprefix("data:").removesuffix(";base64")
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _tool_result(message: Mapping[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
+    content = message.get("content")
+    if content:
+        block["content"] = _plain_text(content)
+    return block
+
+
+def _assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    content = message.get("content")
+    if content:
+        blocks.append({"type": "text", "text": _plain_text(content)})
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        blocks.append(
+            {"type": "tool_use", "id": call["id"], "name": function["name"], "input": _input(function.get("arguments"))}
+        )
+    return blocks
+
+
+def _input(arguments: Any) -> Any:
+    # `input` must be an object; a call the model garbled (or another provider wrote) goes back as-is, wrapped.
+    if not arguments:
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {"arguments": arguments}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # The API wants a user turn's tool_result blocks before any other content.
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    if not results or len(results) == len(blocks):
+        return blocks
+    return results + [b for b in blocks if b["type"] != "tool_result"]
+
+
+def _tool_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    function = spec.get("function", spec)
+    out: dict[str, Any] = {"name": function["name"], "input_schema": function.get("parameters") or _EMPTY_SCHEMA}
+    if function.get("description"):
+        out["description"] = function["description"]
+    return out
+
+
+def to_completion(message: Any) -> Completion:
+    """Map a `Message` answer; raise AttributeError or TypeError when it is malformed."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
+    return Completion(text="".join(texts) if texts else None, tool_calls=tuple(calls))
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    id: str = ""
+    name: str = ""
+    pieces: list[str] = field(default_factory=list)
+
+
+class StreamedMessage:
+    """Assemble raw stream events into the `Completion` the unstreamed answer gives."""
+
+    __slots__ = ("_blocks", "_started")
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _Block] = {}
+        self._started = False
+
+    def add(self, event: Any) -> str:
+        """Take one event; return the text it adds ("" when none)."""
+        kind = event.type
+        if kind == "message_start":
+            self._started = True
+        elif kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self._blocks[event.index] = _Block("tool_use", id=block.id, name=block.name)
+            else:
+                self._blocks[event.index] = _Block(block.type)
+                if block.type == "text" and block.text:
+                    self._blocks[event.index].pieces.append(block.text)
+                    return str(block.text)
+        elif kind == "content_block_delta":
+            delta = event.delta
+            target = self._blocks[event.index]
+            if delta.type == "text_delta":
+                target.pieces.append(delta.text)
+                return str(delta.text)
+            if delta.type == "input_json_delta":
+                target.pieces.append(delta.partial_json)
+        return ""
+
+    def completion(self) -> Completion:
+        """Return the assembled answer; raise ValueError or TypeError when it is incomplete."""
+        if not self._started:
+            raise ValueError("the stream ended before message_start")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for _, block in sorted(self._blocks.items()):
+            if block.kind == "text":
+                texts.append("".join(block.pieces))
+            elif block.kind == "tool_use":
+                # Re-encoded so the arguments read exactly as the unstreamed answer's.
+                value = json.loads("".join(block.pieces) or "{}")
+                calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(value)))
+        return Completion(text="".join(texts) if texts else None, tool_calls=tuple(calls))
