@@ -25,9 +25,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 _ROOT: Final = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:
@@ -35,11 +34,13 @@ if str(_ROOT) not in sys.path:
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from orchestrator.config import Config, load_config  # noqa: E402
+from orchestrator.checks import load_config  # noqa: E402
+from orchestrator.config import Config  # noqa: E402
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop  # noqa: E402
 from orchestrator.mcp import McpPool  # noqa: E402
-from orchestrator.providers import Completion, ModelBinding, Provider, ProviderPool, ToolCall  # noqa: E402
+from orchestrator.providers import ProviderPool, ToolCall  # noqa: E402
 from orchestrator.seam import ConstructionPath, Services, mcp_servers_for, resolve  # noqa: E402
+from bench.fake_provider import FakeProvider, calls_then_text  # noqa: E402
 
 AGENT: Final = "bench"
 SERVERS: Final = ("kit", "kit2")
@@ -67,34 +68,10 @@ def write_config(folder: Path) -> Path:
     return path
 
 
-class ScriptedProvider:
-    """Zero-latency provider: ask for one echo per server, then answer."""
-
-    async def complete(
-        self,
-        *,
-        model: str,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
-        temperature: float | None,
-        on_text: Callable[[str], Awaitable[None]] | None = None,  # never streams
-    ) -> Completion:
-        if messages[-1]["role"] == "tool":
-            return Completion(text="done")
-        return Completion(
-            text=None,
-            tool_calls=tuple(
-                ToolCall(id=f"c{i}", name=f"{server}__echo", arguments='{"text": "ping"}')
-                for i, server in enumerate(SERVERS)
-            ),
-        )
-
-    async def aclose(self) -> None:
-        return None
-
-
-def scripted(binding: ModelBinding) -> Provider:
-    return ScriptedProvider()
+PROVIDER: Final = FakeProvider(calls_then_text(  # one echo per server, then answer
+    [ToolCall(id=f"c{i}", name=f"{server}__echo", arguments='{"text": "ping"}') for i, server in enumerate(SERVERS)],
+    "done",
+))
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -106,7 +83,7 @@ async def round_trips(config: Config, calls: int) -> None:
     params = StdioServerParameters(command=sys.executable, args=KIT, cwd=str(_ROOT))
     async with McpPool(config) as pool, Client(params, cache=None) as raw:
         await pool.ensure_connected(mcp_servers_for(config, AGENT), agent=AGENT)
-        services = Services(mcp=pool, providers=ProviderPool(factory=scripted))
+        services = Services(mcp=pool, providers=ProviderPool(factory=PROVIDER.factory))
         tool = resolve(config, AGENT, path=ConstructionPath.CLI_RUN, services=services).tools.get("kit__echo")
         assert tool is not None
         for _ in range(50):  # warm both paths
@@ -133,7 +110,7 @@ async def round_trips(config: Config, calls: int) -> None:
 async def spawns_over_turns(config: Config, folder: Path, turns: int) -> None:
     async with McpPool(config) as pool:
         await pool.ensure_connected(mcp_servers_for(config, AGENT), agent=AGENT)
-        services = Services(mcp=pool, providers=ProviderPool(factory=scripted))
+        services = Services(mcp=pool, providers=ProviderPool(factory=PROVIDER.factory))
         start = time.perf_counter()
         for i in range(turns):
             execution = resolve(config, AGENT, path=ConstructionPath.CLI_RUN, services=services)

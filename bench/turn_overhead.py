@@ -44,12 +44,15 @@ if str(_ROOT) not in sys.path:
 
 import openai  # noqa: E402
 
-from orchestrator.config import Config, load_config  # noqa: E402
+from orchestrator.checks import load_config  # noqa: E402
+from orchestrator.config import Config  # noqa: E402
 from orchestrator.engine import StopReason, Transcript, TurnResult, run_tool_call_loop  # noqa: E402
-from orchestrator.providers import Completion, ModelBinding, Provider, ProviderPool, ToolCall  # noqa: E402
+from orchestrator.providers import ProviderPool, ToolCall  # noqa: E402
 from orchestrator.seam import ConstructionPath, Services, resolve  # noqa: E402
 from orchestrator.tools import BUILTIN_TOOLS  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call  # noqa: E402
+from bench.fake_provider import FakeProvider, calls_then_text  # noqa: E402
+from bench.sdk_floor import FloorSession  # noqa: E402
 
 AGENT: Final = "bench"
 WIDE_AGENT: Final = "wide"
@@ -140,34 +143,9 @@ def verdict(ok: bool) -> str:
 # ------------------------------------------------------------------------------- providers
 
 
-_TOOL_CALL: Final = Completion(
-    text=None, tool_calls=(ToolCall(id="call_bench", name="list_dir", arguments="{}"),)
-)
-_FINAL: Final = Completion(text=FINAL_TEXT)
-
-
-class ZeroLatencyProvider:
-    """A `Provider` without I/O: a `list_dir {}` call, then final text, alternately."""
-
-    __slots__ = ("_calls",)
-
-    def __init__(self) -> None:
-        self._calls = 0
-
-    async def complete(
-        self,
-        *,
-        model: str,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
-        temperature: float | None,
-        on_text: Callable[[str], Awaitable[None]] | None = None,  # never streams
-    ) -> Completion:
-        self._calls += 1
-        return _TOOL_CALL if self._calls % 2 else _FINAL
-
-    async def aclose(self) -> None:
-        return None
+def zero_latency_provider() -> FakeProvider:
+    """An in-process provider: a `list_dir {}` call after the user message, then final text."""
+    return FakeProvider(calls_then_text([ToolCall(id="call_bench", name="list_dir", arguments="{}")], FINAL_TEXT))
 
 
 def responder(body: dict[str, Any]) -> Reply:
@@ -177,63 +155,17 @@ def responder(body: dict[str, Any]) -> Reply:
     return text(FINAL_TEXT)
 
 
-# ----------------------------------------------------------------------------------- floor
-
-
-class FloorSession:
-    """The same two requests per turn from a bare `openai.AsyncOpenAI`, nothing else."""
-
-    def __init__(
-        self,
-        client: openai.AsyncOpenAI,
-        *,
-        tools: list[dict[str, Any]],
-        history: Sequence[dict[str, Any]] = (),
-        window: int = HISTORY_WINDOW,
-    ) -> None:
-        self._create = client.chat.completions.create
-        self._system = {"role": "system", "content": SYSTEM_PROMPT}
-        self._tools = tools
-        self._window = window
-        self.messages: list[dict[str, Any]] = list(history)
-
-    def _request_messages(self) -> list[dict[str, Any]]:
-        window = self.messages[-self._window :]
-        start = 0
-        while start < len(window) and window[start]["role"] == "tool":
-            start += 1
-        return [self._system, *window[start:]]
-
-    async def turn(self, message: str) -> str:
-        self.messages.append({"role": "user", "content": message})
-        first = await self._create(
-            model=MODEL, messages=self._request_messages(), tools=self._tools, temperature=TEMPERATURE
-        )
-        reply = first.choices[0].message
-        call = reply.tool_calls[0]
-        self.messages.append(
-            {
-                "role": "assistant",
-                "content": reply.content,
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.function.name, "arguments": call.function.arguments},
-                    }
-                ],
-            }
-        )
-        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": EMPTY_LISTING})
-        second = await self._create(
-            model=MODEL, messages=self._request_messages(), tools=self._tools, temperature=TEMPERATURE
-        )
-        final = second.choices[0].message.content or ""
-        self.messages.append({"role": "assistant", "content": final})
-        return final
-
-
 # ---------------------------------------------------------------------------------- runners
+
+
+def floor_session(
+    client: openai.AsyncOpenAI, tools: list[dict[str, Any]], *, history: Sequence[dict[str, Any]] = ()
+) -> FloorSession:
+    """The floor with the agent's own settings, as a bare SDK caller would hard-code them."""
+    return FloorSession(
+        client, tools=tools, model=MODEL, temperature=TEMPERATURE, system_prompt=SYSTEM_PROMPT,
+        tool_output=EMPTY_LISTING, window=HISTORY_WINDOW, history=history,
+    )
 
 
 class OurSession:
@@ -310,12 +242,7 @@ def body_size(request: Mapping[str, Any]) -> tuple[int, int]:
 
 
 async def scenario_a(config: Config, turns: int) -> Figures:
-    provider = ZeroLatencyProvider()
-
-    def factory(binding: ModelBinding) -> Provider:
-        return provider
-
-    services = Services(providers=ProviderPool(factory=factory))
+    services = Services(providers=ProviderPool(factory=zero_latency_provider().factory))
     session = OurSession(config, services)
     await timed_turns(session.turn, WARMUP_TURNS)
     gc.collect()
@@ -333,7 +260,7 @@ async def scenario_b(
         session = OurSession(config, services)
 
         async def floor_turn(message: str) -> str:
-            return await FloorSession(client, tools=tools).turn(message)
+            return await floor_session(client, tools).turn(message)
 
         gc.collect()
         ours, floor = await interleaved(session.turn, floor_turn, turns, fake)
@@ -377,7 +304,7 @@ async def scenario_c(
             samples_ns=tuple(fill_samples), wall_s=(time.perf_counter_ns() - fill_started) / 1e9
         )
         # The floor starts from the same history, so both send the same window from here on.
-        floor = FloorSession(client, tools=tools, history=transcript.messages)
+        floor = floor_session(client, tools, history=transcript.messages)
         ours_samples: list[int] = []
         floor_samples: list[int] = []
         ours_wall = floor_wall = 0

@@ -151,7 +151,7 @@ def _is_config_line(exc: BaseException) -> bool:
 
 
 def _load(args: argparse.Namespace) -> Config:
-    from orchestrator.config import load_config
+    from orchestrator.checks import load_config
 
     return load_config(args.config)
 
@@ -379,7 +379,7 @@ def _cmd_policy_matrix(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from orchestrator.seam.matrix import agent_matrix
+    from orchestrator.seam import agent_matrix
 
     config = _load(args)
     agents = [args.agent] if args.agent else sorted(config.agents)

@@ -18,7 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeAlias
 
-from orchestrator.config import Config, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config
 from orchestrator.engine import TurnResult
 from orchestrator.errors import OrchestratorError, UnknownAgent
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity, Verdict

@@ -14,9 +14,11 @@ import pytest
 from loguru import logger
 
 from orchestrator import redaction
-from orchestrator.config import Config, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config
+from orchestrator.engine import add_turn_observer
 from orchestrator.logs import configure_logging
-from orchestrator.seam import Services
+from orchestrator.seam import ResolvedAgentExecution, Services
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +66,17 @@ async def services() -> AsyncIterator[Services]:
     svc = Services()
     yield svc
     await svc.providers.aclose()
+
+
+@pytest.fixture
+def seen() -> Iterator[list[ResolvedAgentExecution]]:
+    """Collect, in order, every execution a turn starts with during this test (a fresh list each test)."""
+    executions: list[ResolvedAgentExecution] = []
+    remove = add_turn_observer(executions.append)
+    try:
+        yield executions
+    finally:
+        remove()
 
 
 @pytest.fixture

@@ -1,6 +1,10 @@
-"""Strict TOML configuration: frozen models, one-line-per-problem errors, secret references."""
+"""Strict TOML configuration: frozen models, one-line-per-problem errors, secret references.
 
-from orchestrator.config.loader import AGENTS_DIR_NAME, dotted, load_config, parse_config
+This package validates each model on its own; `orchestrator.checks.load_config` adds the
+cross-reference checks and is the public way to load a config.
+"""
+
+from orchestrator.config.loader import AGENTS_DIR_NAME, ConfigDocument, dotted, read_config, validate_config
 from orchestrator.config.models import (
     AgentConfig,
     ApprovalConfig,
@@ -19,8 +23,21 @@ from orchestrator.config.models import (
     ShellConfig,
     SkillsConfig,
 )
-from orchestrator.config.gateway import GatewayConfig
-from orchestrator.config.references import find_skill_dirs
+from orchestrator.config.channels import (
+    ChannelConfig,
+    DiscordChannelConfig,
+    RouteConfig,
+    SlackChannelConfig,
+    TelegramChannelConfig,
+    TerminalChannelConfig,
+)
+from orchestrator.config.gateway import (
+    GatewayConfig,
+    check_gateway,
+    gateway_token_problems,
+    is_loopback,
+    token_problem,
+)
 from orchestrator.config.schedules import DeliverTo, ScheduleConfig
 from orchestrator.config.secrets import resolve_secret
 
@@ -30,8 +47,11 @@ __all__ = [
     "ApprovalConfig",
     "Autonomy",
     "BudgetConfig",
+    "ChannelConfig",
     "Config",
+    "ConfigDocument",
     "DaemonConfig",
+    "DiscordChannelConfig",
     "GatewayConfig",
     "HttpFetchConfig",
     "McpBundleConfig",
@@ -40,14 +60,21 @@ __all__ = [
     "MemoryConfig",
     "PeripheralConfig",
     "ProviderConfig",
+    "RouteConfig",
     "SecretRef",
     "ScheduleConfig",
     "DeliverTo",
     "ShellConfig",
     "SkillsConfig",
+    "SlackChannelConfig",
+    "TelegramChannelConfig",
+    "TerminalChannelConfig",
+    "check_gateway",
     "dotted",
-    "find_skill_dirs",
-    "load_config",
-    "parse_config",
+    "gateway_token_problems",
+    "is_loopback",
+    "read_config",
     "resolve_secret",
+    "token_problem",
+    "validate_config",
 ]

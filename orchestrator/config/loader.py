@@ -1,31 +1,47 @@
-"""Load the main TOML file plus `agents.d/*.toml` into one validated `Config`."""
+"""Read the main TOML file plus `agents.d/*.toml` and validate them into one `Config`.
+
+This module checks only the models' own fields; cross-references (names that must exist
+elsewhere, tools that must match something) are `orchestrator.checks`, whose
+`load_config` composes both.
+"""
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 import types
 import typing
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from orchestrator.config.models import Config
-from orchestrator.config.references import check_references
 from orchestrator.errors import ConfigError, ConfigProblem
+from orchestrator.text import suggest
 
-__all__ = ["AGENTS_DIR_NAME", "dotted", "load_config", "parse_config", "suggest"]
+__all__ = ["AGENTS_DIR_NAME", "ConfigDocument", "dotted", "read_config", "validate_config"]
 
 AGENTS_DIR_NAME: typing.Final = "agents.d"
 _CHANNEL_KINDS: typing.Final = frozenset({"telegram", "slack", "discord", "terminal"})
 
 
-def load_config(path: str | Path) -> Config:
-    """Read, validate and cross-check a config file and its `agents.d/` directory.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigDocument:
+    """A config file and its `agents.d/` merged into one TOML document, not yet validated."""
 
-    Raises `ConfigError` with one `ConfigProblem` per problem; never anything else for bad input.
+    raw: Mapping[str, Any]
+    source: Path
+    shown: str
+    origins: Mapping[str, str]  # agent name -> the agents.d file it came from
+    problems: tuple[ConfigProblem, ...]  # found while merging (an agent defined twice)
+
+
+def read_config(path: str | Path) -> ConfigDocument:
+    """Read a config file and its `agents.d/` directory into one document.
+
+    Raises `ConfigError` only when a file cannot be read or parsed as TOML.
     """
     main = Path(path)
     shown = str(path)
@@ -47,29 +63,26 @@ def load_config(path: str | Path) -> Config:
                 continue
             agents[name] = _read_toml(file, label)
             origins[name] = label
-    return parse_config(raw, source=main, shown=shown, origins=origins, problems=problems)
+    return ConfigDocument(raw=raw, source=main, shown=shown, origins=origins, problems=tuple(problems))
 
 
-def parse_config(
+def validate_config(
     raw: Mapping[str, Any],
     *,
     source: Path | None = None,
     shown: str = "<config>",
     origins: Mapping[str, str] | None = None,
-    problems: Iterable[ConfigProblem] = (),
 ) -> Config:
-    """Validate an already-parsed TOML document (used by tests and the library API)."""
+    """Validate a parsed TOML document against the models (no cross-reference checks).
+
+    Raises `ConfigError` with one `ConfigProblem` per field problem.
+    """
     origins = dict(origins or {})
-    found = list(problems)
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
-        found.extend(_translate(exc, shown, origins))
-        raise ConfigError(found) from None
+        raise ConfigError(_translate(exc, shown, origins)) from None
     config.with_origins(source, origins)
-    found.extend(check_references(config, shown=shown))
-    if found:
-        raise ConfigError(found)
     return config
 
 
@@ -95,12 +108,6 @@ def dotted(loc: Iterable[int | str]) -> str:
             key = part if part.replace("_", "").replace("-", "").isalnum() else f'"{part}"'
             out += f".{key}" if out else key
     return out
-
-
-def suggest(word: str, candidates: Iterable[str]) -> str:
-    """Return ` (did you mean 'x'?)` for a close candidate, else an empty string."""
-    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
 
 
 def _translate(

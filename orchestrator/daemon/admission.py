@@ -9,8 +9,7 @@ from typing import Final
 from loguru import logger
 
 from channels import Inbound
-from orchestrator.config import Config
-from orchestrator.config.channels import RouteConfig
+from orchestrator.config import Config, RouteConfig
 from orchestrator.daemon.routing import match_route, session_key
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.seam import SESSION_COMMANDS, SOP_COMMAND

@@ -10,9 +10,8 @@ from typing import Any
 
 from loguru import logger
 
-from channels import ChannelAdapter, ChannelError, Deliver
-from channels.supervisor import supervise
-from orchestrator.config.channels import ChannelConfig
+from channels import ChannelAdapter, ChannelError, Deliver, supervise
+from orchestrator.config import ChannelConfig
 
 __all__ = ["Channel", "ChannelSet", "ChannelState", "ChannelStatus"]
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from loguru import logger
 
 from channels import ApprovalAnswer, ChannelAdapter, ChannelError, Inbound, Outbound, create_adapter
-from orchestrator.config.channels import ChannelConfig
+from orchestrator.config import ChannelConfig
 from orchestrator.daemon.admission import Admitted, Disposition, admit
 from orchestrator.daemon.approvals import answer_approval, send
 from orchestrator.daemon.channels import Channel

@@ -10,8 +10,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from loguru import logger
 
-from orchestrator.config import Config, resolve_secret
-from orchestrator.config.secrets import SecretRef
+from orchestrator.config import Config, SecretRef, resolve_secret
 from orchestrator.daemon.approvals import Approvals
 from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.servers import connect_servers

@@ -11,8 +11,8 @@ from typing import Final
 
 from loguru import logger
 
-from orchestrator.config import Config, load_config, resolve_secret
-from orchestrator.config.gateway import gateway_token_problems
+from orchestrator.checks import load_config
+from orchestrator.config import Config, gateway_token_problems, resolve_secret
 from orchestrator.daemon.inbox import replay_unfinished, start_channel_set, start_channels, stop_channel
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.secrets import channel_secret_problems

@@ -9,10 +9,8 @@ from orchestrator.engine.loop import (
     run_tool_call_loop,
 )
 from orchestrator.engine.transcript import Transcript
-from orchestrator.engine.turn_scope import CurrentTurn, current_turn
 
 __all__ = [
-    "CurrentTurn",
     "StopReason",
     "TextDelta",
     "ToolCallFinished",
@@ -23,6 +21,5 @@ __all__ = [
     "TurnObserver",
     "TurnResult",
     "add_turn_observer",
-    "current_turn",
     "run_tool_call_loop",
 ]

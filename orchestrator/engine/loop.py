@@ -12,15 +12,15 @@ from typing import Any, Final
 
 from loguru import logger
 
-from orchestrator.providers.base import ToolCall
+from orchestrator.providers import ToolCall
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
-from orchestrator.engine.turn_scope import CurrentTurn, current_turn, enter_turn, leave_turn
 from orchestrator.engine.transcript import Transcript
 from orchestrator.engine.untrusted import wrap_untrusted
 from orchestrator.errors import OrchestratorError, ProviderError, SealViolation, ToolFailure
 from orchestrator.policy import Approver, Verdict
 from orchestrator.redaction import redact
-from orchestrator.seam import ResolvedAgentExecution
+from orchestrator.seam import CurrentTurn, ResolvedAgentExecution, current_turn, enter_turn, leave_turn
+from orchestrator.tools import ChildOutcome
 
 __all__ = ["StopReason", "TurnObserver", "TurnResult", "add_turn_observer", "run_tool_call_loop"]
 
@@ -91,12 +91,19 @@ async def run_tool_call_loop(
         observer(execution)
     transcript.append({"role": "user", "content": message})
     turn = _Turn(execution, transcript, approver, actor, events, stream=stream)
-    # Seam tools (delegate) read the caller's remaining budgets and approver from here.
+    # Seam tools (delegate) read the caller's remaining budgets and approver from here,
+    # and run a nested turn through `run_child`, so nothing below the engine imports it.
     outer = current_turn()
+
+    async def run_child(child: ResolvedAgentExecution, task: str, *, session: str, parent: str) -> ChildOutcome:
+        nested = Transcript(session=session, parent=parent)
+        result = await run_tool_call_loop(child, nested, task, approver=approver, actor=actor)
+        return ChildOutcome(completed=result.stop is StopReason.COMPLETED, stop=result.stop.value, text=result.text)
+
     turn.scope = CurrentTurn(
         execution=execution, session=transcript.session, approver=approver, actor=actor,
         deadline=asyncio.get_running_loop().time() + execution.knobs.turn_timeout_s,
-        depth=outer.depth + 1 if outer is not None else 0,
+        depth=outer.depth + 1 if outer is not None else 0, runner=run_child,
     )
     token = enter_turn(turn.scope)
     try:

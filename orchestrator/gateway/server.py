@@ -10,7 +10,7 @@ from typing import Final
 from aiohttp import web
 from loguru import logger
 
-from orchestrator.config.gateway import is_loopback, token_problem
+from orchestrator.config import is_loopback, token_problem
 from orchestrator.errors import OrchestratorError
 from orchestrator.gateway.app import build_app
 from orchestrator.gateway.idempotency import IdempotencyStore

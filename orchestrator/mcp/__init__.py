@@ -10,12 +10,11 @@ from orchestrator.mcp.offer import RemoteResource, RemoteTool, ServerOffer
 from orchestrator.mcp.pool import ConnectionStatus, McpPool
 from orchestrator.mcp.resources import PinnedResources
 from orchestrator.mcp.scoping import DEFERRED_SECTION, McpFinish, McpScope, scope_mcp
-from orchestrator.mcp.tool_search import TOOL_SEARCH_NAME, ToolSearch
+from orchestrator.mcp.tool_search import ToolSearch
 from orchestrator.mcp.tools import McpTool, qualified_name
 
 __all__ = [
     "DEFERRED_SECTION",
-    "TOOL_SEARCH_NAME",
     "Backoff",
     "ConnectionState",
     "ConnectionStatus",

@@ -13,6 +13,7 @@ from orchestrator.mcp.offer import ServerOffer
 from orchestrator.mcp.pool import McpPool
 from orchestrator.mcp.tools import unusable_reason
 from orchestrator.policy import matches_any
+from orchestrator.text import suggest
 
 __all__ = ["bundle_problems", "check_connect"]
 
@@ -51,8 +52,6 @@ def bundle_problems(
     config: Config, offers: dict[str, ServerOffer | None], *, shown: str
 ) -> list[ConfigProblem]:
     """Return one problem per bundle tool or pinned-resource glob matching nothing a server offers."""
-    from orchestrator.config.loader import suggest
-
     problems: list[ConfigProblem] = []
     for name, bundle in config.mcp.bundles.items():
         for server, patterns in bundle.tools.items():

@@ -19,10 +19,10 @@ from loguru import logger
 
 from orchestrator.config import McpBundleConfig
 from orchestrator.mcp.resources import PinnedResources
-from orchestrator.mcp.tool_search import TOOL_SEARCH_NAME, ToolSearch, deferred_section
+from orchestrator.mcp.tool_search import ToolSearch, deferred_section
 from orchestrator.mcp.tools import McpTool, qualified_name, unusable_reason
 from orchestrator.policy import matches_any
-from orchestrator.tools import Tool
+from orchestrator.tools import TOOL_SEARCH_NAME, Tool
 
 if TYPE_CHECKING:
     from orchestrator.mcp.pool import McpPool

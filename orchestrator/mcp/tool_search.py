@@ -15,11 +15,10 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from orchestrator.errors import ToolFailure
-from orchestrator.tools import ToolSource, ToolSpec
+from orchestrator.tools import TOOL_SEARCH_NAME, ToolSource, ToolSpec
 
-__all__ = ["TOOL_SEARCH_NAME", "TOOL_SEARCH_SPEC", "ToolSearch", "deferred_section"]
+__all__ = ["TOOL_SEARCH_SPEC", "ToolSearch", "deferred_section"]
 
-TOOL_SEARCH_NAME: Final = "tool_search"
 _DEFAULT_LIMIT: Final = 5
 _MAX_LIMIT: Final = 20
 _LISTED_DESCRIPTION_CHARS: Final = 120

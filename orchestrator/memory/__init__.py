@@ -6,7 +6,6 @@ from orchestrator.memory.tools import (
     MEMORY_FORGET_SPEC,
     MEMORY_RECALL_SPEC,
     MEMORY_STORE_SPEC,
-    MEMORY_TOOL_NAMES,
     memory_tools,
 )
 
@@ -15,7 +14,6 @@ __all__ = [
     "MEMORY_FORGET_SPEC",
     "MEMORY_RECALL_SPEC",
     "MEMORY_STORE_SPEC",
-    "MEMORY_TOOL_NAMES",
     "MemoryRecord",
     "MemoryStore",
     "memory_tools",

@@ -10,14 +10,13 @@ from typing import Any, Final
 
 from orchestrator.errors import ToolFailure
 from orchestrator.memory.store import MemoryRecord, MemoryStore
-from orchestrator.tools import Tool, ToolSource, ToolSpec
+from orchestrator.tools import MEMORY_FORGET_NAME, MEMORY_RECALL_NAME, MEMORY_STORE_NAME, Tool, ToolSource, ToolSpec
 
 __all__ = [
     "MEMORY_FORGET_SPEC",
     "MEMORY_RECALL_SPEC",
     "MEMORY_STORE_SPEC",
     "MAX_MEMORY_CHARS",
-    "MEMORY_TOOL_NAMES",
     "memory_tools",
 ]
 
@@ -28,7 +27,7 @@ _DEFAULT_LIMIT: Final = 5
 _MAX_LIMIT: Final = 50
 
 MEMORY_STORE_SPEC: Final = ToolSpec(
-    name="memory_store",
+    name=MEMORY_STORE_NAME,
     description=(
         "Remember a fact for later turns and sessions. Returns the memory's id "
         "(use it with memory_forget)."
@@ -50,7 +49,7 @@ MEMORY_STORE_SPEC: Final = ToolSpec(
     source=ToolSource.MEMORY,
 )
 MEMORY_RECALL_SPEC: Final = ToolSpec(
-    name="memory_recall",
+    name=MEMORY_RECALL_NAME,
     description=(
         "Search remembered facts by keywords; returns the best matches first, each with "
         "its id and the agent that wrote it."
@@ -73,7 +72,7 @@ MEMORY_RECALL_SPEC: Final = ToolSpec(
     source=ToolSource.MEMORY,
 )
 MEMORY_FORGET_SPEC: Final = ToolSpec(
-    name="memory_forget",
+    name=MEMORY_FORGET_NAME,
     description="Delete one of your own memories by its id.",
     parameters=MappingProxyType(
         {
@@ -88,10 +87,6 @@ MEMORY_FORGET_SPEC: Final = ToolSpec(
 )
 
 
-# Granted by `[agents.X.memory] scope = "agent"`, never by `tools`; the ACP strip removes them.
-MEMORY_TOOL_NAMES: Final = frozenset(
-    spec.name for spec in (MEMORY_STORE_SPEC, MEMORY_RECALL_SPEC, MEMORY_FORGET_SPEC)
-)
 
 
 def memory_tools(store: MemoryStore, *, agent: str, read_from: tuple[str, ...]) -> dict[str, Tool]:

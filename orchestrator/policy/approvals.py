@@ -11,7 +11,7 @@ from orchestrator.policy.approval_text import APPROVAL_PREVIEW_CHARS, ApprovalAr
 from orchestrator.policy.tool_filter import matches_any
 
 if TYPE_CHECKING:
-    from orchestrator.config import Autonomy  # the config package imports policy: type only
+    from orchestrator.config import Autonomy
 
 __all__ = [
     "ApprovalDecision",

@@ -12,7 +12,7 @@ from orchestrator.errors import WorkspaceEscape
 from orchestrator.policy.sandbox import UNRESOLVED, ShellSandbox
 
 if TYPE_CHECKING:
-    from orchestrator.config import Autonomy  # the config package imports policy: type only
+    from orchestrator.config import Autonomy
 
 __all__ = ["SecurityPolicy"]
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config.secrets import SecretRef, resolve_secret
+from orchestrator.config import SecretRef, resolve_secret
 from orchestrator.providers.base import Completion, ModelBinding, Provider
 
 __all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "provider_factory", "warm_provider_sdk"]

@@ -8,7 +8,7 @@ from orchestrator.seam.chat_commands import (
     ChatCommands,
     resolve_chat_commands,
 )
-from orchestrator.seam.delegation import DELEGATE_TOOL_NAME, delegation_reach
+from orchestrator.seam.delegation import delegation_reach
 from orchestrator.seam.execution import (
     AgentIdentity,
     MemoryScope,
@@ -16,6 +16,7 @@ from orchestrator.seam.execution import (
     RuntimeKnobs,
 )
 from orchestrator.seam.ledger import ActionLedger
+from orchestrator.seam.matrix import agent_matrix
 from orchestrator.seam.opening import ReachedTurn, connect_reach, open_services, service_reach
 from orchestrator.seam.path_builders import (
     DEFAULT_BUILDERS,
@@ -31,15 +32,16 @@ from orchestrator.seam.path_builders import (
     build_sop_step,
 )
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
-from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext, assemble
+from orchestrator.seam.assembly import assemble
+from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
 from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
+from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn, enter_turn, leave_turn
 
 __all__ = [
     "APPROVAL_COMMANDS",
     "DEFAULT_BUILDERS",
-    "DELEGATE_TOOL_NAME",
     "PATH_PROFILES",
     "SESSION_COMMANDS",
     "SOP_COMMAND",
@@ -47,7 +49,9 @@ __all__ = [
     "AgentIdentity",
     "ApprovalManager",
     "ChatCommands",
+    "ChildRunner",
     "ConstructionPath",
+    "CurrentTurn",
     "InteractivityNotAllowed",
     "MemoryScope",
     "PathProfile",
@@ -60,6 +64,7 @@ __all__ = [
     "ScopedToolRegistry",
     "Services",
     "TurnContext",
+    "agent_matrix",
     "assemble",
     "build_acp",
     "build_channel",
@@ -72,8 +77,11 @@ __all__ = [
     "build_schedule",
     "build_sop_step",
     "connect_reach",
+    "current_turn",
     "default_workspace",
     "delegation_reach",
+    "enter_turn",
+    "leave_turn",
     "mcp_servers_for",
     "open_services",
     "resolve",

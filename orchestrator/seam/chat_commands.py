@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
-    from orchestrator.config.channels import RouteConfig
+    from orchestrator.config import RouteConfig
 
 __all__ = ["APPROVAL_COMMANDS", "SESSION_COMMANDS", "SOP_COMMAND", "ChatCommands", "resolve_chat_commands"]
 

@@ -1,29 +1,30 @@
-"""The `delegate` tool: hand a task to another agent, which runs under its OWN resolved policy.
+"""The delegation policy: who may delegate to whom, how deep, and under which ceilings.
 
-Granted only when an agent names `delegate` in `tools` and lists targets in `delegates`; the
-model can name only those targets. Each call re-enters `resolve()` for the target on the
-DELEGATE path (never reusing the caller's registry), capped by what is left of the caller's
-turn, on a fresh child transcript that holds only the task text the caller wrote.
+Granted only when an agent names `delegate` in `tools` and lists targets in `delegates`;
+the model can name only those targets. Each call re-enters `resolve()` for the target on
+the DELEGATE path (never reusing the caller's registry), capped by what is left of the
+caller's turn; the tool (`orchestrator.tools.delegate`) then runs it through the calling
+turn on a fresh child transcript that holds only the task text the caller wrote.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 from loguru import logger
 
 from orchestrator.errors import OrchestratorError, ToolFailure
-from orchestrator.tools import Tool, ToolSource, ToolSpec
+from orchestrator.seam.turn_scope import CurrentTurn, current_turn
+from orchestrator.tools import DELEGATE_TOOL_NAME, ChildOutcome, DelegateTool, Tool
 
 if TYPE_CHECKING:
     from orchestrator.config import AgentConfig, Config
+    from orchestrator.seam.execution import ResolvedAgentExecution
     from orchestrator.seam.services import Services
 
-__all__ = ["DELEGATE_TOOL_NAME", "DelegateTool", "delegate_tools", "delegation_reach"]
+__all__ = ["delegate_tools", "delegation_reach"]
 
-DELEGATE_TOOL_NAME: Final = "delegate"
 # Budgets that are not the caller's turn budgets: a ceiling leaves them to the target.
 _UNCAPPED: Final = 2**31 - 1
 
@@ -38,62 +39,28 @@ def delegate_tools(
     """
     if services is None or DELEGATE_TOOL_NAME not in agent.tools or not agent.delegates:
         return {}
-    return {
-        DELEGATE_TOOL_NAME: DelegateTool(
-            config=config, caller=agent_name, targets=tuple(agent.delegates), services=services
-        )
-    }
+    delegation = _SeamDelegation(config=config, caller=agent_name, targets=tuple(agent.delegates), services=services)
+    return {DELEGATE_TOOL_NAME: DelegateTool(delegation=delegation)}
 
 
-class DelegateTool:
-    """Runs one task on a target agent and returns the target's final text."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SeamDelegation:
+    """One caller's delegation grant; `start` decides each call (the tool's `Delegation`)."""
 
-    __slots__ = ("_caller", "_config", "_services", "_targets", "spec")
+    config: Config
+    caller: str
+    targets: tuple[str, ...]
+    services: Services
 
-    def __init__(self, *, config: Config, caller: str, targets: tuple[str, ...], services: Services) -> None:
-        self._config = config
-        self._caller = caller
-        self._targets = targets
-        self._services = services
-        self.spec = ToolSpec(
-            name=DELEGATE_TOOL_NAME,
-            description=(
-                "Hand a self-contained task to another agent and get its final answer back. "
-                "The other agent sees only the task text you write, not this conversation."
-            ),
-            parameters=MappingProxyType(
-                {
-                    "type": "object",
-                    "properties": {
-                        "agent": {"type": "string", "enum": list(targets), "description": "who does the task"},
-                        "task": {"type": "string", "description": "everything the agent needs to know"},
-                    },
-                    "required": ["agent", "task"],
-                    "additionalProperties": False,
-                }
-            ),
-            read_only=False,  # the target may write under its own policy
-            source=ToolSource.SEAM,
-        )
-
-    async def invoke(self, arguments: Mapping[str, Any]) -> str:
-        """Run the task on the target; raises ToolFailure when it may not or did not finish."""
-        from orchestrator.engine import StopReason, Transcript, current_turn, run_tool_call_loop
+    def start(self, target: str) -> _ChildTurn:
+        """Resolve `target` on the DELEGATE path under the calling turn's ceilings."""
         from orchestrator.seam.execution import RuntimeKnobs
         from orchestrator.seam.path_builders import build_delegate
 
-        target, task = arguments.get("agent"), arguments.get("task")
-        if not isinstance(target, str) or target not in self._targets:
-            raise ToolFailure(
-                DELEGATE_TOOL_NAME,
-                f"{target!r} is not an agent {self._caller} may delegate to (allowed: {', '.join(self._targets)})",
-            )
-        if not isinstance(task, str) or not task.strip():
-            raise ToolFailure(DELEGATE_TOOL_NAME, "'task' must be a non-empty string")
         turn = current_turn()
-        if turn is None or turn.execution.identity.agent != self._caller:
-            raise ToolFailure(DELEGATE_TOOL_NAME, f"can only be called inside a turn of {self._caller!r}")
-        limit = self._config.daemon.max_delegation_depth
+        if turn is None or turn.execution.identity.agent != self.caller:
+            raise ToolFailure(DELEGATE_TOOL_NAME, f"can only be called inside a turn of {self.caller!r}")
+        limit = self.config.daemon.max_delegation_depth
         if turn.depth + 1 > limit:
             raise ToolFailure(
                 DELEGATE_TOOL_NAME, f"the delegation depth limit ({limit}) is reached; do the task without delegating"
@@ -111,17 +78,25 @@ class DelegateTool:
         )
         try:
             execution = build_delegate(
-                self._config, target, self._services,
-                parent=self._caller, interactivity=caller.approvals.interactivity, ceiling=ceiling,
+                self.config, target, self.services,
+                parent=self.caller, interactivity=caller.approvals.interactivity, ceiling=ceiling,
             )
         except OrchestratorError as exc:
             raise ToolFailure(DELEGATE_TOOL_NAME, f"cannot start {target!r}: {exc}") from exc
-        logger.info("{} delegates to {} (depth {})", self._caller, target, turn.depth + 1)
-        transcript = Transcript(session=f"{turn.session}>{target}", parent=self._caller)
-        result = await run_tool_call_loop(execution, transcript, task, approver=turn.approver, actor=turn.actor)
-        if result.stop is not StopReason.COMPLETED:
-            raise ToolFailure(DELEGATE_TOOL_NAME, f"{target} did not finish ({result.stop.value}): {result.text}")
-        return result.text or f"({target} gave no answer)"
+        logger.info("{} delegates to {} (depth {})", self.caller, target, turn.depth + 1)
+        return _ChildTurn(turn=turn, execution=execution, session=f"{turn.session}>{target}", parent=self.caller)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ChildTurn:
+    turn: CurrentTurn
+    execution: ResolvedAgentExecution
+    session: str
+    parent: str
+
+    async def run(self, task: str) -> ChildOutcome:
+        """Run the task through the calling turn (the engine's `run_child`)."""
+        return await self.turn.run_child(self.execution, task, session=self.session, parent=self.parent)
 
 
 def delegation_reach(config: Config, agent: str) -> tuple[str, ...]:

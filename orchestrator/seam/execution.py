@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import InitVar, dataclass
 
-from orchestrator.providers.base import ModelBinding, Provider
+from orchestrator.providers import ModelBinding, Provider
 from orchestrator.errors import SealViolation
 from orchestrator.policy import SecurityPolicy
 from orchestrator.seam._seal import SEAL

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from orchestrator.config import AgentConfig, Config
-from orchestrator.providers.base import ModelBinding
+from orchestrator.providers import ModelBinding
 from orchestrator.errors import OrchestratorError, UnknownAgent
 from orchestrator.policy import Interactivity, SecurityPolicy
 from orchestrator.seam._seal import SEAL
@@ -19,7 +19,7 @@ from orchestrator.seam.execution import (
     RuntimeKnobs,
 )
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssembly
-from orchestrator.seam.registry import assemble
+from orchestrator.seam.assembly import assemble
 from orchestrator.seam.sandbox import default_workspace, shell_sandbox
 from orchestrator.seam.services import Services
 

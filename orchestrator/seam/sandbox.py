@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator.config import AgentConfig, Config
 from orchestrator.policy import ShellSandbox
-from orchestrator.tools.sandbox import bwrap_error, landlock_error
+from orchestrator.tools import bwrap_error, landlock_error
 
 __all__ = ["SandboxNotice", "default_workspace", "sandbox_notices", "shell_sandbox"]
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from orchestrator.providers.pool import ProviderPool
+from orchestrator.providers import ProviderPool
 from orchestrator.policy import AuditSink
 from orchestrator.seam.ledger import ActionLedger
 

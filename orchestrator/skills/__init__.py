@@ -6,7 +6,7 @@ tools to the agent's SecurityPolicy, and they pass the same filter as every othe
 """
 
 from orchestrator.skills.arguments import ArgumentSpec
-from orchestrator.skills.loader import Skill, SkillCatalog, load_skill, skill_catalog
+from orchestrator.skills.loader import Skill, SkillCatalog, find_skill_dirs, load_skill, skill_catalog
 from orchestrator.skills.manifest import SkillToolDef
 from orchestrator.skills.tools import SkillHttpTool, SkillShellTool, bind_skill_tools
 
@@ -18,6 +18,7 @@ __all__ = [
     "SkillShellTool",
     "SkillToolDef",
     "bind_skill_tools",
+    "find_skill_dirs",
     "load_skill",
     "skill_catalog",
 ]

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Final
 from weakref import WeakKeyDictionary
 
-from orchestrator.config import Config, find_skill_dirs
+from orchestrator.config import Config
 from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.skills.front_matter import parse_skill_md
 from orchestrator.skills.manifest import NAME_PATTERN, SkillToolDef, parse_manifest
 
-__all__ = ["Skill", "SkillCatalog", "load_skill", "skill_catalog"]
+__all__ = ["Skill", "SkillCatalog", "find_skill_dirs", "load_skill", "skill_catalog"]
 
 SKILL_FILE: Final = "SKILL.md"
 MANIFEST_FILE: Final = "skill.toml"
@@ -189,3 +189,15 @@ def _script_problems(directory: Path) -> list[ConfigProblem]:
             if stat.S_ISREG(mode) and mode & _EXECUTABLE:
                 problems.append(ConfigProblem(str(path), "", f"an executable file: {hint}"))
     return problems
+
+
+def find_skill_dirs(config: Config) -> dict[str, Path]:
+    """Return skill name -> directory for every `<dir>/<name>/SKILL.md` under `[skills] dirs`."""
+    base = config.source.parent if config.source else Path.cwd()
+    found: dict[str, Path] = {}
+    for entry in config.skills.dirs:
+        root = (base / entry).expanduser()
+        if root.is_dir():
+            for skill_md in sorted(root.glob("*/SKILL.md")):
+                found.setdefault(skill_md.parent.name, skill_md.parent)
+    return found

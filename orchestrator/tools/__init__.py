@@ -2,16 +2,42 @@
 
 from orchestrator.tools.base import BuiltinTool, Tool, ToolSource, ToolSpec
 from orchestrator.tools.catalog import BUILTIN_NAMES, BUILTIN_TOOLS
+from orchestrator.tools.delegate import ChildOutcome, ChildTurn, DelegateTool, Delegation
 from orchestrator.tools.http_fetch import fetch_url
+from orchestrator.tools.reserved import (
+    DELEGATE_TOOL_NAME,
+    MEMORY_FORGET_NAME,
+    MEMORY_RECALL_NAME,
+    MEMORY_STORE_NAME,
+    MEMORY_TOOL_NAMES,
+    RESERVED_TOOL_NAMES,
+    SEAM_TOOL_NAMES,
+    TOOL_SEARCH_NAME,
+)
+from orchestrator.tools.sandbox import bwrap_error, landlock_error
 from orchestrator.tools.shell import run_command
 
 __all__ = [
     "BUILTIN_NAMES",
     "BUILTIN_TOOLS",
     "BuiltinTool",
+    "ChildOutcome",
+    "ChildTurn",
+    "DelegateTool",
+    "Delegation",
+    "DELEGATE_TOOL_NAME",
+    "MEMORY_FORGET_NAME",
+    "MEMORY_RECALL_NAME",
+    "MEMORY_STORE_NAME",
+    "MEMORY_TOOL_NAMES",
+    "RESERVED_TOOL_NAMES",
+    "SEAM_TOOL_NAMES",
+    "TOOL_SEARCH_NAME",
     "Tool",
     "ToolSource",
     "ToolSpec",
+    "bwrap_error",
     "fetch_url",
+    "landlock_error",
     "run_command",
 ]

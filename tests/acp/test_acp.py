@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, cut_off, status, text, tool_call
-from tests.mcp.conftest import stdio_kit
+from tests.mcp.kit import stdio_kit
 
 MEMORY_TOOLS = {"memory_store", "memory_recall", "memory_forget"}
 

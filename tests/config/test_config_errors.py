@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import Config, load_config, resolve_secret
+from orchestrator.checks import load_config
+from orchestrator.config import Config, resolve_secret
 from orchestrator.errors import ConfigError, SecretError
 from tests.conftest import WriteConfig
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import SecretRef, load_config, resolve_secret
+from orchestrator.checks import load_config
+from orchestrator.config import SecretRef, resolve_secret
 from orchestrator.errors import ConfigError, EmptySecret, SecretError
 from tests.conftest import WriteConfig
 

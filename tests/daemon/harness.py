@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from channels.terminal import TerminalAdapter
-from orchestrator.config import Config, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config
 from orchestrator.daemon import Runtime, replay_unfinished, start_channel
 
 

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.daemon import Runtime, start_channels
 from tests.fakes.openai_server import Reply, text
 

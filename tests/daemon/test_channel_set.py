@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from channels import ChannelAuthError
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.daemon import ChannelState, Runtime, start_channel, start_channels, stop_channel
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running

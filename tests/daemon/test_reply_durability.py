@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.daemon import Runtime, replay_unfinished, start_channels
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import echo_model

@@ -1,4 +1,7 @@
-"""The daemon with real Telegram adapters (PTB) against the fake Bot API and the fake LLM."""
+"""The daemon with real Telegram adapters (PTB) against the fake Bot API and the fake LLM.
+
+What Telegram shares with the other platforms runs in test_chat_platforms.py; this is Telegram's own.
+"""
 
 from __future__ import annotations
 
@@ -133,7 +136,7 @@ async def test_restart_does_not_answer_twice(write_config: WriteConfig, fake_llm
 async def test_two_agents_with_different_mcp_bundles_never_cross(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
-    from tests.mcp.conftest import bundle, stdio_kit
+    from tests.mcp.kit import bundle, stdio_kit
 
     toml = two_bots_toml(fake_llm, tg).replace(
         'tools = ["file_write", "list_dir"]', 'tools = ["list_dir"]\nmcp_bundles = ["ops_kit"]'
@@ -168,22 +171,3 @@ async def test_two_agents_with_different_mcp_bundles_never_cross(
     assert all("is not available to this agent" in t for t in intern_replies)
     final = [t for _, t in replies(tg, TOKEN_A)][-1]
     assert '"write_note": 3' in final  # the server ran write_note for ops only, never for the intern
-
-
-async def test_approval_prompt_shows_every_argument_name_despite_a_long_first_one(
-    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
-) -> None:
-    arguments = {"content": "A" * 5000, "path": "hidden.txt"}
-    toml = two_bots_toml(fake_llm, tg).replace('autonomy = "full"', 'autonomy = "supervised"')
-    path = write_config(toml + '[agents.ops.approval]\ntimeout_s = 20\n')
-    async with daemon(path):
-        fake_llm.script(tool_call("file_write", arguments), text("finished hidden.txt"))
-        tg.push_message(10, 10, "please write", token=TOKEN_A)
-        await tg.wait_for(lambda: any("reply_markup" in p for p in tg.calls("sendMessage", token=TOKEN_A)))
-        (prompt,) = [p for p in tg.calls("sendMessage", token=TOKEN_A) if "reply_markup" in p]
-        tg.press_button(10, "Deny", token=TOKEN_A)
-        await tg.wait_for(lambda: "finished hidden.txt" in [t for _, t in replies(tg, TOKEN_A)], timeout=10)
-    # the core handed the whole call over; the adapter fitted it to one message (4,096 units)
-    shown = prompt["text"].split("Arguments: ")[1].split("\nRequested by")[0]
-    assert shown.startswith('{"path": "hidden.txt", "content": "AAA') and "chars cut]…" in shown
-    assert len(shown) > 3000 and len(prompt["text"]) <= 4096

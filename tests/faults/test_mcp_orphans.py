@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import WriteConfig, provider_toml
-from tests.mcp.conftest import agent_toml, bundle, stdio_kit
+from tests.mcp.kit import agent_toml, bundle, stdio_kit
 
 ROOT = Path(__file__).resolve().parents[2]
 

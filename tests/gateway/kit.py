@@ -10,10 +10,10 @@ from typing import Any
 
 import aiohttp
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.gateway import GatewayAddress, open_gateway
 from orchestrator.daemon import Runtime
-from tests.mcp.conftest import bundle, stdio_kit
+from tests.mcp.kit import bundle, stdio_kit
 
 TOKEN = "s3cret-gateway-token-for-the-tests-0123"
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import Config, GatewayConfig, SecretRef, load_config
-from orchestrator.engine import add_turn_observer
+from orchestrator.checks import load_config
+from orchestrator.config import Config, GatewayConfig, SecretRef
 from orchestrator.errors import ConfigError
 from orchestrator.gateway import GatewayError, open_gateway
 from orchestrator.policy import Interactivity
@@ -19,14 +18,6 @@ from orchestrator.daemon import Runtime
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.gateway.kit import AUTH, TOKEN, call, gateway_toml, serving, write
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 async def test_every_endpoint_needs_the_bearer_token_and_errors_are_json(

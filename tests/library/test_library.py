@@ -4,28 +4,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import orchestrator
-from orchestrator.config import load_config
-from orchestrator.engine import StopReason, add_turn_observer
+from orchestrator.checks import load_config
+from orchestrator.engine import StopReason
 from orchestrator.errors import UnknownAgent
 from orchestrator.library import AgentClosed
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity, Verdict
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.gateway.kit import gateway_toml, write
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 def shell_then(reply: str) -> tuple[object, ...]:

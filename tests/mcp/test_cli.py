@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator import cli
 from tests.conftest import provider_toml
-from tests.mcp.conftest import agent_toml, bundle, stdio_kit
+from tests.mcp.kit import agent_toml, bundle, stdio_kit
 
 BROKEN = '[mcp.servers.broken]\ntransport = "stdio"\ncommand = "/nonexistent/mcp-server"\n'
 

@@ -16,7 +16,7 @@ from orchestrator.mcp import ConnectionState, McpPool, McpServerUnavailable
 from orchestrator.seam import Services
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
-from tests.mcp.conftest import (
+from tests.mcp.kit import (
     FAST_BACKOFF,
     agent_toml,
     bundle,

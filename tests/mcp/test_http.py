@@ -12,7 +12,7 @@ from orchestrator.errors import ToolFailure
 from orchestrator.mcp import ConnectionState
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
-from tests.mcp.conftest import (
+from tests.mcp.kit import (
     HttpKit,
     agent_toml,
     bundle,

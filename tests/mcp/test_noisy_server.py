@@ -10,7 +10,7 @@ from collections.abc import Callable
 from orchestrator.config import Config
 from orchestrator.logs import configure_logging
 from tests.conftest import provider_toml
-from tests.mcp.conftest import agent_toml, bundle, execution, mcp_services, stdio_kit
+from tests.mcp.kit import agent_toml, bundle, execution, mcp_services, stdio_kit
 
 
 async def test_a_noisy_server_is_logged_once_and_still_serves(load: Callable[..., Config]) -> None:

@@ -10,7 +10,7 @@ from orchestrator.seam import ConstructionPath
 from tests.conftest import provider_toml
 from tests.fakes.mcp_servers.kit import NOTES
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
-from tests.mcp.conftest import agent_toml, bundle, execution, mcp_services, server_counts, stdio_kit, turn
+from tests.mcp.kit import agent_toml, bundle, execution, mcp_services, server_counts, stdio_kit, turn
 
 
 async def test_pinned_resources_are_read_each_turn_wrapped_and_gated(

@@ -14,7 +14,7 @@ from orchestrator.mcp import ConnectionState
 from orchestrator.seam import Services
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call
-from tests.mcp.conftest import (
+from tests.mcp.kit import (
     agent_toml,
     bundle,
     execution,
@@ -139,7 +139,7 @@ async def test_secret_references_in_env_are_resolved_when_connecting(
 def test_literal_secrets_in_server_env_and_headers_are_config_errors(
     write_config: Callable[..., Path],
 ) -> None:
-    from orchestrator.config import load_config
+    from orchestrator.checks import load_config
     from orchestrator.errors import ConfigError
 
     path = write_config(

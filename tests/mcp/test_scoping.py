@@ -12,7 +12,7 @@ from orchestrator.policy import ApprovalRule
 from orchestrator.seam import ConstructionPath, ScopedAssembly, mcp_servers_for, resolve
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
-from tests.mcp.conftest import (
+from tests.mcp.kit import (
     agent_toml,
     bundle,
     execution,

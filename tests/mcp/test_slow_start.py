@@ -14,7 +14,7 @@ from orchestrator.daemon import Runtime
 from orchestrator.seam import build_channel
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
-from tests.mcp.conftest import agent_toml, bundle, stdio_kit, tool_results
+from tests.mcp.kit import agent_toml, bundle, stdio_kit, tool_results
 
 
 async def test_a_slow_server_delays_nothing_and_is_reported_unavailable_until_it_is_up(

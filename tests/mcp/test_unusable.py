@@ -16,7 +16,7 @@ from orchestrator import cli
 from orchestrator.config import Config
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
-from tests.mcp.conftest import ROOT, agent_toml, bundle, execution, mcp_services, tool_results, turn
+from tests.mcp.kit import ROOT, agent_toml, bundle, execution, mcp_services, tool_results, turn
 
 ODD = (
     "[mcp.servers.odd]\ntransport = \"stdio\"\n"

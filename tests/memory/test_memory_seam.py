@@ -151,10 +151,12 @@ def test_the_seam_strips_exactly_the_memory_tools_and_config_rejects_granting_th
     fake_llm: FakeOpenAI, load: Callable[..., Config]
 ) -> None:
     from orchestrator.errors import ConfigError
-    from orchestrator.memory import MEMORY_TOOL_NAMES
-    from orchestrator.seam.registry import MEMORY_TOOL_NAMES as STRIPPED
+    from orchestrator.memory import MEMORY_FORGET_SPEC, MEMORY_RECALL_SPEC, MEMORY_STORE_SPEC
+    from orchestrator.tools import MEMORY_TOOL_NAMES
 
-    assert STRIPPED == MEMORY_TOOL_NAMES == frozenset(MEMORY)
+    # the seam strips the catalog's names; the memory package builds its specs under them
+    built = {spec.name for spec in (MEMORY_STORE_SPEC, MEMORY_RECALL_SPEC, MEMORY_FORGET_SPEC)}
+    assert built == MEMORY_TOOL_NAMES == frozenset(MEMORY)
     body = provider_toml(fake_llm.base_url) + '[agents.a]\nprovider = "fake"\nmodel = "m"\ntools = ["memory_store"]\n'
     with pytest.raises(ConfigError) as error:
         load(body)

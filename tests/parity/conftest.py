@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import Config, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI
 

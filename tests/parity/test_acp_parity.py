@@ -18,7 +18,7 @@ from orchestrator.policy import Interactivity
 from orchestrator.seam import PATH_PROFILES, ConstructionPath, ResolvedAgentExecution
 from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.fakes.openai_server import FakeOpenAI, text
-from tests.parity.test_l2_paths import _in_thread, comparable, declared, run_cli, seen  # noqa: F401
+from tests.parity.test_l2_paths import _in_thread, comparable, declared, run_cli
 
 MEMORY_TOOLS = ["memory_forget", "memory_recall", "memory_store"]
 
@@ -28,7 +28,7 @@ async def test_acp_turn_resolves_cli_run_policy_modulo_its_knobs(
     agent: str,
     fake_llm: FakeOpenAI,
     parity_config: Callable[[FakeOpenAI], tuple[Path, Config]],
-    seen: list[ResolvedAgentExecution],  # noqa: F811
+    seen: list[ResolvedAgentExecution],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path, _ = parity_config(fake_llm)

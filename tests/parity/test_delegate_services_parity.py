@@ -23,7 +23,7 @@ from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.daemon.harness import running
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.gateway.kit import call, serving, write
-from tests.mcp.conftest import bundle, sent_tools, stdio_kit
+from tests.mcp.kit import bundle, sent_tools, stdio_kit
 
 # helper's own grant: a built-in, its memory tools, and its bundle's MCP tool.
 HELPER_TOOLS: Final = ["kit__echo", "list_dir", "memory_forget", "memory_recall", "memory_store"]

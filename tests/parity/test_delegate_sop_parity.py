@@ -6,14 +6,12 @@ parent surface's interactivity."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import load_config
-from orchestrator.engine import add_turn_observer
+from orchestrator.checks import load_config
 from orchestrator.memory import MemoryStore
 from orchestrator.peripherals import PeripheralPool
 from orchestrator.policy import Interactivity
@@ -27,14 +25,6 @@ from tests.parity.test_l2_paths import comparable
 # Budgets that are the caller's turn budgets (a delegation ceiling lowers them); the rest stay the target's.
 CEILING_KEYS = ("max_tool_iterations", "turn_timeout_s", "tool_timeout_s", "max_tool_result_chars")
 NARROWING = ("file_read", "arm__status", "http_fetch")
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 def without(described: dict[str, Any], *keys: str) -> dict[str, Any]:

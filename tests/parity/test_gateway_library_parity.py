@@ -8,28 +8,18 @@ path (`orchestrator agent`) resolves, differing only in interactivity.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import orchestrator
 from orchestrator import cli
-from orchestrator.engine import add_turn_observer
 from orchestrator.policy import Interactivity
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.gateway.kit import call, gateway_toml, serving, write
 from tests.parity.conftest import parity_toml
 from tests.parity.test_l2_paths import comparable, declared
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 async def _three_paths(

@@ -9,7 +9,7 @@ so the day an entry point lands it inherits an already-asserted contract.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ import pytest
 
 from orchestrator import cli
 from orchestrator.config import Config
-from orchestrator.engine import add_turn_observer
 from orchestrator.peripherals import PeripheralPool
 from orchestrator.policy import Interactivity
 from orchestrator.seam import (
@@ -56,14 +55,6 @@ def comparable(described: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in described.items() if k not in PER_PATH_KEYS}
     out["approval"] = {k: v for k, v in out["approval"].items() if k != "interactivity"}
     return out
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.peripherals import PeripheralPool
 from orchestrator.seam import (
     ConstructionPath,

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import Config, load_config
-from orchestrator.engine import add_turn_observer
+from orchestrator.checks import load_config
+from orchestrator.config import Config
 from orchestrator.mcp import McpPool
 from orchestrator.seam import (
     PATH_PROFILES,
@@ -30,7 +30,7 @@ from orchestrator.seam import (
 )
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
-from tests.mcp.conftest import FAST_BACKOFF, agent_toml, bundle, stdio_kit
+from tests.mcp.kit import FAST_BACKOFF, agent_toml, bundle, stdio_kit
 
 # Paths that withhold MCP by their declared knobs; every other path must match cli run.
 WITHHELD: frozenset[ConstructionPath] = frozenset({ConstructionPath.ACP})
@@ -54,14 +54,6 @@ def mcp_parity_toml(base_url: str) -> str:
         + agent_toml("intern", bundles=["intern_lazy"], autonomy="read_only",
                      extra='system_prompt = "You are the intern."\n')
     )
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 async def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

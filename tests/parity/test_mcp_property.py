@@ -15,7 +15,8 @@ from types import MappingProxyType
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.config import Config, parse_config
+from orchestrator.checks import parse_config
+from orchestrator.config import Config
 from orchestrator.mcp import McpPool, RemoteTool, ServerOffer
 from orchestrator.seam import ConstructionPath, Services, build_cli_run, build_on_path
 

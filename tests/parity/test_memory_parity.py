@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,8 @@ import pytest
 
 from channels import Inbound
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.daemon import Disposition, process_message
-from orchestrator.engine import add_turn_observer
 from orchestrator.memory import MemoryStore
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve
 from tests.conftest import WriteConfig, provider_toml
@@ -48,14 +47,6 @@ def memory_toml(fake: FakeOpenAI) -> str:
     for name in AGENTS:
         body += f'[[routes]]\nchannel = "term"\nagent = "{name}"\nsenders = ["u-{name}"]\n'
     return body
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.errors import ToolFailure
 from orchestrator.seam import Services
 from orchestrator.seam.matrix import COLUMNS, matrix_columns, settings_of

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator import cli
-from orchestrator.engine import add_turn_observer
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
@@ -65,14 +64,6 @@ async def device(tmp_path: Path) -> AsyncIterator[FakeDevice]:
         yield fake
     finally:
         await fake.unplug()
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 async def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

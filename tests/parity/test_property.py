@@ -15,7 +15,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.config import Config, parse_config
+from orchestrator.checks import parse_config
+from orchestrator.config import Config
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.memory import MemoryStore
 from orchestrator.providers import Completion, ModelBinding, Provider, ProviderPool, ToolCall

@@ -5,11 +5,9 @@ its interactivity (never an operator)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
-from orchestrator.engine import add_turn_observer
 from orchestrator.policy import Interactivity
 from orchestrator.scheduler import start_schedules
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, ScopedAssembly, Services, resolve
@@ -22,14 +20,6 @@ from tests.parity.test_l2_paths import comparable
 # ops's grant is file_read, list_dir, shell, memory tools, arm__*; the schedule keeps two of
 # them and names one the agent lacks (never added).
 NARROWING = ("file_read", "arm__status", "http_fetch")
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 @pytest.mark.parametrize("agent", ["ops", "intern"])

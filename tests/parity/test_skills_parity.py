@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from orchestrator import cli
-from orchestrator.config import load_config
-from orchestrator.engine import add_turn_observer
+from orchestrator.checks import load_config
 from orchestrator.policy import Interactivity
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve
 from tests.conftest import WriteConfig
@@ -30,14 +28,6 @@ EXPECTED_TOOLS = {
     "intern": (),
 }
 EXPECTED_SECTIONS = {"ops": ["skill:notes", "skill:docs"], "intern": ["skill:docs"]}
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 async def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -17,7 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.config import Config, parse_config
+from orchestrator.checks import parse_config
+from orchestrator.config import Config
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.providers import ModelBinding, Provider, ProviderPool
 from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, resolve

@@ -106,7 +106,7 @@ async def test_sop_reach_on_the_channel_path_is_the_routes_sops(
 
 def test_a_channel_reaching_an_sop_its_route_does_not_list_is_a_gap(write_config: WriteConfig) -> None:
     """A dispatch that let `/sop maint` through an open route shows as a gap (fabricated reach, real execution)."""
-    from orchestrator.config import load_config
+    from orchestrator.checks import load_config
 
     config = load_config(write_config(provider_toml("http://127.0.0.1:9/v1") + SOPS))
     services = Services(peripherals=PeripheralPool())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.errors import ConfigError
 from orchestrator.peripherals import PeripheralPool
 from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, resolve

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.errors import ConfigError
 from orchestrator.providers import ProviderPool, warm_provider_sdk
 from orchestrator.providers.anthropic import AnthropicProvider
@@ -92,5 +92,7 @@ def test_importing_the_package_and_warming_one_kind_leaves_the_other_sdk_alone()
         "orchestrator.providers.warm_provider_sdk()\n"
         "assert 'openai' in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
     warm_provider_sdk(["openai", "anthropic"])  # in-process too: both already imported, a no-op
+    assert "anthropic" in sys.modules and "openai" in sys.modules

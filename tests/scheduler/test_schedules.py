@@ -13,9 +13,8 @@ import pytest
 from loguru import logger
 
 from orchestrator import cli
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.daemon import Runtime, reload_config
-from orchestrator.engine import add_turn_observer
 from orchestrator.errors import ConfigError
 from orchestrator.policy import Interactivity
 from orchestrator.scheduler import SCHEDULE_DB, ScheduleRunner, start_schedules
@@ -36,14 +35,6 @@ tools = ["file_read", "list_dir", "shell"]
 [agents.ops.shell]
 allowed_commands = ["echo"]
 """
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ SEALED = {"ScopedToolRegistry", "ResolvedAgentExecution", "ApprovalManager"}
 AGENT_POLICY_MODELS = {
     "AgentConfig", "ApprovalConfig", "BudgetConfig", "MemoryConfig", "ShellConfig", "HttpFetchConfig",
 }
-POLICY_OWNERS = ("orchestrator/seam/", "orchestrator/config/")
-# Agent policy fields: read only by the seam (and validated by config/).
+POLICY_OWNERS = ("orchestrator/seam/", "orchestrator/config/", "orchestrator/checks/")
+# Agent policy fields: read only by the seam (and validated by config/ and cross-checked by checks/).
 POLICY_FIELDS = {
     "tools", "excluded_tools", "approval", "budget", "memory", "skills", "mcp_bundles", "peripherals",
     "delegates", "autonomy", "temperature", "system_prompt", "auto_approve", "always_ask", "shell",

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator import cli
-from orchestrator.engine import add_turn_observer
 from orchestrator.policy import Interactivity
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, ScopedAssembly, Services, resolve
 from orchestrator.store import AuditLog
@@ -69,14 +67,6 @@ model = "outsider-model"
 autonomy = "full"
 tools = ["file_write"]
 """ + extra
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 async def run_agent(path: Path, agent: str, message: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -19,7 +19,7 @@ from orchestrator.mcp import McpServerUnavailable
 from orchestrator.peripherals import PeripheralFault
 from orchestrator.seam import ConstructionPath, build_delegate, build_listing, open_services, service_reach
 from tests.conftest import provider_toml
-from tests.mcp.conftest import bundle, stdio_kit, wait_for
+from tests.mcp.kit import bundle, stdio_kit, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = '[mcp.servers.broken]\ntransport = "stdio"\ncommand = "/nonexistent/mcp-server"\n'

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import Config, load_config
+from orchestrator.checks import load_config
+from orchestrator.config import Config
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, build_library, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn, TurnHook, TurnRefused, TurnStopped
 from orchestrator.store import SessionStore

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.errors import ToolFailure
 from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.tools import Tool

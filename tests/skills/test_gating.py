@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.seam import ConstructionPath, ScopedAssembly, Services, resolve
 from tests.conftest import WriteConfig

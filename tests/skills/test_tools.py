@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from orchestrator.config import load_config
+from orchestrator.checks import load_config
 from orchestrator.errors import ConfigError, ToolFailure
 from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.tools import Tool

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from channels import Inbound
 from orchestrator import cli
 from orchestrator.config import Config
 from orchestrator.daemon import Disposition, process_message
-from orchestrator.engine import add_turn_observer
 from orchestrator.policy import (
     ApprovalDecision,
     ApprovalRequest,
@@ -66,14 +64,6 @@ prompt = "Deploy."
 agent = "narrow"
 requires_confirmation = true
 """ + extra
-
-
-@pytest.fixture
-def seen() -> Iterator[list[ResolvedAgentExecution]]:
-    executions: list[ResolvedAgentExecution] = []
-    remove = add_turn_observer(executions.append)
-    yield executions
-    remove()
 
 
 def tool_names(request: dict[str, Any]) -> list[str]:

@@ -8,24 +8,21 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from orchestrator.config.gateway import check_gateway
-from orchestrator.config.models import AgentConfig, Config
-from orchestrator.config.schedule_checks import check_schedules
-from orchestrator.config.skill_checks import check_skills
-from orchestrator.config.sop_checks import check_sops
+from orchestrator.checks.schedules import check_schedules
+from orchestrator.checks.skills import check_skills
+from orchestrator.checks.sops import check_sops
+from orchestrator.config import AgentConfig, Config, check_gateway
 from orchestrator.errors import ConfigProblem
-from orchestrator.policy.tool_filter import is_granted
+from orchestrator.policy import is_granted
+from orchestrator.skills import find_skill_dirs
+from orchestrator.text import suggest
+from orchestrator.tools import BUILTIN_NAMES, DELEGATE_TOOL_NAME, MEMORY_TOOL_NAMES, RESERVED_TOOL_NAMES
 
-__all__ = ["check_references", "find_skill_dirs"]
+__all__ = ["RESERVED_AGENT_NAMES", "check_references"]
 
 _GLOB_CHARS = frozenset("*?[")
 # What OpenAI-compatible APIs accept as a function name (peripheral tools are `<name>__<command>`).
 _FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-# Tools the seam itself adds (the deferred-MCP search): valid in excluded_tools and the
-# approval lists, never in `tools` (an agent gets it through a deferred bundle).
-SEAM_TOOL_NAMES = frozenset({"tool_search"})
-# Seam tools an agent is granted by naming them exactly in `tools` (never by a glob).
-DELEGATE_TOOL_NAME = "delegate"
 # Agent names that are `orchestrator policy` subcommands.
 RESERVED_AGENT_NAMES = frozenset({"matrix"})
 # `[mcp.servers.X] env` / `headers` names whose values must be secret references: these
@@ -37,8 +34,6 @@ _SECRET_WORDS = frozenset({"CREDENTIAL", "CREDENTIALS", "COOKIE", "PAT"})
 
 def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
     """Return one problem per dangling reference or unmatched tool name."""
-    from orchestrator.tools.catalog import BUILTIN_NAMES
-
     problems: list[ConfigProblem] = []
     problems.extend(_check_mcp(config, shown))
     problems.extend(_check_peripherals(config, shown))
@@ -50,7 +45,7 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
     skill_dirs = find_skill_dirs(config)
     problems.extend(check_skills(config, shown=shown, skill_dirs=skill_dirs))
     namespaces = set(config.mcp.servers) | set(config.peripherals) | set(skill_dirs)
-    known_tools = BUILTIN_NAMES | SEAM_TOOL_NAMES | {DELEGATE_TOOL_NAME} | _memory_tool_names()
+    known_tools = BUILTIN_NAMES | RESERVED_TOOL_NAMES
     problems.extend(
         check_sops(config, shown=shown, check_tool=lambda t: _check_reference(t, known_tools, namespaces))
     )
@@ -64,18 +59,6 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
     return problems
 
 
-def find_skill_dirs(config: Config) -> dict[str, Path]:
-    """Return skill name -> directory for every `<dir>/<name>/SKILL.md` under `[skills] dirs`."""
-    base = config.source.parent if config.source else Path.cwd()
-    found: dict[str, Path] = {}
-    for entry in config.skills.dirs:
-        root = (base / entry).expanduser()
-        if root.is_dir():
-            for skill_md in sorted(root.glob("*/SKILL.md")):
-                found.setdefault(skill_md.parent.name, skill_md.parent)
-    return found
-
-
 def _check_agent(
     config: Config,
     agent: AgentConfig,
@@ -83,8 +66,6 @@ def _check_agent(
     namespaces: set[str],
     skills: dict[str, Path],
 ) -> Iterator[tuple[str, str]]:
-    from orchestrator.config.loader import suggest
-
     if agent.provider not in config.providers:
         yield "provider", f"unknown provider {agent.provider!r}" + suggest(
             agent.provider, config.providers
@@ -122,21 +103,19 @@ def _check_agent(
     ):
         for i, entry in enumerate(entries):
             problem = _check_reference(
-                entry, builtins | SEAM_TOOL_NAMES | {DELEGATE_TOOL_NAME} | _memory_tool_names(), namespaces
+                entry, builtins | RESERVED_TOOL_NAMES, namespaces
             )
             if problem:
                 yield f"{key}[{i}]", problem
 
 
 def _check_grant(entry: str, builtins: frozenset[str]) -> str | None:
-    from orchestrator.config.loader import suggest
-
     if "__" in entry:
         return (
             f"{entry!r} looks like an MCP/skill/peripheral tool; those are granted through "
             "mcp_bundles, skills and peripherals, not tools"
         )
-    if entry in _memory_tool_names():
+    if entry in MEMORY_TOOL_NAMES:
         return f"{entry!r} is a memory tool; memory tools are granted by [memory] scope = \"agent\", not tools"
     if _GLOB_CHARS & set(entry):
         if not any(fnmatchcase(b, entry) for b in builtins):
@@ -147,15 +126,7 @@ def _check_grant(entry: str, builtins: frozenset[str]) -> str | None:
     return None
 
 
-def _memory_tool_names() -> frozenset[str]:
-    from orchestrator.memory import MEMORY_TOOL_NAMES
-
-    return MEMORY_TOOL_NAMES
-
-
 def _check_reference(entry: str, builtins: frozenset[str], namespaces: set[str]) -> str | None:
-    from orchestrator.config.loader import suggest
-
     if "__" in entry:
         prefix = entry.split("__", 1)[0]
         if prefix in namespaces or (_GLOB_CHARS & set(prefix)):
@@ -173,8 +144,6 @@ def _check_reference(entry: str, builtins: frozenset[str], namespaces: set[str])
 
 
 def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
-    from orchestrator.config.loader import suggest
-
     for name, server in config.mcp.servers.items():
         base = f"mcp.servers.{name}"
         if "__" in name:
@@ -220,8 +189,6 @@ def _check_mcp(config: Config, shown: str) -> Iterator[ConfigProblem]:
 
 
 def _check_peripherals(config: Config, shown: str) -> Iterator[ConfigProblem]:
-    from orchestrator.config.loader import suggest
-
     ports: dict[str, str] = {}
     for name, device in config.peripherals.items():
         base = f"peripherals.{name}"
@@ -273,8 +240,6 @@ def _has_password(value: str) -> bool:
 
 
 def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
-    from orchestrator.config.loader import suggest
-
     for name, channel in config.channels.items():
         base = f"channels.{name}"
         if channel.kind == "telegram" and channel.mode == "webhook":

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from orchestrator.config.models import Config
+from orchestrator.config import Config
 from orchestrator.errors import ConfigProblem
+from orchestrator.text import suggest
 
 __all__ = ["check_sops"]
 
@@ -14,8 +15,6 @@ def check_sops(
     config: Config, *, shown: str, check_tool: Callable[[str], str | None]
 ) -> Iterator[ConfigProblem]:
     """Yield one problem per unknown agent or step tool name that names nothing."""
-    from orchestrator.config.loader import suggest
-
     for name, sop in config.sops.items():
         base = f"sops.{name}"
         if sop.agent not in config.agents:

@@ -196,9 +196,15 @@ async def test_slow_answer_raises_provider_unavailable() -> None:
 
 
 async def test_aclose_twice_is_harmless(fake: FakeOpenAI) -> None:
+    fake.script(text("hi"))
     provider = _provider(fake.base_url)
+    assert (await provider.complete(model="m", messages=USER, tools=(), temperature=None)).text == "hi"
     await provider.aclose()
     await provider.aclose()
+    # closed for good: a later call never reaches the server
+    with pytest.raises(RuntimeError, match="client has been closed"):
+        await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    assert len(fake.requests) == 1
 
 
 async def test_streamed_text_arrives_in_order_and_adds_up_to_the_completion(fake: FakeOpenAI) -> None:

@@ -1,8 +1,9 @@
 """CurrentTurn: what a running turn exposes to the seam tools it calls (deadline, iterations, approver).
 
-The engine sets it (a context variable) for the duration of `run_tool_call_loop`, so a tool
-such as `delegate` can cap a nested turn by what is left of its caller's budgets and reach
-the caller's approver, without the engine knowing any tool by name.
+The engine sets it (a context variable) for the duration of `run_tool_call_loop`, so the
+seam's delegation policy can cap a nested turn by what is left of its caller's budgets,
+and the `delegate` tool can run that nested turn through `run_child`, without the engine
+knowing any tool by name and without the seam or the tools importing the engine.
 """
 
 from __future__ import annotations
@@ -10,13 +11,22 @@ from __future__ import annotations
 import asyncio
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from orchestrator.policy import Approver
-    from orchestrator.seam import ResolvedAgentExecution
+    from orchestrator.seam.execution import ResolvedAgentExecution
+    from orchestrator.tools import ChildOutcome
 
-__all__ = ["CurrentTurn", "current_turn", "enter_turn", "leave_turn"]
+__all__ = ["ChildRunner", "CurrentTurn", "current_turn", "enter_turn", "leave_turn"]
+
+
+class ChildRunner(Protocol):
+    """The engine's way to run a nested turn inside the current one."""
+
+    async def __call__(
+        self, execution: ResolvedAgentExecution, task: str, /, *, session: str, parent: str
+    ) -> ChildOutcome: ...
 
 
 @dataclass(slots=True, kw_only=True, eq=False)
@@ -29,6 +39,7 @@ class CurrentTurn:
     actor: str | None
     deadline: float  # event-loop time at which the turn's time budget runs out
     depth: int  # 0 for a top-level turn; a turn run inside another's tool call is one deeper
+    runner: ChildRunner
     iteration: int = 0
 
     def remaining_s(self) -> float:
@@ -38,6 +49,10 @@ class CurrentTurn:
     def remaining_iterations(self) -> int:
         """Return the tool iterations the turn may still start (never negative)."""
         return max(0, self.execution.knobs.max_tool_iterations - self.iteration)
+
+    async def run_child(self, execution: ResolvedAgentExecution, task: str, *, session: str, parent: str) -> ChildOutcome:
+        """Run `task` on `execution` (resolved by the seam) as a nested turn, with this turn's approver and actor."""
+        return await self.runner(execution, task, session=session, parent=parent)
 
 
 _current: ContextVar[CurrentTurn | None] = ContextVar("orchestrator_current_turn", default=None)

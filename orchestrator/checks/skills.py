@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.config.models import AgentConfig, Config
+from orchestrator.config import AgentConfig, Config
 from orchestrator.errors import ConfigError, ConfigProblem
-from orchestrator.policy.tool_filter import matches_any
+from orchestrator.policy import matches_any
+from orchestrator.text import suggest
 
 if TYPE_CHECKING:
     from orchestrator.skills import Skill
@@ -57,7 +58,6 @@ def check_skills(config: Config, *, shown: str, skill_dirs: dict[str, Path]) -> 
     used = dict.fromkeys(s for agent in config.agents.values() for s in agent.skills if s in skill_dirs)
     if not used:
         return  # and the skills package is not even imported
-    from orchestrator.config.loader import suggest
     from orchestrator.skills import skill_catalog
 
     catalog = skill_catalog(config)

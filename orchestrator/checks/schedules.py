@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from orchestrator.config.models import Config
-from orchestrator.config.schedules import ScheduleConfig
+from orchestrator.config import Config, ScheduleConfig
 from orchestrator.errors import ConfigProblem
+from orchestrator.text import suggest
 
 __all__ = ["check_schedules"]
 
@@ -16,8 +16,6 @@ _WEEKDAY_FIELD: Final = 4
 
 def check_schedules(config: Config, *, shown: str) -> Iterator[ConfigProblem]:
     """Yield one problem per bad schedule key (`schedules[i].key: message`)."""
-    from orchestrator.config.loader import suggest
-
     seen: dict[str, int] = {}
     for i, schedule in enumerate(config.schedules):
         base = f"schedules[{i}]"
@@ -51,8 +49,6 @@ def check_schedules(config: Config, *, shown: str) -> Iterator[ConfigProblem]:
 
 
 def _check_target(config: Config, schedule: ScheduleConfig, base: str, shown: str) -> Iterator[ConfigProblem]:
-    from orchestrator.config.loader import suggest
-
     if schedule.sop is not None:
         if schedule.prompt is not None:
             yield ConfigProblem(shown, f"{base}.sop", "give exactly one of prompt or sop (both are set)")

@@ -1,0 +1,11 @@
+"""Whole-config checks: every cross-reference between config sections and the domain packages.
+
+`config` validates each model on its own; this package, above config and the packages the
+references name (tools, memory, skills, peripherals, MCP), checks that the names point at
+something, and `load_config` composes both into the one public way to load a config.
+"""
+
+from orchestrator.checks.loading import load_config, parse_config
+from orchestrator.checks.references import RESERVED_AGENT_NAMES, check_references
+
+__all__ = ["RESERVED_AGENT_NAMES", "check_references", "load_config", "parse_config"]
