@@ -41,8 +41,9 @@ LAYERS: Final = (
     # What runs turns for somebody. The gateway and the scheduler reach the daemon through
     # protocols of their own (`GatewayHost`, `ScheduleHost`), never by import.
     ("services", ("daemon", "gateway", "acp", "scheduler", "sop", "library")),
-    # `orchestrator` is the package's own __init__ (it imports `orchestrator.Agent` lazily).
-    ("cli", ("cli", "orchestrator")),
+    # `orchestrator` is the package's own __init__ (it imports `orchestrator.Agent` lazily);
+    # `__main__` is `python -m orchestrator`.
+    ("cli", ("cli", "__main__", "orchestrator")),
 )
 
 # (importing module, imported module) pairs the contract allows although they climb or
