@@ -241,3 +241,10 @@ async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(
     # the operator's line keeps the detail (provider, URL, status) with the key redacted
     assert quiet.stderr == f"error: provider 'fake' at {fake_llm.base_url}: HTTP 401: Incorrect API key provided: [redacted]\n"
     assert key not in loud.stderr and "DEBUG" in loud.stderr and "incident " in loud.stderr
+
+
+def test_python_dash_m_orchestrator_is_the_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "--help"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and done.stdout.startswith("usage: orchestrator ")
