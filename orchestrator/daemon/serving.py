@@ -83,7 +83,7 @@ async def serve(config: Config, config_path: Path) -> int:
                 # provider SDK first (off the loop, but awaited): done beside those sends, the
                 # import starves the loop of the CPU, a send the platform took is recorded
                 # late, and a kill in that window sends it again.
-                await asyncio.to_thread(warm_provider_sdk)
+                await asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime))
             await replay_unfinished(runtime, unfinished)
             runtime.store.prune_inbox()
             if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
@@ -99,7 +99,7 @@ async def serve(config: Config, config_path: Path) -> int:
             notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
             if runtime.config.providers:
                 # the provider SDK is imported on the first turn; do it now, off the loop
-                runtime.spawn(asyncio.to_thread(warm_provider_sdk), name="warm-provider")
+                runtime.spawn(asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime)), name="warm-provider")
             interval = watchdog_interval_s()
             if interval:
                 runtime.spawn(_watchdog(interval), name="watchdog")
@@ -174,6 +174,11 @@ def _scheduling(runtime: Runtime) -> bool:
     from orchestrator.scheduler import ScheduleRunner
 
     return runtime.component(ScheduleRunner) is not None
+
+
+def _provider_kinds(runtime: Runtime) -> frozenset[str]:
+    """The provider kinds the config uses (only their SDKs are warmed)."""
+    return frozenset(provider.kind for provider in runtime.config.providers.values())
 
 
 async def _watchdog(interval: float) -> None:

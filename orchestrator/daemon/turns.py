@@ -102,11 +102,15 @@ def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: 
     stop = "stopped by /stop" if result is None else result.stop.value
     tools = ",".join(result.executed) if result is not None and result.executed else "none"
     incident = result.incident if result is not None else None
+    failed_over = result is not None and result.failed_over
+    fallback = f" (answered by fallback {result.provider}/{result.model})" if result is not None and failed_over else ""
     logger.bind(
         channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, agent=agent, stop=stop,
         seconds=round(seconds, 3), tools=tools, incident=incident,
+        provider=result.provider if result is not None else None,
+        model=result.model if result is not None else None, failed_over=failed_over,
     ).info(
-        "turn {}:{} from {} by {}: {}{} in {:.2f}s, tools run: {}",
+        "turn {}:{} from {} by {}: {}{}{} in {:.2f}s, tools run: {}",
         inbound.channel, inbound.chat, inbound.sender, agent, stop,
-        f" (incident {incident})" if incident else "", seconds, tools,
+        f" (incident {incident})" if incident else "", fallback, seconds, tools,
     )
