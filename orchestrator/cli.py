@@ -157,8 +157,12 @@ def _load(args: argparse.Namespace) -> Config:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import signal
     from pathlib import Path
 
+    # A SIGHUP before the daemon serves (config still loading) would kill it: there is nothing
+    # to reload yet, so it is ignored until the daemon's own handler takes over.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     from orchestrator.daemon import run_daemon
 
     return run_daemon(Path(args.config))

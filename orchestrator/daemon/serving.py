@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import signal
+from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from loguru import logger
 
@@ -24,6 +26,8 @@ from orchestrator.seam import sandbox_notices
 from orchestrator.store import hold_state_lock
 
 __all__ = ["reload_config", "run_daemon", "serve"]
+
+_T = TypeVar("_T")
 
 # How long a reload waits for the channels it starts (a slower one keeps connecting).
 _RELOAD_READY_S: Final = 30.0
@@ -63,68 +67,112 @@ async def serve(config: Config, config_path: Path) -> int:
     if problems:
         raise ConfigError(problems)
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    reload = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    loop.add_signal_handler(signal.SIGINT, stop.set)
-    loop.add_signal_handler(signal.SIGHUP, reload.set)
+    signals = _Signals()
+    loop.add_signal_handler(signal.SIGTERM, signals.stop_now)
+    loop.add_signal_handler(signal.SIGINT, signals.stop_now)
+    loop.add_signal_handler(signal.SIGHUP, signals.reload.set)
     try:
         async with Runtime.open(config, config_path=config_path) as runtime, AsyncExitStack() as gateway:
-            if runtime.config.gateway is not None:  # aiohttp's server side is imported only then
-                from orchestrator.gateway import open_gateway
-
-                await gateway.enter_async_context(open_gateway(runtime))
-            unfinished = runtime.store.unfinished()
-            await start_channels(runtime)
-            for name, error in runtime.channels.failures().items():
-                logger.error("channel {} is down: {}", name, error)
-            if unfinished and runtime.config.providers:
-                # After a crash there are replies to send and turns to run at once. Import the
-                # provider SDK first (off the loop, but awaited): done beside those sends, the
-                # import starves the loop of the CPU, a send the platform took is recorded
-                # late, and a kill in that window sends it again.
-                await asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime))
-            await replay_unfinished(runtime, unfinished)
-            runtime.store.prune_inbox()
-            if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
-                await _start_schedules(runtime)  # after channels: a run may deliver to one
-            up = [n for n, status in runtime.channels.status().items() if status.error is None]
-            logger.info("ready: channels {}", ", ".join(up) or "none")
-            for notice in sandbox_notices(runtime.config):
-                logger.log("WARNING" if notice.attention else "INFO", "{}", notice.text)
-            # Everything loaded so far lives for the whole run: move it out of the cyclic
-            # GC's reach, or each full collection walks it and stalls every channel. No
-            # gc.collect() first: measured, it found 9 unreachable objects and took 30 ms.
-            gc.freeze()
-            notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
-            if runtime.config.providers:
-                # the provider SDK is imported on the first turn; do it now, off the loop
-                runtime.spawn(asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime)), name="warm-provider")
-            interval = watchdog_interval_s()
-            if interval:
-                runtime.spawn(_watchdog(interval), name="watchdog")
-            while not stop.is_set():
-                waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(reload.wait())]
-                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-                for waiter in waiters:
-                    waiter.cancel()
-                if reload.is_set() and not stop.is_set():
-                    reload.clear()
-                    notify("RELOADING=1")
-                    await reload_config(runtime, config_path)
-                    notify("READY=1")
+            # Start-up races the signals: a channel that cannot connect must not hold off a
+            # SIGTERM for its whole ready timeout, and nothing is called ready that is not.
+            if await _until_stopped(_start_up(runtime, gateway), signals.stop):
+                await _serve_until_stopped(runtime, config_path, signals)
             notify("STOPPING=1")
             logger.info("stopping: no new messages; draining up to {}s", runtime.config.daemon.shutdown_grace_s)
             # stop intake: new messages are still stored (pending, answered after the next
             # start) while adapters stay connected so in-flight turns can still reply
             runtime.stop_accepting()
-            if not await runtime.drain(runtime.config.daemon.shutdown_grace_s):
+            drained = await _until_stopped(runtime.drain(runtime.config.daemon.shutdown_grace_s), signals.hurry)
+            if drained is None:
+                logger.warning("second stop signal: {} turn(s) interrupted now", runtime.inflight)
+            elif not drained:
                 logger.warning("grace period over: {} turn(s) interrupted", runtime.inflight)
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
     logger.info("stopped")
     return 0
+
+
+
+class _Signals:
+    """What the daemon was told: stop (a second stop: hurry, do not wait for turns), reload."""
+
+    def __init__(self) -> None:
+        self.stop = asyncio.Event()
+        self.hurry = asyncio.Event()
+        self.reload = asyncio.Event()
+
+    def stop_now(self) -> None:
+        (self.hurry if self.stop.is_set() else self.stop).set()
+
+
+async def _until_stopped(work: Coroutine[Any, Any, _T], stop: asyncio.Event) -> _T | None:
+    """Run `work` until it returns (its value) or `stop` is set first (None; `work` is cancelled)."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((task, stopped), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
+
+
+async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
+    """Open the gateway, start the channels, replay what a crash left, start schedules; log ready."""
+    if runtime.config.gateway is not None:  # aiohttp's server side is imported only then
+        from orchestrator.gateway import open_gateway
+
+        await gateway.enter_async_context(open_gateway(runtime))
+    unfinished = runtime.store.unfinished()
+    await start_channels(runtime)
+    for name, error in runtime.channels.failures().items():
+        logger.error("channel {} is down: {}", name, error)
+    if unfinished and runtime.config.providers:
+        # After a crash there are replies to send and turns to run at once. Import the
+        # provider SDK first (off the loop, but awaited): done beside those sends, the
+        # import starves the loop of the CPU, a send the platform took is recorded
+        # late, and a kill in that window sends it again.
+        await asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime))
+    await replay_unfinished(runtime, unfinished)
+    runtime.store.prune_inbox()
+    if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
+        await _start_schedules(runtime)  # after channels: a run may deliver to one
+    up = [n for n, status in runtime.channels.status().items() if status.error is None]
+    logger.info("ready: channels {}", ", ".join(up) or "none")
+    for notice in sandbox_notices(runtime.config):
+        logger.log("WARNING" if notice.attention else "INFO", "{}", notice.text)
+    # Everything loaded so far lives for the whole run: move it out of the cyclic
+    # GC's reach, or each full collection walks it and stalls every channel. No
+    # gc.collect() first: measured, it found 9 unreachable objects and took 30 ms.
+    gc.freeze()
+    notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
+    if runtime.config.providers:
+        # the provider SDK is imported on the first turn; do it now, off the loop
+        runtime.spawn(asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime)), name="warm-provider")
+    interval = watchdog_interval_s()
+    if interval:
+        runtime.spawn(_watchdog(interval), name="watchdog")
+    return True
+
+
+async def _serve_until_stopped(runtime: Runtime, config_path: Path, signals: _Signals) -> None:
+    """Serve; on SIGHUP reload the config (a reload in progress is cut short by a stop)."""
+    while not signals.stop.is_set():
+        waiters = [asyncio.ensure_future(signals.stop.wait()), asyncio.ensure_future(signals.reload.wait())]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        if signals.reload.is_set() and not signals.stop.is_set():
+            signals.reload.clear()
+            notify("RELOADING=1")
+            await _until_stopped(reload_config(runtime, config_path), signals.stop)
+            notify("READY=1")
 
 
 async def reload_config(runtime: Runtime, config_path: Path) -> bool:

@@ -1,0 +1,125 @@
+"""Signals are honoured at every moment of the real `orchestrator run`: a SIGTERM during
+start-up (a channel that cannot connect) stops it at once and nothing is called ready; SIGHUPs
+from the first instant never kill it; a second SIGINT cuts the drain of a long turn short, and
+the next start tells the user the turn was interrupted (nothing lost, nothing twice)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import WriteConfig, provider_toml
+from tests.fakes.openai_server import FakeOpenAI, text
+from tests.fakes.telegram_api import FakeTelegram
+from tests.faults.kit import config_text, outcomes, start, stderr_of
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:  # bound, then released: connecting is refused
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def sighup_taken(pid: int) -> bool:
+    """Return True once the process ignores or catches SIGHUP (no longer dies of it)."""
+    fields = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
+    bit = 1 << (signal.SIGHUP - 1)
+    return bool((int(fields["SigIgn"], 16) | int(fields["SigCgt"], 16)) & bit)
+
+
+async def exit_code(proc: asyncio.subprocess.Process, within_s: float) -> int:
+    async with asyncio.timeout(within_s):
+        return await proc.wait()
+
+
+@pytest.mark.timeout(60)
+async def test_sigterm_while_a_channel_cannot_connect_stops_at_once_and_nothing_is_ready(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    config = write_config(provider_toml(fake_llm.base_url) + f"""
+[agents.a]
+provider = "fake"
+model = "m"
+
+[channels.tg]
+kind = "telegram"
+token = "env:FAULT_TG_TOKEN"
+api_base_url = "http://127.0.0.1:{closed_port()}/bot"
+
+[[routes]]
+channel = "tg"
+agent = "a"
+senders = ["*"]
+""")
+    proc = await start(config, wait_ready=False)
+    await asyncio.sleep(2.0)  # well into the channel's start (it waits up to 30 s for ready)
+    assert proc.returncode is None
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert await exit_code(proc, 10) == 0
+    took = time.monotonic() - sent
+    log = stderr_of(proc)
+    assert took < 5, f"the stop took {took:.1f}s"
+    assert "ready:" not in log and "never awaited" not in log and "Traceback" not in log
+    assert "stopped" in log
+
+
+@pytest.mark.timeout(90)
+async def test_sighup_from_the_first_moment_never_kills_the_daemon(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    async with FakeTelegram() as tg:
+        config = write_config(config_text(fake_llm, tg))
+        proc = await start(config, wait_ready=False)
+        hups = 0
+        # the interpreter's own start, before any of our code runs, is not ours to guard: begin
+        # once the process took SIGHUP over (ignored or caught), then keep sending through start-up
+        async with asyncio.timeout(20):
+            while not sighup_taken(proc.pid):
+                await asyncio.sleep(0.005)
+        async with asyncio.timeout(40):
+            while "ready:" not in stderr_of(proc):
+                assert proc.returncode is None, f"a SIGHUP killed the daemon: {stderr_of(proc)[-2000:]}"
+                proc.send_signal(signal.SIGHUP)
+                hups += 1
+                await asyncio.sleep(0.02)
+        assert hups > 5
+        fake_llm.script(text("still here"))
+        tg.push_message(5, 5, "hello")
+        await tg.wait_for(lambda: any(p["text"] == "still here" for p in tg.sent), timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        assert await exit_code(proc, 20) == 0
+
+
+@pytest.mark.timeout(120)
+async def test_a_second_sigint_cuts_the_drain_short_and_the_next_start_tells_the_user(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    async with FakeTelegram() as tg:
+        config = write_config(config_text(fake_llm, tg, daemon="shutdown_grace_s = 60\n"))
+        proc = await start(config)
+        fake_llm.latency_s = 30.0  # a long turn
+        tg.push_message(9, 9, "msg-1")
+        async with asyncio.timeout(20):
+            while not fake_llm.requests:
+                await asyncio.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        await asyncio.sleep(1.0)
+        assert proc.returncode is None  # the first one drains: it waits for the turn
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert await exit_code(proc, 10) == 0
+        assert time.monotonic() - sent < 5
+        assert "second stop signal: 1 turn(s) interrupted now" in stderr_of(proc)
+        fake_llm.latency_s = 0.0
+        again = await start(config)
+        await tg.wait_for(lambda: outcomes(tg)["notice msg-1"] == 1, timeout=20)
+        await asyncio.sleep(0.5)
+        assert outcomes(tg) == {"notice msg-1": 1}  # told once, never answered twice
+        again.send_signal(signal.SIGTERM)
+        assert await exit_code(again, 20) == 0
