@@ -143,7 +143,8 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
     runtime.store.prune_inbox()
     if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
         await _start_schedules(runtime)  # after channels: a run may deliver to one
-    up = [n for n, status in runtime.channels.status().items() if status.error is None]
+    # only channels that are receiving: one still connecting was logged as such by the start
+    up = [n for n, status in runtime.channels.status().items() if status.ready]
     logger.info("ready: channels {}", ", ".join(up) or "none")
     for notice in sandbox_notices(runtime.config):
         logger.log("WARNING" if notice.attention else "INFO", "{}", notice.text)
