@@ -146,6 +146,10 @@ class ChannelAuthError(ChannelError):
     """The platform refused the credentials; retrying cannot help."""
 
 
+class ChannelUnusable(ChannelError):
+    """This channel cannot run in this process (no terminal on stdin); it is disabled, not retried."""
+
+
 class ChannelAdapter(Protocol):
     """One configured channel (a bot on one platform).
 

@@ -9,7 +9,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, Deliver
+from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver
 
 __all__ = ["Backoff", "supervise"]
 
@@ -66,6 +66,10 @@ async def supervise(
             reason = "the connection closed"
         except ChannelAuthError as exc:
             logger.error("channel {}: credentials refused, not retrying: {}", adapter.name, exc.reason)
+            on_fatal(exc)
+            return
+        except ChannelUnusable as exc:
+            logger.warning("channel {} is disabled: {}", adapter.name, exc.reason)
             on_fatal(exc)
             return
         except ChannelError as exc:

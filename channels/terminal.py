@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import sys
 import time
 from typing import IO, Any, Final
@@ -11,6 +13,7 @@ from channels.approval_codec import approval_command, parse_approval_command
 from channels.base import (
     ApprovalAnswer,
     ApprovalPrompt,
+    ChannelUnusable,
     Deliver,
     Inbound,
     Outbound,
@@ -29,11 +32,27 @@ def create(name: str, config: Any, *, secrets: Any) -> TerminalAdapter:
     return TerminalAdapter(name=name, user=config.user, chat=config.chat)
 
 
+def _no_input(stdin: IO[bytes]) -> str | None:
+    """Say why nobody can type into `stdin` (closed, or a device that is not a terminal), else None.
+
+    A terminal, a pipe and a file all carry input (scripts pipe lines in); /dev/null, as
+    systemd's `StandardInput=null` gives, or a closed descriptor carries none.
+    """
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return "stdin is closed"
+    if stat.S_ISCHR(mode) and not os.isatty(stdin.fileno()):
+        return "stdin is not a terminal (e.g. /dev/null under systemd)"
+    return None
+
+
 class TerminalAdapter:
     """Reads one message per line from stdin and prints replies to stdout.
 
-    At end of input (stdin closed, or /dev/null under systemd) the channel stays up and
-    quiet, so the daemon keeps serving its other channels.
+    With no input at all (stdin closed, or /dev/null as under systemd) the channel is
+    disabled with one warning line and the daemon serves its other channels; at the end of
+    piped input it stays up and quiet.
     """
 
     max_message_chars = 1_000_000
@@ -49,6 +68,9 @@ class TerminalAdapter:
         self._count = 0
 
     async def run(self, deliver: Deliver, ready: Ready) -> None:
+        why = _no_input(self._stdin)
+        if why is not None:
+            raise ChannelUnusable(self.name, f"{why}; run the daemon in a terminal to chat on it")
         reader = asyncio.StreamReader()
         loop = asyncio.get_running_loop()
         try:

@@ -13,6 +13,8 @@ from typing import Any, Final, TypeVar
 
 from loguru import logger
 
+from channels import ChannelUnusable
+
 from orchestrator.checks import load_config
 from orchestrator.config import Config, gateway_token_problems, resolve_secret
 from orchestrator.daemon.inbox import replay_unfinished, start_channel_set, start_channels, stop_channel
@@ -132,7 +134,8 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
     unfinished = runtime.store.unfinished()
     await start_channels(runtime)
     for name, error in runtime.channels.failures().items():
-        logger.error("channel {} is down: {}", name, error)
+        if not isinstance(error, ChannelUnusable):  # a disabled channel said so in its one line
+            logger.error("channel {} is down: {}", name, error)
     if unfinished and runtime.config.providers:
         # After a crash there are replies to send and turns to run at once. Import the
         # provider SDK first (off the loop, but awaited): done beside those sends, the
