@@ -17,7 +17,7 @@ import uuid
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from acp import PROTOCOL_VERSION, RequestError, run_agent, stdio_streams
+from acp import PROTOCOL_VERSION, RequestError, run_agent
 from acp.schema import (
     AgentCapabilities,
     Implementation,
@@ -33,6 +33,7 @@ from loguru import logger
 from orchestrator.acp.framing import screen_input
 from orchestrator.acp.history import AcpHistory, StoredTranscript
 from orchestrator.acp.session import AcpSession
+from orchestrator.acp.stdio import open_stdio
 from orchestrator.engine import StopReason
 from orchestrator.seam import ConstructionPath, Services, build_acp, open_services
 from orchestrator.sessions import HeldTranscript, Sessions
@@ -73,7 +74,7 @@ async def serve_acp(config: Config, agent: str) -> int:
         services = await stack.enter_async_context(open_services(config, [agent], _PATH))
         store = _open_store(config, stack)
         build_acp(config, agent, services)  # fail before speaking, not mid-session
-        stdin, writer = await stdio_streams(limit=_STDIO_LIMIT)
+        stdin, writer = await open_stdio(limit=_STDIO_LIMIT)
         sys.stdout = sys.stderr  # the real stdout now belongs to the protocol writer alone
         history = AcpHistory(agent=agent, store=store)
         server = AcpServer(config=config, agent=agent, services=services, history=history)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -142,3 +143,27 @@ async def test_an_image_block_is_refused_explicitly(write_config: WriteConfig, f
         ))
         assert refused["error"]["code"] == -32602 and "does not accept image" in json.dumps(refused["error"])
     assert fake_llm.requests == []
+
+
+def test_stdout_and_stdin_may_be_regular_files(write_config: WriteConfig, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    # `orchestrator acp ... < requests.jsonl > answers.jsonl`: the library's stdio only takes pipes
+    config = write_config(CONFIG.format(base_url=fake_llm.base_url))
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": {}}}) + "\n"
+        + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                      "params": {"cwd": str(tmp_path), "mcpServers": []}}) + "\n"
+    )
+    answers = tmp_path / "answers.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "acp", "--agent", "dev", "--config", str(config)],
+            stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, timeout=60, check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    replies = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert [r.get("id") for r in replies] == [1, 2]
+    assert replies[0]["result"]["protocolVersion"] == PROTOCOL_VERSION
+    assert replies[1]["result"]["sessionId"]
+    assert b"Pipe transport" not in done.stderr
