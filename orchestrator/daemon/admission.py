@@ -12,12 +12,14 @@ from channels import Inbound
 from orchestrator.config import Config, RouteConfig
 from orchestrator.daemon.routing import match_route, session_key
 from orchestrator.daemon.runtime import Runtime
-from orchestrator.seam import SESSION_COMMANDS, SOP_COMMAND
+from orchestrator.seam import APPROVAL_COMMANDS, SESSION_COMMANDS, SOP_COMMAND
 from orchestrator.sessions import SessionState
 
 __all__ = ["Admitted", "Disposition", "INSTANT_COMMANDS", "admit"]
 
-INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS)
+# A well-formed `/approve ID` never gets here (the adapter hands it over as an answer): what
+# does is malformed, and is answered with a usage line instead of reaching the model.
+INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS) | frozenset(APPROVAL_COMMANDS)
 _COMMANDS: Final = INSTANT_COMMANDS | {SOP_COMMAND}
 
 
@@ -71,7 +73,7 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
     if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
         logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
         return Disposition.DUPLICATE
-    if command in INSTANT_COMMANDS:  # /new and /stop act at once, also while stopping
+    if command in INSTANT_COMMANDS:  # /new, /stop, /help act at once, also while stopping
         return Admitted(config=config, route=route, key=key, command=command)
     if not runtime.accepting:
         return Disposition.NOT_ACCEPTING

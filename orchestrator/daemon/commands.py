@@ -1,4 +1,4 @@
-"""Chat commands (`/new`, `/stop`, `/sop NAME`): one handler each, looked up in `COMMANDS`."""
+"""Chat commands (`/new`, `/stop`, `/help`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
 
 from __future__ import annotations
 
@@ -41,6 +41,38 @@ async def _stop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
     _done(runtime, inbound)
     if not runtime.sessions.stop(admitted.key):
         await _tell(runtime, inbound, "Nothing is running.")
+
+
+async def _help(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/help`: the commands and SOPs this route grants the sender (the seam's `ChatCommands`)."""
+    _done(runtime, inbound)
+    await _tell(runtime, inbound, help_text(resolve_chat_commands(admitted.config, admitted.route)))
+
+
+def help_text(commands: ChatCommands) -> str:
+    """Return the `/help` answer for a route's grant."""
+    lines = ["Commands here:"]
+    lines += [f"{name} {_USAGE[name]}".replace("  ", " ") for name in commands.commands]
+    if commands.sops:
+        lines.append("SOPs here: " + ", ".join(commands.sops))
+    lines.append("Anything else is a message to the agent.")
+    return "\n".join(lines)
+
+
+_USAGE: Final[Mapping[str, str]] = MappingProxyType({
+    "/new": "- start a new session",
+    "/stop": "- stop what is running in this session",
+    "/help": "- this list",
+    SOP_COMMAND: "NAME [context] - run an SOP",
+    "/approve": "ID - allow a tool call you were asked about",
+    "/deny": "ID - refuse it",
+})
+
+
+async def _approval_usage(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """A malformed `/approve` or `/deny` (no id, a bad id, extra words): a usage line, never the model."""
+    _done(runtime, inbound)
+    await _tell(runtime, inbound, "Usage: /approve ID or /deny ID, with the ID from the approval prompt.")
 
 
 async def _sop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
@@ -129,5 +161,8 @@ async def _tell(runtime: Runtime, inbound: Inbound, text: str) -> None:
     await send(_adapter(runtime, inbound), Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
 
 
-COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({"/new": _new, "/stop": _stop, SOP_COMMAND: _sop})
-assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND}, "every chat command has one handler"
+COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
+    "/new": _new, "/stop": _stop, "/help": _help, SOP_COMMAND: _sop,
+    "/approve": _approval_usage, "/deny": _approval_usage,
+})
+assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"

@@ -166,3 +166,48 @@ async def test_without_route_approvers_another_agents_step_is_denied_and_nobody_
     with AuditLog(runtime.config.state_path() / "audit.sqlite3") as audit:
         decided = [(r["verdict"], r["decided_by"]) for r in audit.decisions(agent="ops")]
     assert decided == [("no_decision", None), ("no_decision", None)]
+
+
+async def test_help_lists_what_this_route_grants_and_nothing_more(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    path = write_config(open_route_toml(fake_llm, tg, route_extra='sops = ["faq"]'))
+    async with daemon(path):
+        tg.push_message(STRANGER, STRANGER, "/help")
+        await tg.wait_for(lambda: len(said(tg)) == 1, timeout=10)
+    [shown] = said(tg)
+    assert shown.splitlines() == [
+        "Commands here:",
+        "/new - start a new session",
+        "/stop - stop what is running in this session",
+        "/help - this list",
+        "/sop NAME [context] - run an SOP",
+        "/approve ID - allow a tool call you were asked about",
+        "/deny ID - refuse it",
+        "SOPs here: faq",
+        "Anything else is a message to the agent.",
+    ]
+    assert "maint" not in shown and "deploy" not in shown  # SOPs the route does not list stay unnamed
+    assert fake_llm.requests == []
+
+
+async def test_a_route_without_sops_offers_no_sop_in_help(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    path = write_config(open_route_toml(fake_llm, tg))
+    async with daemon(path):
+        tg.push_message(STRANGER, STRANGER, "/help")
+        await tg.wait_for(lambda: len(said(tg)) == 1, timeout=10)
+    assert "/sop" not in said(tg)[0] and "SOPs here" not in said(tg)[0]
+
+
+@pytest.mark.parametrize("typed", ["/approve", "/deny", "/approve a b", "/approve \u200bx", "/DENY"])
+async def test_a_malformed_approve_gets_a_usage_line_and_never_reaches_the_model(
+    typed: str, write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    path = write_config(open_route_toml(fake_llm, tg))
+    async with daemon(path):
+        tg.push_message(STRANGER, STRANGER, typed)
+        await tg.wait_for(lambda: len(said(tg)) == 1, timeout=10)
+    assert said(tg) == ["Usage: /approve ID or /deny ID, with the ID from the approval prompt."]
+    assert fake_llm.requests == []
