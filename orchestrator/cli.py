@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="orchestrator", description="Chat-channel agent daemon with one policy seam."
     )
+    parser.add_argument("--version", action=_Version, help="print the package version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -122,6 +123,19 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument("--agent", required=True, help="agent name")
     acp.set_defaults(handler=_cmd_acp)
     return parser
+
+
+class _Version(argparse.Action):
+    """Print the installed package's version; importlib.metadata is imported only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from importlib.metadata import version
+
+        print(f"orchestrator {version('orchestrator')}")
+        parser.exit()
 
 
 def _configure_logging(verbose: bool) -> None:

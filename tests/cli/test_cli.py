@@ -40,6 +40,22 @@ def test_help_is_fast_and_imports_nothing_heavy() -> None:
     assert probe.stdout.strip() == "[]"
 
 
+def test_version_prints_the_package_version_and_imports_nothing_heavy() -> None:
+    from importlib.metadata import version
+
+    done = orchestrator("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"orchestrator {version('orchestrator')}\n", "")
+    probe = subprocess.run(
+        [sys.executable, "-c", (
+            "import sys, orchestrator.cli\n"
+            "try:\n    orchestrator.cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('openai', 'pydantic', 'aiohttp', 'loguru') if m in sys.modules))"
+        )],
+        capture_output=True, text=True, cwd=ROOT, check=True,
+    )
+    assert probe.stdout.splitlines()[-1] == "[]"
+
+
 def test_check_ok_and_errors(write_config: WriteConfig) -> None:
     good = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n')
     done = orchestrator("check", "--config", str(good))
