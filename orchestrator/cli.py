@@ -233,6 +233,9 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     async def run() -> int:
         # What the agent and every agent it can delegate to need; ports open on first call.
         async with open_services(config, [args.name], ConstructionPath.CLI_RUN) as services:
+            if args.allow:
+                held = build_cli_run(config, args.name, services, interactive=interactive).tools.names
+                _check_allow(args.name, allowed, held)
             execution = build_cli_run(
                 config, args.name, services,
                 caller_allowed=allowed if args.allow else None, interactive=interactive,
@@ -251,6 +254,17 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         return 0 if result.stop is StopReason.COMPLETED else 1
 
     return asyncio.run(run())
+
+
+def _check_allow(agent: str, patterns: frozenset[str], held: Sequence[str]) -> None:
+    """Raise `AllowMatchesNothing` for the first `--allow` pattern that names no tool held."""
+    from orchestrator.errors import AllowMatchesNothing
+    from orchestrator.policy import matches_any
+    from orchestrator.text import suggest
+
+    for pattern in sorted(patterns):
+        if not any(matches_any(name, (pattern,)) for name in held):
+            raise AllowMatchesNothing(agent, pattern, suggest(pattern, held))
 
 
 def _cmd_sop(args: argparse.Namespace) -> int:

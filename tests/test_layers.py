@@ -72,6 +72,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.scheduler",
     "orchestrator.seam",
     "orchestrator.sop",
+    "orchestrator.text",
 })
 
 

@@ -257,3 +257,19 @@ async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(
     # the operator's line keeps the detail (provider, URL, status) with the key redacted
     assert quiet.stderr == f"error: provider 'fake' at {fake_llm.base_url}: HTTP 401: Incorrect API key provided: [redacted]\n"
     assert key not in loud.stderr and "DEBUG" in loud.stderr and "incident " in loud.stderr
+
+
+def test_an_allow_matching_no_tool_is_an_error_with_a_suggestion(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The newcomer's step: `--allow fiel_read` used to run the turn silently with zero tools.
+    path = write_config(
+        '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[agents.a]\nprovider = "p"\nmodel = "m"\ntools = ["file_read", "shell"]\n'
+    )
+    assert cli.main(["agent", "a", "-m", "hi", "--allow", "file_read,fiel_read", "--config", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        "error: --allow 'fiel_read' matches no tool agent 'a' holds (did you mean 'file_read'?)\n"
+    )
+    assert cli.main(["agent", "a", "-m", "hi", "--allow", "web_*", "--config", str(path)]) == 1
+    assert capsys.readouterr().err == "error: --allow 'web_*' matches no tool agent 'a' holds\n"
