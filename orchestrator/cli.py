@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--connect",
         action="store_true",
-        help="also connect every MCP server, list what each offers, check bundle tool names against it",
+        help="the doctor: also resolve every secret here, connect every MCP server, provider and channel "
+        "once, and check the names only they can match; `ok` is printed last, only if all passed",
     )
     check.set_defaults(handler=_cmd_check)
 
@@ -203,10 +204,12 @@ def _cmd_route(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     config = _load(args)
-    print(
+    ok = (
         f"{args.config}: ok ({len(config.agents)} agents, {len(config.providers)} providers, "
         f"{len(config.channels)} channels, {len(config.routes)} routes)"
     )
+    if not args.connect:
+        print(ok)
     from orchestrator.seam import sandbox_notices
 
     for notice in sandbox_notices(config):
@@ -214,9 +217,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.connect:
         import asyncio
 
-        from orchestrator.mcp import check_connect
+        from orchestrator.doctor import run_doctor
 
-        return asyncio.run(check_connect(config, shown=args.config, out=sys.stdout, err=sys.stderr))
+        return asyncio.run(run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok))
     return 0
 
 
