@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from orchestrator.checks import ModelUse, models_in_use
 from orchestrator.config import Config, ProviderConfig, SecretRef, resolve_secret
 from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.text import suggest
@@ -31,21 +32,15 @@ class ProviderProbe:
     config: ProviderConfig
     base_url: str
     api_key: str | None
-    # (model, the file and key naming it), one per agent using this provider
-    models: tuple[tuple[str, str, str], ...]
+    models: tuple[ModelUse, ...]  # one per agent using this provider
 
 
 def providers_in_use(config: Config) -> Iterator[ProviderProbe]:
     """Yield a probe per provider some agent uses, env overrides applied (not one whose key will not resolve)."""
     for name, provider in config.providers.items():
-        agents = [(agent_name, a) for agent_name, a in config.agents.items() if a.provider == name]
-        if not agents:
+        models = models_in_use(config, name)
+        if not models:
             continue
-        override = os.environ.get(provider.model_env) if provider.model_env else None
-        models = tuple(
-            (override or agent.model, config.origin_of(agent_name), f"agents.{agent_name}.model")
-            for agent_name, agent in agents
-        )
         url = provider.base_url
         if provider.base_url_env and os.environ.get(provider.base_url_env):
             url = os.environ[provider.base_url_env]
@@ -72,19 +67,20 @@ async def probe_provider(probe: ProviderProbe, *, shown: str, timeout_s: float) 
     except _Refused as exc:
         return None, [ConfigProblem(shown, where, f"{probe.config.kind} endpoint {probe.base_url}: {exc}{_overrides(probe)}")]
     problems = []
-    for model, file, key in dict.fromkeys(probe.models):
+    for use in dict.fromkeys(probe.models):
+        model = use.model
         if model not in offered:
             listed = sorted(offered)
             shown_models = ", ".join(listed[:_SHOWN_MODELS]) + (", ..." if len(listed) > _SHOWN_MODELS else "")
             env = f"; {probe.config.model_env} overrides it" if probe.config.model_env else ""
             problems.append(ConfigProblem(
-                file, key,
+                use.file, use.key,
                 f"model {model!r} is not served by provider {probe.name!r} at {probe.base_url}"
                 + (suggest(model, listed) or (f" (it serves: {shown_models})" if listed else "")) + env,
             ))
     if problems:
         return None, problems
-    served = ", ".join(dict.fromkeys(m for m, _, _ in probe.models))
+    served = ", ".join(dict.fromkeys(use.model for use in probe.models))
     return f"provider {probe.name} ({probe.config.kind}) at {probe.base_url}: serves {served}", []
 
 
@@ -93,13 +89,19 @@ class _Refused(Exception):
 
 
 def _overrides(probe: ProviderProbe) -> str:
-    """Name the keys and environment variables that would change the URL and the key."""
+    """Name the keys, and the environment variables that override the URL, key and model."""
     config = probe.config
-    parts = [f"base_url ({config.base_url_env} overrides it)" if config.base_url_env else "base_url"]
-    parts.append(f"api_key ({config.api_key_env} overrides it)" if config.api_key_env else "api_key")
-    env_set = config.base_url_env and os.environ.get(config.base_url_env)
-    source = f"; the URL came from {config.base_url_env}" if env_set else ""
-    return f" (check [providers.{probe.name}] {' and '.join(parts)}{source})"
+    envs = [
+        f"{env} ({what})"
+        for env, what in ((config.base_url_env, "base_url"), (config.api_key_env, "api_key"), (config.model_env, "model"))
+        if env
+    ]
+    text = f" (check [providers.{probe.name}] base_url and api_key"
+    if envs:
+        text += f"; environment overrides: {', '.join(envs)}"
+    if config.base_url_env and os.environ.get(config.base_url_env):
+        text += f"; this URL came from {config.base_url_env}"
+    return text + ")"
 
 
 def _no_v1_hint(probe: ProviderProbe, status: int) -> str:
@@ -138,7 +140,7 @@ async def _anthropic_has(probe: ProviderProbe, timeout_s: float) -> frozenset[st
     )
     known: set[str] = set()
     try:
-        for model in dict.fromkeys(m for m, _, _ in probe.models):
+        for model in dict.fromkeys(use.model for use in probe.models):
             try:
                 await client.models.retrieve(model)
             except anthropic.NotFoundError:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import TextIO
 
+from orchestrator.checks import route_problems, tool_name_problems
 from orchestrator.config import Config
 from orchestrator.doctor.channels import probe_channel
-from orchestrator.doctor.names import route_problems, tool_name_problems
 from orchestrator.doctor.providers import probe_provider, providers_in_use
 from orchestrator.doctor.secrets import secret_problems
 from orchestrator.mcp import probe_mcp
@@ -48,7 +48,10 @@ async def run_doctor(
             print(line, file=out)
         problems.extend(found)
     problems.extend(route_problems(config, shown=shown))
-    problems.extend(tool_name_problems(config, mcp.offers, shown=shown))
+    offered = {
+        server: frozenset(t.name for t in offer.tools) if offer else None for server, offer in mcp.offers.items()
+    }
+    problems.extend(tool_name_problems(config, offered, shown=shown))
     for warning in mcp.warnings:
         print(f"warning: {warning}", file=err)
     for problem in problems:

@@ -35,12 +35,16 @@ def ok_line(path: Path, *, channels: int = 0, routes: int = 0) -> str:
 
 
 async def test_no_model_server_running_is_a_problem_naming_the_override_variables(
-    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], unused_tcp_port: int
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], unused_tcp_port: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv("ORCHESTRATOR_BASE_URL", raising=False)
     # The newcomer ran `check --connect` with no model server up: it printed `ok`.
     url = f"http://127.0.0.1:{unused_tcp_port}/v1"
     path = write_config(
-        provider(url, extra='base_url_env = "ORCHESTRATOR_BASE_URL"\napi_key_env = "ORCHESTRATOR_API_KEY"\n')
+        provider(url, extra=(
+            'base_url_env = "ORCHESTRATOR_BASE_URL"\napi_key_env = "ORCHESTRATOR_API_KEY"\nmodel_env = "ORCHESTRATOR_MODEL"\n'
+        ))
         + AGENT.format(model="m")
     )
     code, out, err = await doctor(path, capsys)
@@ -48,9 +52,14 @@ async def test_no_model_server_running_is_a_problem_naming_the_override_variable
     (line,) = err
     assert line.startswith(f"{path}: providers.p: openai endpoint {url}: cannot connect (")
     assert line.endswith(
-        "(check [providers.p] base_url (ORCHESTRATOR_BASE_URL overrides it) and api_key "
-        "(ORCHESTRATOR_API_KEY overrides it))"
+        "(check [providers.p] base_url and api_key; environment overrides: ORCHESTRATOR_BASE_URL (base_url), "
+        "ORCHESTRATOR_API_KEY (api_key), ORCHESTRATOR_MODEL (model))"
     )
+    # With the URL from the environment, the line says where it came from.
+    monkeypatch.setenv("ORCHESTRATOR_BASE_URL", url.replace("/v1", "/v2"))
+    code, out, err = await doctor(path, capsys)
+    assert code == 1 and err[0].startswith(f"{path}: providers.p: openai endpoint {url.replace('/v1', '/v2')}: ")
+    assert err[0].endswith("; this URL came from ORCHESTRATOR_BASE_URL)")
 
 
 async def test_a_base_url_without_v1_gets_a_hint_not_a_bare_404(

@@ -1,20 +1,22 @@
-"""Names that match nothing once every source of tools is known (MCP servers connected), and routes
-that admit nobody."""
+"""The checks the doctor runs once it knows more than the file: names that match nothing once the
+MCP servers' tools are known, routes that admit nobody, and the models each provider must serve."""
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Final
 
 from orchestrator.config import Config
 from orchestrator.errors import ConfigProblem
-from orchestrator.mcp import ServerOffer
 from orchestrator.skills import find_skill_dirs, skill_catalog
 from orchestrator.text import suggest
 from orchestrator.tools import BUILTIN_NAMES, RESERVED_TOOL_NAMES
 
-__all__ = ["every_tool_name", "route_problems", "tool_name_problems"]
+__all__ = ["ModelUse", "models_in_use", "route_problems", "tool_name_problems"]
 
 _GLOB_CHARS: Final = frozenset("*?[")
 
@@ -30,11 +32,31 @@ def route_problems(config: Config, *, shown: str) -> Iterator[ConfigProblem]:
             )
 
 
-def every_tool_name(config: Config, offers: Mapping[str, ServerOffer | None]) -> frozenset[str]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelUse:
+    """One agent's model on its provider, and where the config names it."""
+
+    model: str
+    file: str
+    key: str
+
+
+def models_in_use(config: Config, provider: str) -> tuple[ModelUse, ...]:
+    """Return the model of each agent using `provider` (its `model_env` override applied)."""
+    env = config.providers[provider].model_env
+    override = os.environ.get(env) if env else None
+    return tuple(
+        ModelUse(model=override or agent.model, file=config.origin_of(name), key=f"agents.{name}.model")
+        for name, agent in config.agents.items()
+        if agent.provider == provider
+    )
+
+
+def _every_tool_name(config: Config, offered: Mapping[str, frozenset[str] | None]) -> frozenset[str]:
     """Return every tool name some agent could hold: built-ins, skill, peripheral and offered MCP tools."""
     names = set(BUILTIN_NAMES | RESERVED_TOOL_NAMES)
-    for server, offer in offers.items():
-        names.update(f"{server}__{tool.name}" for tool in (offer.tools if offer else ()))
+    for server, tools in offered.items():
+        names.update(f"{server}__{tool}" for tool in tools or ())
     for name, device in config.peripherals.items():
         names.update(f"{name}__{command}" for command in device.commands)
     skills = find_skill_dirs(config)
@@ -46,15 +68,15 @@ def every_tool_name(config: Config, offers: Mapping[str, ServerOffer | None]) ->
 
 
 def tool_name_problems(
-    config: Config, offers: Mapping[str, ServerOffer | None], *, shown: str
+    config: Config, offered: Mapping[str, frozenset[str] | None], *, shown: str
 ) -> Iterator[ConfigProblem]:
     """Yield a problem per approval, exclusion, SOP-step or schedule tool name that matches no tool.
 
-    A name in the namespace of an MCP server that did not connect is not judged (that server
-    is reported on its own).
+    `offered` is each MCP server's own tool names, None for a server that did not connect:
+    a name in its namespace is not judged (that server is reported on its own).
     """
-    known = every_tool_name(config, offers)
-    down = {server for server, offer in offers.items() if offer is None}
+    known = _every_tool_name(config, offered)
+    down = {server for server, tools in offered.items() if tools is None}
 
     def check(file: str, key: str, entries: Iterable[str]) -> Iterator[ConfigProblem]:
         for i, entry in enumerate(entries):
