@@ -9,13 +9,16 @@ endpoints while the first is alive, and the last one to close restores discord.p
 
 Gateway drops are handled by discord.py itself (`connect(reconnect=True)` RESUMEs, and Discord
 replays what was missed); `run` raises only when discord.py gives up (a close code it cannot
-recover from) or when login fails.
+recover from) or when login fails. A zombie connection (heartbeats sent, never ACKed) is closed
+by `_watch_heartbeats` at the first missed ACK, as Discord's docs ask, and then resumed the same
+way; discord.py alone would wait for its `heartbeat_timeout` (60 s) of silence.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -64,6 +67,11 @@ _MAX_RATELIMIT_WAIT_S: Final = 30.0
 _SDK_DEFAULT_BASE: Final = Route.BASE
 _SDK_DEFAULT_GATEWAY: Final = DiscordWebSocket.DEFAULT_GATEWAY
 _CHATTY_TYPES: Final = frozenset({discord.MessageType.default, discord.MessageType.reply})
+# How often the zombie-connection watchdog looks at the heartbeat state (Discord's interval
+# is ~41 s, so a missed ACK is noticed well within one interval of the next beat being due).
+_WATCH_EVERY_S: Final = 0.25
+_MISSED_ACK_INTERVALS: Final = 1.5
+_ZOMBIE_CLOSE_CODE: Final = 4000  # not 1000/1001: discord.py RESUMEs after it, as Discord asks
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +170,7 @@ class DiscordAdapter:
         try:
             async with asyncio.TaskGroup() as tasks:
                 pump = tasks.create_task(_pump(self.name, inbox, deliver))
+                watchdog = tasks.create_task(_watch_heartbeats(self.name, client))
                 try:
                     await self._connect(client)
                 except ChannelError as exc:
@@ -169,6 +178,7 @@ class DiscordAdapter:
                 else:
                     failure = ChannelError(self.name, "the gateway connection closed")
                 finally:
+                    watchdog.cancel()
                     # hand over what was received before the drop, then stop the pump
                     inbox.put_nowait(None)
                 await pump
@@ -391,6 +401,31 @@ class _GatewayClient(discord.Client):
         """Cancel clicks still waiting for delivery (run is ending)."""
         for done in self._orc_pending:
             done.cancel()
+
+
+async def _watch_heartbeats(name: str, client: discord.Client) -> None:
+    """Close the gateway socket when the heartbeat sent last was not ACKed in time.
+
+    Discord ACKs every heartbeat before the next one is due, so no ACK for 1.5 intervals
+    means the beat sent half an interval ago went unanswered: the first missed ACK. Reads
+    discord.py's keep-alive state (`DiscordWebSocket._keep_alive`: `interval` and
+    `_last_ack`, a `time.perf_counter()` stamp); if a discord.py release renames them,
+    this finds nothing and discord.py's own 60 s `heartbeat_timeout` is the fallback.
+    """
+    closed_for: object = None
+    while True:
+        await asyncio.sleep(_WATCH_EVERY_S)
+        ws = getattr(client, "ws", None)
+        keep_alive = getattr(ws, "_keep_alive", None)
+        if ws is None or keep_alive is None or keep_alive is closed_for:
+            continue
+        interval, acked = getattr(keep_alive, "interval", None), getattr(keep_alive, "_last_ack", None)
+        if not isinstance(interval, float) or not isinstance(acked, float):
+            continue
+        if time.perf_counter() - acked > _MISSED_ACK_INTERVALS * interval:
+            closed_for = keep_alive  # one close per connection; the resumed one has its own handler
+            logger.warning("channel {}: the gateway did not ACK a heartbeat; reconnecting", name)
+            await ws.close(code=_ZOMBIE_CLOSE_CODE)
 
 
 async def _pump(name: str, inbox: asyncio.Queue[_Delivery | None], deliver: Deliver) -> None:

@@ -253,6 +253,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         if result.stop is StopReason.PROVIDER_ERROR:
             print(f"error: {result.error}", file=sys.stderr)
             return 1
+        if result.failed_over:
+            print(f"note: answered by the fallback {result.provider}/{result.model}", file=sys.stderr)
         print(result.text)
         return 0 if result.stop is StopReason.COMPLETED else 1
 

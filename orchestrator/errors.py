@@ -117,7 +117,10 @@ class ProviderError(OrchestratorError):
 
 
 class ProviderUnavailable(ProviderError):
-    """The model provider could not be reached, or stayed overloaded or rate-limited (`status` set)."""
+    """The model provider could not be reached, or stayed overloaded or rate-limited (`status` set).
+
+    `timed_out` is True when it was reached but gave no answer within its `timeout_s`.
+    """
 
     def __init__(
         self,
@@ -128,8 +131,10 @@ class ProviderUnavailable(ProviderError):
         status: int | None = None,
         error_type: str | None = None,
         api: str = "OpenAI-compatible endpoint",
+        timed_out: bool = False,
     ) -> None:
         super().__init__(provider, url, reason, status=status, error_type=error_type)
+        self.timed_out = timed_out
         if status is not None:
             self.args = (f"provider {provider!r} at {url} is unavailable ({reason}) after its retries",)
             return

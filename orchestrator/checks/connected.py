@@ -42,14 +42,18 @@ class ModelUse:
 
 
 def models_in_use(config: Config, provider: str) -> tuple[ModelUse, ...]:
-    """Return the model of each agent using `provider` (its `model_env` override applied)."""
+    """Return each model an agent runs on `provider`, `fallback` links included (`model_env` applied)."""
     env = config.providers[provider].model_env
     override = os.environ.get(env) if env else None
-    return tuple(
-        ModelUse(model=override or agent.model, file=config.origin_of(name), key=f"agents.{name}.model")
-        for name, agent in config.agents.items()
-        if agent.provider == provider
-    )
+    uses: list[ModelUse] = []
+    for name, agent in config.agents.items():
+        file = config.origin_of(name)
+        if agent.provider == provider:
+            uses.append(ModelUse(model=override or agent.model, file=file, key=f"agents.{name}.model"))
+        for i, link in enumerate(agent.fallback):
+            if link.provider == provider:
+                uses.append(ModelUse(model=override or link.model, file=file, key=f"agents.{name}.fallback[{i}].model"))
+    return tuple(uses)
 
 
 def _every_tool_name(config: Config, offered: Mapping[str, frozenset[str] | None]) -> frozenset[str]:

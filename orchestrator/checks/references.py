@@ -8,6 +8,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from orchestrator.checks.fallback import check_fallback
 from orchestrator.checks.schedules import check_schedules
 from orchestrator.checks.skills import check_skills
 from orchestrator.checks.sops import check_sops
@@ -42,6 +43,7 @@ def check_references(config: Config, *, shown: str) -> list[ConfigProblem]:
         check_gateway(config.gateway, shown=shown, base=config.source.parent if config.source else None)
     )
     problems.extend(check_schedules(config, shown=shown))
+    problems.extend(check_fallback(config))
     skill_dirs = find_skill_dirs(config)
     problems.extend(check_skills(config, shown=shown, skill_dirs=skill_dirs))
     namespaces = set(config.mcp.servers) | set(config.peripherals) | set(skill_dirs)

@@ -20,6 +20,7 @@ __all__ = [
     "BudgetConfig",
     "Config",
     "DaemonConfig",
+    "FallbackConfig",
     "HttpFetchConfig",
     "McpBundleConfig",
     "McpConfig",
@@ -80,6 +81,13 @@ class ProviderConfig(_Model):
     max_retries: int = Field(default=2, ge=0, le=10, strict=True)
 
 
+class FallbackConfig(_Model):
+    """One entry of `[agents.X] fallback`: a provider and model tried when the ones before it fail."""
+
+    provider: NonEmptyStr
+    model: NonEmptyStr
+
+
 class ApprovalConfig(_Model):
     """`[agents.X.approval]`: which calls need a human."""
 
@@ -136,6 +144,8 @@ class AgentConfig(_Model):
     provider: NonEmptyStr
     model: NonEmptyStr
     temperature: float | None = Field(default=None, ge=0, le=2, strict=True)
+    # tried in order when the provider above is rate-limited, down or too slow (never on a refused request)
+    fallback: tuple[FallbackConfig, ...] = ()
     system_prompt: str = ""
     autonomy: Autonomy = "supervised"
     workspace: NonEmptyStr | None = None

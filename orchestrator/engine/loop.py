@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from loguru import logger
 
-from orchestrator.providers import ToolCall
+from orchestrator.providers import Completion, ToolCall
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.transcript import Transcript
 from orchestrator.engine.untrusted import wrap_untrusted
@@ -50,6 +50,9 @@ class TurnResult:
     On a provider failure `text` (also in the transcript) is one generic line naming
     `incident`; `error` holds the detail (URL, status, body) for operator-facing callers
     only (the CLI's stderr): never send it to a chat or store it.
+    `provider` and `model` name the chain link that gave the turn's last answer (None when
+    no model answered); `failed_over` is True when any answer of the turn came from a
+    `fallback` link instead of the agent's own provider and model.
     """
 
     text: str
@@ -57,6 +60,9 @@ class TurnResult:
     executed: tuple[str, ...]
     error: str | None = None
     incident: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    failed_over: bool = False
 
 
 def add_turn_observer(observer: TurnObserver) -> Callable[[], None]:
@@ -113,7 +119,7 @@ async def run_tool_call_loop(
         turn.close_pending("the turn ran out of time")
         text = f"Stopped: this turn exceeded its time budget of {execution.knobs.turn_timeout_s:g}s."
         transcript.append({"role": "assistant", "content": text})
-        return TurnResult(text=text, stop=StopReason.TIMEOUT, executed=tuple(turn.executed))
+        return turn.result(text, StopReason.TIMEOUT)
     except asyncio.CancelledError:
         turn.close_pending("the turn was cancelled")
         raise
@@ -123,7 +129,8 @@ async def run_tool_call_loop(
 
 class _Turn:
     __slots__ = (
-        "actor", "approver", "events", "executed", "execution", "on_text", "pending", "scope", "transcript",
+        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "on_text", "pending",
+        "scope", "transcript",
     )
 
     def __init__(
@@ -144,6 +151,8 @@ class _Turn:
         self.executed: list[str] = []
         self.pending: list[ToolCall] = []
         self.scope: CurrentTurn | None = None
+        self.answered_by: tuple[str, str] | None = None
+        self.failed_over = False
         self.on_text: Callable[[str], Awaitable[None]] | None = (
             self._stream_text if stream and events is not None else None
         )
@@ -174,12 +183,11 @@ class _Turn:
                 )
             except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
                 return self._provider_failed(exc)
+            self._answered(completion)
             assistant: dict[str, Any] = {"role": "assistant", "content": completion.text}
             if not completion.tool_calls:
                 self.transcript.append(assistant)
-                return TurnResult(
-                    text=completion.text or "", stop=StopReason.COMPLETED, executed=tuple(self.executed)
-                )
+                return self.result(completion.text or "", StopReason.COMPLETED)
             assistant["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                 for c in completion.tool_calls
@@ -240,9 +248,24 @@ class _Turn:
             parts.extend(wrap_untrusted(source, redact(_capped(text, cap))) for source, text in pieces)
         return parts
 
+    def _answered(self, completion: Completion) -> None:
+        # A chain names the link that answered; a single provider leaves it to the binding.
+        model = self.execution.model
+        served = (completion.provider or model.provider, completion.model or model.model)
+        self.answered_by = served
+        if served != (model.provider, model.model):
+            self.failed_over = True
+
+    def result(self, text: str, stop: StopReason, *, error: str | None = None, incident: str | None = None) -> TurnResult:
+        provider, model = self.answered_by or (None, None)
+        return TurnResult(
+            text=text, stop=stop, executed=tuple(self.executed), error=error, incident=incident,
+            provider=provider, model=model, failed_over=self.failed_over,
+        )
+
     def _finish(self, text: str, stop: StopReason) -> TurnResult:
         self.transcript.append({"role": "assistant", "content": text})
-        return TurnResult(text=text, stop=stop, executed=tuple(self.executed))
+        return self.result(text, stop)
 
     def _provider_failed(self, exc: OrchestratorError) -> TurnResult:
         # The detail (internal URL, status, a body that may echo the key) goes to the log
@@ -252,10 +275,7 @@ class _Turn:
         logger.warning("incident {}: {} for {}: {}", incident, kind, self.execution.identity.agent, exc)
         text = _PROVIDER_FAILED.format(incident=incident)
         self.transcript.append({"role": "assistant", "content": text})
-        return TurnResult(
-            text=text, stop=StopReason.PROVIDER_ERROR, executed=tuple(self.executed),
-            error=str(exc), incident=incident,
-        )
+        return self.result(text, StopReason.PROVIDER_ERROR, error=str(exc), incident=incident)
 
     async def _execute(self, call: ToolCall) -> str:
         ex = self.execution

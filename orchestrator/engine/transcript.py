@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["Transcript"]
+__all__ = ["MAX_ENTRY_CHARS", "Transcript", "capped_entry"]
+
+# What one user or assistant entry may hold in history: a 1 MB model answer would
+# otherwise ride along in every later request of the session (tool results have their
+# own cap, `max_tool_result_chars`, applied before the model sees them).
+MAX_ENTRY_CHARS: Final = 32_000
+_CAPPED_ROLES: Final = frozenset({"user", "assistant"})
+
+
+def capped_entry(message: dict[str, Any]) -> dict[str, Any]:
+    """Return `message`, or a copy whose text content is cut to `MAX_ENTRY_CHARS` with a note."""
+    content = message.get("content")
+    if message.get("role") not in _CAPPED_ROLES or not isinstance(content, str) or len(content) <= MAX_ENTRY_CHARS:
+        return message
+    note = f"\n[cut from history: {len(content):,} characters, the first {MAX_ENTRY_CHARS:,} kept]"
+    return {**message, "content": content[:MAX_ENTRY_CHARS] + note}
 
 
 class Transcript:
-    """An append-only message list with a history window that never starts mid-exchange."""
+    """An append-only message list with a history window that never starts mid-exchange.
+
+    User and assistant entries longer than `MAX_ENTRY_CHARS` are cut with a note as they
+    are appended or loaded, so what is persisted and sent again later stays bounded.
+    """
 
     __slots__ = ("dropped", "messages", "parent", "session")
 
@@ -23,7 +42,7 @@ class Transcript:
     ) -> None:
         self.session = session
         self.parent = parent
-        self.messages: list[dict[str, Any]] = list(messages)
+        self.messages: list[dict[str, Any]] = [capped_entry(m) for m in messages]
         self.dropped = dropped  # older messages no longer held in memory (still persisted)
 
     @property
@@ -42,8 +61,8 @@ class Transcript:
         self.dropped += excess
 
     def append(self, message: dict[str, Any]) -> None:
-        """Add one message at the end."""
-        self.messages.append(message)
+        """Add one message at the end (cut to `MAX_ENTRY_CHARS` if it is user or assistant text)."""
+        self.messages.append(capped_entry(message))
 
     def window(self, limit: int) -> list[dict[str, Any]]:
         """Return at most `limit` trailing messages, dropping leading orphan tool results."""

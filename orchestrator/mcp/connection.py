@@ -91,6 +91,7 @@ class McpConnection:
         self._refresh = asyncio.Event()  # list again: list-changed notification or liveness probe
         self._end_reason: str | None = None
         self._unreadable = 0  # lines of this connection's output that were not MCP
+        self._session_lost = _Flag()  # set when the server says it forgot this session
 
     def close(self) -> None:
         """Ask the owner task to shut the session down and stop."""
@@ -161,6 +162,17 @@ class McpConnection:
         try:
             async with asyncio.timeout_at(deadline):
                 client = await self._ready_client(display, deadline)
+                lost = self._session_lost
+                try:
+                    return await send(client)
+                except MCPError:
+                    if not lost.is_set:
+                        raise
+                # The server forgot the session (restart, expiry): the spec says start a new
+                # one. The call was refused, not run, so it is retried once on the new session.
+                logger.info("MCP server {!r} forgot the session; starting a new one for {}", self.server, display)
+                self._end_session_of(client, "the server forgot the session")
+                client = await self._ready_client(display, deadline)
                 return await send(client)
         except TimeoutError:
             if client is not None:
@@ -208,9 +220,12 @@ class McpConnection:
             await self._state_changed.wait()
 
     def _restart(self, client: Client | None) -> None:
+        self._end_session_of(client, "a call failed at the transport level")
+
+    def _end_session_of(self, client: Client | None, reason: str) -> None:
         # Only the session the failing call used; a newer one is left alone.
         if client is not None and client is self._client:
-            self._end_session("a call failed at the transport level")
+            self._end_session(reason)
 
     def _probe(self, client: Client) -> None:
         if client is self._client:
@@ -230,6 +245,7 @@ class McpConnection:
         self._refresh.clear()
         self._end_reason = None
         self._unreadable = 0
+        lost = self._session_lost = _Flag()
         ready = False
         deadline = asyncio.get_running_loop().time() + self._connect_timeout_s
         try:
@@ -238,6 +254,7 @@ class McpConnection:
                     self._config,
                     base=self._base,
                     on_lost=lambda: self._end_session("the server closed the connection"),
+                    on_session_lost=lost.mark,
                 ),
                 cache=None,  # a list-changed refresh must reach the server, never a cached page
                 message_handler=self._on_message,
@@ -345,6 +362,18 @@ class McpConnection:
                     await self._wake.wait()
         except TimeoutError:
             pass
+
+
+class _Flag:
+    """Set once, by the transport of one session; read by the calls made in that session."""
+
+    __slots__ = ("is_set",)
+
+    def __init__(self) -> None:
+        self.is_set = False
+
+    def mark(self) -> None:
+        self.is_set = True
 
 
 @dataclass(frozen=True, slots=True)

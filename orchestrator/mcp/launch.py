@@ -29,6 +29,7 @@ _REFERENCE_SCHEMES: Final = ("env", "file")
 # The SDK's defaults: a server may hold a response stream open for a long time.
 _HTTP_TIMEOUT_S: Final = 30.0
 _HTTP_READ_TIMEOUT_S: Final = 300.0
+_SESSION_HEADER: Final = "mcp-session-id"
 
 
 def resolve_value(value: str, *, base: Path | None) -> str:
@@ -40,19 +41,27 @@ def resolve_value(value: str, *, base: Path | None) -> str:
 
 
 def open_transport(
-    config: McpServerConfig, *, base: Path | None, on_lost: Callable[[], None]
+    config: McpServerConfig,
+    *,
+    base: Path | None,
+    on_lost: Callable[[], None],
+    on_session_lost: Callable[[], None] = lambda: None,
 ) -> Transport:
     """Return the transport for `config`; `on_lost` is called once the server's stream ends.
+
+    Over HTTP, `on_session_lost` is called when the server answers a request that names a
+    session with 404 (the spec's "session not found") or with a 400 whose body speaks of
+    the session (what some servers send instead); the SDK reports either as a plain error.
 
     Raises `SecretError` (on entering) when a referenced secret is missing, and `OSError`
     when a stdio server cannot be spawned.
     """
-    return _transport(config, base=base, on_lost=on_lost)
+    return _transport(config, base=base, on_lost=on_lost, on_session_lost=on_session_lost)
 
 
 @asynccontextmanager
 async def _transport(
-    config: McpServerConfig, *, base: Path | None, on_lost: Callable[[], None]
+    config: McpServerConfig, *, base: Path | None, on_lost: Callable[[], None], on_session_lost: Callable[[], None]
 ) -> AsyncIterator[TransportStreams]:
     async with AsyncExitStack() as stack:
         if config.transport == "stdio":
@@ -69,10 +78,21 @@ async def _transport(
             from mcp.client.streamable_http import streamable_http_client
 
             assert config.url is not None  # config validation requires it for http
+
+            async def watch_session(response: httpx2.Response) -> None:
+                if response.status_code not in (400, 404) or _SESSION_HEADER not in response.request.headers:
+                    return
+                if response.status_code == 400:
+                    await response.aread()  # kept on the response: the SDK reads it again
+                    if b"session" not in response.content.lower():
+                        return  # an ordinary bad request, not a forgotten session
+                on_session_lost()
+
             client = await stack.enter_async_context(
                 httpx2.AsyncClient(
                     headers=_resolved(config.headers, base),
                     timeout=httpx2.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_READ_TIMEOUT_S),
+                    event_hooks={"response": [watch_session]},
                 )
             )
             streams = await stack.enter_async_context(

@@ -9,19 +9,26 @@ a user turn, strictly alternating user/assistant turns that open with a user tur
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from orchestrator.providers.base import Completion, ToolCall
 
-__all__ = ["MessagesRequest", "StreamedMessage", "to_completion", "to_request"]
+__all__ = ["MessagesRequest", "StreamedMessage", "to_completion", "to_request", "tool_id"]
 
 # Sent when the window opens on an assistant turn (its user turn fell out of the history):
 # the API refuses a conversation that does not start with the user.
 OMITTED: Final = "(earlier conversation omitted)"
 _EMPTY_SCHEMA: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
+# What the API accepts as a `tool_use` id; ids another provider wrote (a failover replays
+# them) may hold anything, e.g. `functions.search:0`.
+_TOOL_ID: Final = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_ID: Final = re.compile(r"[^a-zA-Z0-9_-]")
+_MAX_TOOL_ID: Final = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +117,7 @@ def _image(url: str) -> dict[str, Any]:
 
 
 def _tool_result(message: Mapping[str, Any]) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id(message["tool_call_id"])}
     content = message.get("content")
     if content:
         block["content"] = _plain_text(content)
@@ -125,7 +132,7 @@ def _assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     for call in message.get("tool_calls") or ():
         function = call["function"]
         blocks.append(
-            {"type": "tool_use", "id": call["id"], "name": function["name"], "input": _input(function.get("arguments"))}
+            {"type": "tool_use", "id": tool_id(call["id"]), "name": function["name"], "input": _input(function.get("arguments"))}
         )
     return blocks
 
@@ -139,6 +146,21 @@ def _input(arguments: Any) -> Any:
     except ValueError:
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"arguments": value}
+
+
+def tool_id(raw: Any) -> str:
+    """Return `raw` when the API accepts it as a tool id, else one derived from it, the same every time.
+
+    The derived id keeps the allowed characters and adds a digest of the whole id, so two
+    ids that differ only in refused characters never collide, and a call and its result
+    (mapped separately) still match.
+    """
+    text = raw if isinstance(raw, str) else str(raw)
+    if len(text) <= _MAX_TOOL_ID and _TOOL_ID.fullmatch(text):
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    kept = _NOT_ID.sub("_", text)[: _MAX_TOOL_ID - len(digest) - 1]
+    return f"{kept}_{digest}" if kept else f"id_{digest}"
 
 
 def _results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

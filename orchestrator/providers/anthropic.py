@@ -187,7 +187,7 @@ class AnthropicProvider:
 
     def _failure(self, exc: Exception) -> ProviderError:
         if isinstance(exc, self._timed_out):
-            return ProviderUnavailable(self._name, self._url, f"no answer within {self._timeout_s:g} s", api=_API)
+            return ProviderUnavailable(self._name, self._url, f"no answer within {self._timeout_s:g} s", api=_API, timed_out=True)
         if isinstance(exc, self._unreachable):
             return ProviderUnavailable(self._name, self._url, self._unreachable_reason(exc), api=_API)
         if isinstance(exc, self._status_error):

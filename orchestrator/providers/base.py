@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -26,6 +27,9 @@ class Completion:
 
     text: str | None
     tool_calls: tuple[ToolCall, ...] = ()
+    # Set by a failover chain: the link that answered (None = the binding's own provider and model).
+    provider: str | None = None
+    model: str | None = None
 
 
 class Provider(Protocol):
@@ -65,3 +69,12 @@ class ModelBinding:
     api_key_env: str | None
     timeout_s: float
     max_retries: int
+    # Tried in order when this endpoint fails structurally (see `FailoverProvider`); each has none of its own.
+    fallback: tuple[ModelBinding, ...] = ()
+
+    @property
+    def chain(self) -> tuple[ModelBinding, ...]:
+        """Return every link, primary first, each without a fallback of its own."""
+        if not self.fallback:
+            return (self,)
+        return (dataclasses.replace(self, fallback=()), *self.fallback)

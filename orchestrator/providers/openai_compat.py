@@ -161,7 +161,9 @@ class OpenAICompatProvider:
 
     def _failure(self, exc: Exception) -> ProviderError:
         if isinstance(exc, self._timed_out):
-            return ProviderUnavailable(self._name, self._url, f"no answer within {self._timeout_s:g} s")
+            return ProviderUnavailable(
+                self._name, self._url, f"no answer within {self._timeout_s:g} s", timed_out=True
+            )
         if isinstance(exc, self._unreachable):
             return ProviderUnavailable(self._name, self._url, self._scrub(_unreachable_reason(exc)))
         if isinstance(exc, self._status_error):

@@ -9,6 +9,7 @@ from typing import Any
 
 from orchestrator.config import SecretRef, resolve_secret
 from orchestrator.providers.base import Completion, ModelBinding, Provider
+from orchestrator.providers.failover import FailoverProvider
 
 __all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "provider_factory", "warm_provider_sdk"]
 
@@ -97,16 +98,30 @@ class _LazyProvider:
 
 
 class ProviderPool:
-    """Hands out one shared provider per endpoint; `aclose()` closes them all."""
+    """Hands out one shared provider per endpoint, and per chain; `aclose()` closes them all."""
 
     def __init__(self, *, factory: ProviderFactory | None = None) -> None:
         self._factory = factory or provider_factory()
         self._providers: dict[tuple[object, ...], _LazyProvider] = {}
+        self._chains: dict[tuple[object, ...], FailoverProvider] = {}
 
     def get(self, binding: ModelBinding) -> Provider:
-        """Return the pooled provider for `binding`'s endpoint (the model is per request)."""
-        key = (binding.provider, binding.kind, binding.base_url, binding.api_key, binding.api_key_env,
-               binding.timeout_s, binding.max_retries)
+        """Return the pooled provider for `binding`'s endpoint (the model is per request).
+
+        A binding with a `fallback` gets a `FailoverProvider` over its whole chain, each
+        link's client the pooled one of that endpoint.
+        """
+        if not binding.fallback:
+            return self._endpoint(binding)
+        links = binding.chain
+        key = tuple((_endpoint_key(link), link.model) for link in links)
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self._chains[key] = FailoverProvider(links=[(link, self._endpoint(link)) for link in links])
+        return chain
+
+    def _endpoint(self, binding: ModelBinding) -> Provider:
+        key = _endpoint_key(binding)
         provider = self._providers.get(key)
         if provider is None:
             provider = self._providers[key] = _LazyProvider(binding, self._factory)
@@ -114,6 +129,11 @@ class ProviderPool:
 
     async def aclose(self) -> None:
         """Close every client this pool created."""
-        providers, self._providers = list(self._providers.values()), {}
+        providers, self._providers, self._chains = list(self._providers.values()), {}, {}
         for provider in providers:
             await provider.aclose()
+
+
+def _endpoint_key(binding: ModelBinding) -> tuple[object, ...]:
+    return (binding.provider, binding.kind, binding.base_url, binding.api_key, binding.api_key_env,
+            binding.timeout_s, binding.max_retries)

@@ -128,6 +128,10 @@ class ResolvedAgentExecution:
             "base_url": self.model.base_url,
             "model": self.model.model,
             "temperature": self.model.temperature,
+            "fallback": [
+                {"provider": link.provider, "base_url": link.base_url, "model": link.model}
+                for link in self.model.fallback
+            ],
             "autonomy": self.security.autonomy,
             "workspace": str(self.security.workspace),
             "shell_sandbox": self.security.shell_sandbox.describe(),

@@ -122,7 +122,7 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         + _names(execution, ToolSource.MEMORY),
         "skills": [f"skill:{s}" for s in execution.skills] + _names(execution, ToolSource.SKILL),
         "peripherals": _names(execution, ToolSource.PERIPHERAL),
-        "provider_binding": [described["provider"], described["base_url"], described["model"]],
+        "provider_binding": _chain(execution),
         "temperature": described["temperature"],
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
         "shell_sandbox": _sandbox(execution),
@@ -133,6 +133,11 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
     for budget in BUDGETS:
         values[f"budget.{budget}"] = knobs[budget]
     return values
+
+
+def _chain(execution: ResolvedAgentExecution) -> list[str]:
+    """List every link of the model binding, primary first, in the order the chain tries them."""
+    return [f"{link.provider} {link.base_url} {link.model}" for link in execution.model.chain]
 
 
 def _sandbox(execution: ResolvedAgentExecution) -> str:

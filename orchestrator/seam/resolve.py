@@ -203,19 +203,25 @@ def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
 
 
 def _binding(config: Config, agent: AgentConfig) -> ModelBinding:
-    provider = config.providers[agent.provider]
+    """Bind the agent's provider and model, with its `fallback` links (in order) as the chain's tail."""
+    primary = _link(config, agent.provider, agent.model, agent.temperature)
+    fallback = tuple(_link(config, link.provider, link.model, agent.temperature) for link in agent.fallback)
+    return dataclasses.replace(primary, fallback=fallback) if fallback else primary
+
+
+def _link(config: Config, name: str, model: str, temperature: float | None) -> ModelBinding:
+    provider = config.providers[name]
     base_url = provider.base_url
     if provider.base_url_env and os.environ.get(provider.base_url_env):
         base_url = os.environ[provider.base_url_env]
-    model = agent.model
     if provider.model_env and os.environ.get(provider.model_env):
         model = os.environ[provider.model_env]
     return ModelBinding(
-        provider=agent.provider,
+        provider=name,
         kind=provider.kind,
         base_url=base_url,
         model=model,
-        temperature=agent.temperature,
+        temperature=temperature,
         api_key=provider.api_key,
         api_key_env=provider.api_key_env,
         timeout_s=provider.timeout_s,

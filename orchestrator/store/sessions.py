@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +42,11 @@ CREATE INDEX IF NOT EXISTS inbox_state ON inbox (state);
 """
 # How long finished inbox rows are kept for de-duplicating platform redeliveries.
 _DEDUPE_WINDOW_S: Final = 7 * 24 * 3600.0
+# A running daemon prunes after this many rows finished (and at most an hour apart), so a
+# long-lived inbox stays bounded by the window's traffic, not by the uptime.
+_PRUNE_EVERY: Final = 256
+_PRUNE_INTERVAL_S: Final = 3600.0
+_FINISHED: Final = frozenset({"done", "interrupted"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +69,27 @@ class SessionStore(Database):
     is persisted and its reply is being sent: the text and the chunks accepted so far are
     stored, so the next start sends the rest), `done` (the platform accepted every chunk),
     `interrupted` (the daemon stopped mid-turn; the user was told on the next start).
+
+    Finished rows are kept for `dedupe_window_s` so a redelivery is recognised; they are
+    pruned at start (`prune_inbox`) and while running, every `prune_every` finished rows
+    or when a row finishes more than an hour after the last prune. `clock` is the wall
+    clock rows are stamped with (tests pass their own).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        dedupe_window_s: float = _DEDUPE_WINDOW_S,
+        prune_every: int = _PRUNE_EVERY,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(path, _SCHEMA)
+        self._window_s = dedupe_window_s
+        self._prune_every = prune_every
+        self._clock = clock
+        self._finished_since_prune = 0
+        self._pruned_at = clock()
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(inbox)")}
         if "reply" not in columns:  # a state dir from before replies joined the protocol
             self._db.execute("ALTER TABLE inbox ADD COLUMN reply TEXT")
@@ -80,15 +102,21 @@ class SessionStore(Database):
         """Record an inbound message durably; False when (channel, event_id) was seen before."""
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO inbox (channel, event_id, body, received, state) VALUES (?,?,?,?,?)",
-            (channel, event_id, json.dumps(body), time.time(), "pending"),
+            (channel, event_id, json.dumps(body), self._clock(), "pending"),
         )
         return cursor.rowcount == 1
 
     def mark(self, channel: str, event_id: str, state: str) -> None:
-        """Move an inbox row to `state`."""
+        """Move an inbox row to `state`; finishing rows now and then prunes the old ones."""
         self._db.execute(
             "UPDATE inbox SET state = ? WHERE channel = ? AND event_id = ?", (state, channel, event_id)
         )
+        if state not in _FINISHED:
+            return
+        self._finished_since_prune += 1
+        due = self._clock() - self._pruned_at >= min(_PRUNE_INTERVAL_S, self._window_s)
+        if self._finished_since_prune >= self._prune_every or due:
+            self.prune_inbox()
 
     def begin_reply(self, channel: str, event_id: str, text: str) -> None:
         """Record the reply about to be sent (state `replying`, no chunk accepted yet)."""
@@ -109,13 +137,20 @@ class SessionStore(Database):
         ).fetchall()
         return [InboxRow(c, e, json.loads(b), s, r, n) for c, e, b, s, r, n in rows]
 
-    def prune_inbox(self, *, older_than_s: float = _DEDUPE_WINDOW_S) -> int:
-        """Forget finished rows past the de-duplication window; return how many."""
+    def prune_inbox(self, *, older_than_s: float | None = None) -> int:
+        """Forget finished rows past the de-duplication window (or `older_than_s`); return how many."""
+        now = self._clock()
+        self._finished_since_prune, self._pruned_at = 0, now
         cursor = self._db.execute(
             "DELETE FROM inbox WHERE state IN ('done', 'interrupted') AND received < ?",
-            (time.time() - older_than_s,),
+            (now - (self._window_s if older_than_s is None else older_than_s),),
         )
         return cursor.rowcount
+
+    def inbox_size(self) -> int:
+        """Return how many rows the inbox holds (finished ones included)."""
+        (count,) = self._db.execute("SELECT COUNT(*) FROM inbox").fetchone()
+        return int(count)
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -129,7 +164,7 @@ class SessionStore(Database):
         if row is not None:  # the route now names another agent: never mix transcripts
             self.close_session(key)
         cursor = self._db.execute(
-            "INSERT INTO sessions (key, agent, created) VALUES (?,?,?)", (key, agent, time.time())
+            "INSERT INTO sessions (key, agent, created) VALUES (?,?,?)", (key, agent, self._clock())
         )
         return int(cursor.lastrowid or 0)
 

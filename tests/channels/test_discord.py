@@ -330,6 +330,28 @@ async def test_gateway_drop_is_resumed_and_later_messages_arrive(fake: FakeDisco
     assert fake.gateway_connections[1]["path"] == "/gateway-resume"  # READY's resume_gateway_url
 
 
+async def test_a_zombie_gateway_is_resumed_at_the_first_missed_heartbeat_ack(
+    fake: FakeDiscord, make_adapter: MakeAdapter
+) -> None:
+    fake.heartbeat_interval_ms = 2_000  # Discord's is ~41 s; discord.py alone waits 60 s of silence
+    async with connected(make_adapter()) as inbox:
+        await fake.wait_until(lambda: sum(acked for _, acked in fake.heartbeats) >= 2)
+        fake.zombie_gateway()  # the socket stays open, but nothing is ACKed or dispatched on it
+        zombied = time.monotonic()
+        missed = await fake.push_message(DM, USER, "sent to the zombie")
+        await fake.wait_until(lambda: fake.gateway_connections[-1].get("op") == "resume", timeout=20)
+        noticed = time.monotonic() - zombied
+        got = await inbox.next()
+        await fake.push_message(DM, USER, "after the resume")
+        later = await inbox.next()
+    unacked = [at for at, acked in fake.heartbeats if not acked]
+    print(f"\nzombie noticed and resumed after {noticed:.2f}s (interval 2s), unACKed heartbeats: {len(unacked)}")
+    assert len(unacked) == 1  # reconnected at the first missed ACK, before another beat was due
+    assert [c.get("op") for c in fake.gateway_connections] == ["identify", "resume"]
+    assert isinstance(got, Inbound) and got.event_id == missed  # replayed on RESUME
+    assert isinstance(later, Inbound) and later.text == "after the resume"
+
+
 async def test_redelivery_keeps_the_event_id(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
     async with connected(make_adapter()) as inbox:
         first_id = await fake.push_message(DM, USER, "same message")

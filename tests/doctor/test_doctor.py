@@ -228,3 +228,19 @@ async def test_ok_is_printed_last_and_only_when_everything_passed(
     code, out, err = await doctor(path, capsys)
     assert (code, err) == (0, [])
     assert out[-1] == ok_line(path)
+
+
+async def test_a_fallback_link_is_a_provider_in_use_and_its_model_is_checked(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], fake_llm: FakeOpenAI
+) -> None:
+    async with FakeAnthropic(models=("claude-haiku-4-5",)) as hosted:
+        path = write_config(
+            provider(fake_llm.base_url)
+            + f'[providers.hosted]\nkind = "anthropic"\nbase_url = "{hosted.base_url}"\n'
+            + AGENT.format(model="fake-model")
+            + '[[agents.a.fallback]]\nprovider = "hosted"\nmodel = "claude-haiku-4-6"\n'
+        )
+        code, out, err = await doctor(path, capsys)
+        url = hosted.base_url
+    assert (code, out) == (1, [f"provider p (openai) at {fake_llm.base_url}: serves fake-model"])
+    assert err == [f"{path}: agents.a.fallback[0].model: model 'claude-haiku-4-6' is not served by provider 'hosted' at {url}"]

@@ -18,7 +18,8 @@ header or a bearer `Authorization` (the SDK's 2.x way), kept in `keys` (401
 (400), then the body (400 `invalid_request_error`): `model`, `max_tokens`, a non-empty
 `messages` list opening with a user turn, strictly alternating roles, no empty content,
 every `tool_result` answering a `tool_use` id of the assistant turn just before it (and
-every such `tool_use` answered, tool results first), tools with `name` and
+every such `tool_use` answered, tool results first), every such id matching
+`^[a-zA-Z0-9_-]+$`, tools with `name` and
 `input_schema`, at most 4 `cache_control` breakpoints, no sampling parameter
 (`temperature`, `top_p`, `top_k`) from API version 2026-10-21 on (the SDK 2.x default;
 before it, temperature within [0, 1]).  A
@@ -69,6 +70,7 @@ __all__ = [
 
 _JSON: Final = "application/json"
 _WORDS: Final = re.compile(r"\s*\S+|\s+")
+_TOOL_ID: Final = re.compile(r"[a-zA-Z0-9_-]+")  # the API's pattern for tool_use ids
 _JSON_PIECE: Final = 8  # characters of tool input JSON per input_json_delta
 _MAX_BREAKPOINTS: Final = 4
 # From this API version on (the anthropic SDK 2.x default) sampling parameters are refused.
@@ -393,6 +395,15 @@ def _validate_messages(messages: Any) -> None:
             if block.get("type") == "text" and not block.get("text") and not (last and role == "assistant"):
                 raise _Invalid(f"messages.{index}: text content blocks must be non-empty")
         results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        for position, block in enumerate(blocks):
+            kind = block.get("type")
+            if kind in ("tool_use", "tool_result"):
+                member = "id" if kind == "tool_use" else "tool_use_id"
+                if not isinstance(block.get(member), str) or not _TOOL_ID.fullmatch(block[member]):
+                    raise _Invalid(
+                        f"messages.{index}.content.{position}.{kind}.{member}: String should match pattern "
+                        "'^[a-zA-Z0-9_-]+$'"
+                    )
         if role == "user":
             if results and any(b.get("type") != "tool_result" for b in blocks[: len(results)]):
                 raise _Invalid(f"messages.{index}: tool_result blocks must come first in the content")

@@ -138,6 +138,8 @@ class FakeDiscord:
         self._sessions: dict[str, _Session] = {}
         self._current: _Session | None = None
         self._connections: set[_Connection] = set()
+        self._zombies: set[_Connection] = set()  # connections that swallow heartbeats and send nothing
+        self.heartbeats: list[tuple[float, bool]] = []  # (time.monotonic(), ACKed) per heartbeat
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._origin: str | None = None
@@ -273,6 +275,16 @@ class FakeDiscord:
         for connection in list(self._connections):
             await connection.ws.close(code=code)
 
+    def zombie_gateway(self) -> None:
+        """Turn every open gateway connection into a zombie: heartbeats are never ACKed and no
+        dispatch reaches it (they wait in the session for a RESUME, as on Discord). New
+        connections are healthy."""
+        for connection in self._connections:
+            self._zombies.add(connection)
+        for session in self._sessions.values():
+            if session.socket in self._zombies:
+                session.socket = None
+
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         """Wait until `predicate()` holds (checked after every request/gateway event)."""
         async with asyncio.timeout(timeout):
@@ -403,7 +415,10 @@ class FakeDiscord:
                 payload = json.loads(msg.data)
                 op, data = payload.get("op"), payload.get("d")
                 if op == 1:
-                    await connection.send({"op": 11, "d": None, "s": None, "t": None})
+                    acked = connection not in self._zombies
+                    self.heartbeats.append((time.monotonic(), acked))
+                    if acked:
+                        await connection.send({"op": 11, "d": None, "s": None, "t": None})
                 elif op == 2:
                     session = await self._identify(connection, data, record)
                 elif op == 6:
@@ -411,6 +426,7 @@ class FakeDiscord:
                 await self._notify()
         finally:
             self._connections.discard(connection)
+            self._zombies.discard(connection)
             if session is not None and session.socket is connection:
                 session.socket = None
             await self._notify()

@@ -17,6 +17,11 @@ unknown token gets 401 Unauthorized.  Updates stay queued per bot until confirme
 Telegram: by a later getUpdates whose `offset` passes them, or (once `setWebhook` was
 called) by a 2xx answer of the webhook, which the fake POSTs them to in order, with the
 `X-Telegram-Bot-Api-Secret-Token` header, retrying every 50 ms until one is accepted.
+
+`parallel_webhooks()` delivers as Telegram does with `max_connections` (default 40): up to
+that many POSTs at once, the updates of one chat in sequence (the next only after the
+previous was accepted), different chats concurrently; `webhook_peak` records the most POSTs
+that were in flight together.
 """
 
 from __future__ import annotations
@@ -104,6 +109,9 @@ class FakeTelegram:
     def __init__(self, *, token: str = DEFAULT_TOKEN, username: str = "fake_bot") -> None:
         self.requests: list[Call] = []
         self.webhook_attempts: list[tuple[int, int]] = []  # (update_id, HTTP status or 0)
+        self.webhook_peak = 0  # most webhook POSTs in flight at once
+        self._webhook_connections = 1  # > 1: parallel delivery (see parallel_webhooks)
+        self._posting: set[int] = set()  # update_ids being POSTed right now
         self._bots: dict[str, _Bot] = {}
         self._default_token = token
         self._update_ids = itertools.count(1000)
@@ -281,6 +289,11 @@ class FakeTelegram:
         queue = self._failures.setdefault(method, deque())
         queue.extend([_Failure(200, None, None, drop=False)] * after)  # answered normally
         queue.extend([failure] * times)
+
+    def parallel_webhooks(self, max_connections: int = 40) -> None:
+        """Deliver webhook updates over up to `max_connections` POSTs at once (per chat in order)."""
+        self._webhook_connections = max_connections
+        self._wake.set()
 
     def drop_next(self, method: str, *, times: int = 1) -> None:
         """Close the connection of the next `times` requests of `method` without answering."""
@@ -461,26 +474,72 @@ class FakeTelegram:
 
     async def _post_pending(self) -> bool:
         """POST each webhook bot's queued updates in order; return False if one was refused."""
-        assert self._session is not None
+        if self._webhook_connections > 1:
+            return await self._post_parallel()
         for bot in self._bots.values():
             while bot.webhook is not None and bot.pending:
                 update = bot.pending[0]
-                headers = {}
-                if bot.webhook.get("secret_token"):
-                    headers[_SECRET_HEADER] = str(bot.webhook["secret_token"])
-                try:
-                    async with self._session.post(
-                        bot.webhook["url"], json=update, headers=headers, timeout=aiohttp.ClientTimeout(total=10)
-                    ) as response:
-                        status = response.status
-                except (aiohttp.ClientError, TimeoutError):
-                    status = 0
-                self.webhook_attempts.append((update["update_id"], status))
-                if not 200 <= status < 300:
+                if not await self._post(bot, update):
                     return False
                 if bot.pending and bot.pending[0] is update:
                     bot.pending.popleft()
         return True
+
+    async def _post_parallel(self) -> bool:
+        """POST queued updates concurrently: one chat's in sequence, chats side by side."""
+        refused = False
+        in_flight: dict[asyncio.Task[bool], tuple[_Bot, dict[str, Any]]] = {}
+        try:
+            while True:
+                busy_chats = {_chat_of(update) for _bot, update in in_flight.values()}
+                for bot in self._bots.values():
+                    if bot.webhook is None or refused:
+                        continue
+                    for update in list(bot.pending):
+                        if len(in_flight) >= self._webhook_connections:
+                            break
+                        chat = _chat_of(update)
+                        if chat in busy_chats or update["update_id"] in self._posting:
+                            busy_chats.add(chat)  # later updates of this chat wait for this one
+                            continue
+                        busy_chats.add(chat)
+                        self._posting.add(update["update_id"])
+                        in_flight[asyncio.create_task(self._post(bot, update))] = (bot, update)
+                self.webhook_peak = max(self.webhook_peak, len(in_flight))
+                if not in_flight:
+                    return not refused
+                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    bot, update = in_flight.pop(task)
+                    self._posting.discard(update["update_id"])
+                    if task.result():
+                        if update in bot.pending:
+                            bot.pending.remove(update)
+                    else:
+                        refused = True  # retried after the pause, as Telegram backs off
+        finally:
+            for task in in_flight:
+                task.cancel()
+
+    async def _post(self, bot: _Bot, update: dict[str, Any]) -> bool:
+        assert self._session is not None and bot.webhook is not None
+        headers = {}
+        if bot.webhook.get("secret_token"):
+            headers[_SECRET_HEADER] = str(bot.webhook["secret_token"])
+        try:
+            async with self._session.post(
+                bot.webhook["url"], json=update, headers=headers, timeout=aiohttp.ClientTimeout(total=10)
+            ) as response:
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError):
+            status = 0
+        self.webhook_attempts.append((update["update_id"], status))
+        return 200 <= status < 300
+
+
+def _chat_of(update: dict[str, Any]) -> object:
+    message = update.get("message") or (update.get("callback_query") or {}).get("message") or {}
+    return (message.get("chat") or {}).get("id", update["update_id"])
 
 
 _Handler = Callable[[FakeTelegram, _Bot, dict[str, Any]], Awaitable[web.Response]]

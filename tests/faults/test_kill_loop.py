@@ -9,76 +9,20 @@ only from a later process than the one that sent the first, and only when that o
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import re
 import signal
-import sys
 import time
-from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import WriteConfig, provider_toml
+from tests.conftest import WriteConfig
 from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
+from tests.fakes.telegram_api import FakeTelegram
+from tests.faults.kit import config_text, outcome, outcomes, settled, start
 
-ROOT = Path(__file__).resolve().parents[2]
 KILLS = 8
 PER_ROUND = 6
-NOTICE = re.compile(r'I was restarted while answering "(msg-\d+)"')
-
-
-def config_text(fake_llm: FakeOpenAI, tg: FakeTelegram) -> str:
-    return provider_toml(fake_llm.base_url) + f"""
-[daemon]
-shutdown_grace_s = 20
-
-[agents.a]
-provider = "fake"
-model = "m"
-
-[channels.tg]
-kind = "telegram"
-token = "env:FAULT_TG_TOKEN"
-api_base_url = "{tg.api_base_url}"
-poll_timeout_s = 1
-format = "plain"
-
-[[routes]]
-channel = "tg"
-agent = "a"
-senders = ["*"]
-"""
-
-
-async def start(config: Path) -> asyncio.subprocess.Process:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        cwd=ROOT, env={**os.environ, "FAULT_TG_TOKEN": DEFAULT_TOKEN},
-    )
-    assert proc.stderr is not None
-    async with asyncio.timeout(30):
-        while b"ready:" not in await proc.stderr.readline():
-            pass
-    return proc
-
-
-def outcome(body: str) -> str | None:
-    """Which message a sent text answers ("msg-N") or notices ("notice msg-N")."""
-    if body.startswith("m: "):
-        return body.removeprefix("m: ")
-    if match := NOTICE.search(body):
-        return f"notice {match[1]}"
-    return None
-
-
-def outcomes(tg: FakeTelegram) -> Counter[str]:
-    """How often each outcome reached the chat (what Telegram accepted)."""
-    return Counter(o for o in (outcome(p["text"]) for p in tg.sent) if o is not None)
 
 
 @pytest.mark.timeout(240)
@@ -109,11 +53,7 @@ async def test_kill_nine_in_a_loop_loses_nothing_and_answers_nothing_twice(
         began = time.monotonic()
         proc = await start(config)  # the last start finishes what the kills left
         try:
-            def settled() -> bool:
-                seen = outcomes(tg)
-                return all(seen[t] + seen[f"notice {t}"] >= 1 for t in sent)
-
-            await tg.wait_for(settled, timeout=90)
+            await tg.wait_for(lambda: settled(tg, sent), timeout=90)
             await asyncio.sleep(1.0)  # anything sent twice would arrive now
         finally:
             proc.send_signal(signal.SIGTERM)

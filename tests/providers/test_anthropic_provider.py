@@ -125,6 +125,29 @@ async def test_consecutive_tool_results_merge_into_one_user_turn(fake: FakeAnthr
     assert fake.rejected == []
 
 
+async def test_tool_ids_another_provider_wrote_are_mapped_to_ids_the_api_accepts(fake: FakeAnthropic) -> None:
+    # A failover replays the turn so far: ids from an OpenAI-compatible server may hold anything.
+    odd = ["functions.read:0", "functions.read:0 ", "call_ok-1", "é" * 70, ""]
+    calls = [{"id": i, "type": "function", "function": {"name": "read", "arguments": "{}"}} for i in odd]
+    messages = [
+        {"role": "user", "content": "read them"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": i, "content": "x"} for i in odd),
+    ]
+    fake.script(text("read"), text("read again"))
+    async with _provider(fake.base_url) as provider:
+        for _ in range(2):
+            await provider.complete(model="m", messages=messages, tools=[READ_SPEC], temperature=None)
+    assert fake.rejected == []  # the fake checks ^[a-zA-Z0-9_-]+$ as the API does
+    first, second = fake.requests
+    uses = [b["id"] for b in first["messages"][1]["content"]]
+    results = [b["tool_use_id"] for b in first["messages"][2]["content"]]
+    assert uses == results and len(set(uses)) == len(odd)  # each call keeps its result; no two collide
+    assert uses[2] == "call_ok-1" and uses[0].startswith("functions_read_0_")  # valid ids stay as they are
+    assert all(len(u) <= 64 for u in uses)
+    assert [b["id"] for b in second["messages"][1]["content"]] == uses  # the same mapping every time
+
+
 async def test_a_window_opening_on_the_assistant_gets_a_user_turn_first(fake: FakeAnthropic) -> None:
     messages = [
         {"role": "system", "content": "s"},
