@@ -221,10 +221,9 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
     from loguru import logger
 
     from orchestrator.checks import load_config
-    from orchestrator.dispatch import start_channels
+    from orchestrator.daemon import Runtime, start_channels
     from orchestrator.logs import configure_logging
     from orchestrator.providers import ProviderPool
-    from orchestrator.runtime import Runtime
     from orchestrator.seam import Services
     from orchestrator.store import AuditLog
 
@@ -253,7 +252,7 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
                     t0 = time.perf_counter()
                     await start_channels(runtime, ready_timeout_s=30)
                     ready_s = time.perf_counter() - t0
-                    down = [n for n, h in runtime.channels.items() if not h.ready.is_set()]
+                    down = [n for n, st in runtime.channels.status().items() if not st.ready]
                     if down:
                         raise SystemExit(f"channels not ready: {', '.join(down)}")
                     rss_ready, tasks_ready = rss_mib(), len(asyncio.all_tasks())
@@ -269,10 +268,9 @@ async def daemon_main(args: argparse.Namespace) -> RunFigures:
                         "runtime.sessions": len(runtime.sessions),
                         "runtime.approvals": len(runtime.approvals),
                         "runtime.inflight": runtime.inflight,
-                        # private, read here only to show these stay bounded; the channels'
-                        # supervisors are spawned tasks too, so they are left out
-                        "runtime._spawned (not channels)": len(runtime._spawned) - len(runtime.channels),
-                        "runtime._transcripts": len(runtime._transcripts),
+                        # the channels' supervisors are spawned tasks too, so they are left out
+                        "runtime tasks (not channels)": runtime.task_count() - len(runtime.channels),
+                        "runtime.transcripts (cached)": len(runtime.transcripts.cached()),
                     }
                     hwm = rss_mib("VmHWM")
                 logger.remove()  # before its file closes

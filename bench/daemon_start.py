@@ -67,7 +67,7 @@ ALSO_REPORTED: Final = ("openai", "httpx")
 # daemon module binds `notify` when it is imported, which happens after this swap.
 WRAPPER: Final = """\
 import json, sys
-import orchestrator.systemd as systemd
+import orchestrator.daemon.systemd as systemd
 _notify, _out = systemd.notify, sys.argv[2]
 def notify(state):
     if state.startswith("READY=1"):

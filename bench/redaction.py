@@ -27,7 +27,7 @@ from collections.abc import Callable
 from orchestrator.redaction import Redactor
 
 INFO_LINE = (
-    "INFO    orchestrator.dispatch: turn tg:42 from 7 by ops: completed in 1.84s, "
+    "INFO    orchestrator.daemon.turns: turn tg:42 from 7 by ops: completed in 1.84s, "
     "tools run: file_read,list_dir\n"
 )
 PTB_LINE = "DEBUG   telegram._bot: Set Bot API URL: https://api.telegram.org/bot123456:AAH{}\n"

@@ -27,6 +27,7 @@ from channels.base import (
     Ready,
     ReplyProgress,
 )
+from channels.supervisor import supervise
 
 if TYPE_CHECKING:
     from orchestrator.config import SecretRef
@@ -51,6 +52,7 @@ __all__ = [
     "encode_approval_button",
     "parse_approval_button",
     "parse_approval_command",
+    "supervise",
 ]
 
 SecretResolver = Callable[["SecretRef"], str]

@@ -182,7 +182,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_route(args: argparse.Namespace) -> int:
     import json
 
-    from orchestrator.routing import explain_route, match_route
+    from orchestrator.daemon import explain_route, match_route
     from orchestrator.seam import resolve_chat_commands
 
     config = _load(args)

@@ -20,10 +20,11 @@ from typing import TypeAlias
 
 from orchestrator.checks import load_config
 from orchestrator.config import Config
-from orchestrator.engine import Transcript, TurnResult, run_tool_call_loop
+from orchestrator.engine import TurnResult
 from orchestrator.errors import OrchestratorError, UnknownAgent
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity, Verdict
 from orchestrator.seam import ConstructionPath, Services, build_library, open_services
+from orchestrator.sessions import MemoryTranscripts, Sessions
 
 __all__ = ["Agent", "AgentClosed", "LibraryApprover"]
 
@@ -63,7 +64,7 @@ class Agent:
         self._services: Services | None = None
         self._opening = asyncio.Lock()
         self._closed = False
-        self._sessions: dict[str, tuple[asyncio.Lock, Transcript]] = {}
+        self._sessions = Sessions(transcripts=MemoryTranscripts(prefix="library:"))
 
     @classmethod
     def from_config(
@@ -90,17 +91,18 @@ class Agent:
         `actor` names the person the turn runs for (it keys the hourly action budget).
         """
         services = await self._open()
-        lock, transcript = self._sessions.setdefault(session, (asyncio.Lock(), Transcript(session=f"library:{session}")))
-        async with lock:
-            execution = build_library(
+        approver = _Approval(self._approver) if self._approver is not None else None
+        turn = await self._sessions.run_turn(
+            session,
+            agent=self.name,
+            execution=lambda: build_library(
                 self.config, self.name, services, approver_supplied=self._approver is not None
-            )
-            approver = _Approval(self._approver) if self._approver is not None else None
-            result = await run_tool_call_loop(
-                execution, transcript, text, approver=approver, actor=actor or "library"
-            )
-            transcript.compact(execution.knobs.max_history_messages)
-            return result
+            ),
+            text=text,
+            approver=approver,
+            actor=actor or "library",
+        )
+        return turn.completed()
 
     async def aclose(self) -> None:
         """Close everything the agent opened; safe to call twice."""

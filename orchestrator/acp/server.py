@@ -33,8 +33,9 @@ from loguru import logger
 from orchestrator.acp.framing import screen_input
 from orchestrator.acp.history import AcpHistory, StoredTranscript
 from orchestrator.acp.session import AcpSession
-from orchestrator.engine import StopReason, run_tool_call_loop
+from orchestrator.engine import StopReason
 from orchestrator.seam import ConstructionPath, Services, build_acp, open_services
+from orchestrator.sessions import HeldTranscript, Sessions
 
 if TYPE_CHECKING:
     import acp
@@ -111,6 +112,7 @@ class AcpServer:
         self._services = services
         self._history = history
         self._sessions: dict[str, AcpSession] = {}
+        self._turns = Sessions(transcripts=_LiveTranscripts(history, self._sessions))
         self._client: acp.Client | None = None
         self._client_name = "client"
         self._actor = _acp_user()
@@ -160,7 +162,7 @@ class AcpServer:
         client = self._connection()
         self._require_initialized()
         live = self._sessions.get(session_id)
-        if live is not None and live.turn is not None:
+        if live is not None and self._turns.busy(session_id):
             raise RequestError.invalid_request({"sessionId": "a prompt is running in this session"})
         keep = build_acp(self._config, self._agent, self._services).knobs.max_history_messages
         if live is not None:
@@ -193,7 +195,7 @@ class AcpServer:
         session = self._sessions.get(session_id)
         if session is None:
             raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})
-        if session.turn is not None:
+        if self._turns.busy(session_id):
             raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
         refused = sorted({kind for kind in (getattr(b, "type", None) for b in prompt) if kind in _NOT_ACCEPTED})
         if refused:  # not advertised in promptCapabilities: say so rather than drop it silently
@@ -201,33 +203,20 @@ class AcpServer:
                 {"prompt": f"this agent does not accept {' or '.join(refused)} content; send text or resources"}
             )
         execution: ResolvedAgentExecution = build_acp(self._config, self._agent, self._services)
-        keep = execution.knobs.max_history_messages
         session.streamed = False
         try:
-            async with asyncio.TaskGroup() as group:
-                turn = session.turn = group.create_task(
-                    run_tool_call_loop(
-                        execution,
-                        session.transcript,
-                        _prompt_text(prompt),
-                        approver=session.approve,
-                        actor=self._actor,
-                        events=session.on_event,
-                        stream=True,
-                    )
-                )
-        except asyncio.CancelledError:
-            self._history.save(session.stored, keep=keep)  # the engine closed the transcript first
-            raise
+            # Stored after the turn whatever happened, cancelled too: the engine answered its
+            # open calls first, so the transcript is well-formed.
+            turn = await self._turns.run_turn(
+                session_id, agent=self._agent, execution=execution, text=_prompt_text(prompt),
+                approver=session.approve, actor=self._actor, events=session.on_event, stream=True,
+            )
         finally:
-            session.turn = None
             session.current_call = None
-        # A cancelled turn is stored too: the engine answered its open calls, so it is well-formed.
-        self._history.save(session.stored, keep=keep)
-        if turn.cancelled():
+        if turn.result is None:  # session/cancel
             await session.fail_open_calls("not run: the turn was cancelled")
             return PromptResponse(stop_reason="cancelled")
-        result = turn.result()
+        result = turn.result
         logger.debug("acp: session {} turn ended: {}", session_id, result.stop.value)
         # A completed answer has already streamed; a stop message the engine wrote has not
         # (it may follow an answer cut off mid-stream, hence the break).
@@ -237,15 +226,28 @@ class AcpServer:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Cancel the session's running turn (the engine closes its pending tool calls)."""
-        session = self._sessions.get(session_id)
-        if session is not None and session.turn is not None and not session.turn.done():
-            session.turn.cancel()
+        if session_id in self._sessions:
+            self._turns.stop(session_id)
 
     async def aclose(self) -> None:
         """Cancel every running turn (the client went away)."""
-        for session in self._sessions.values():
-            if session.turn is not None:
-                session.turn.cancel()
+        self._turns.stop_all()
+
+
+class _LiveTranscripts:
+    """The transcript source of ACP turns: each live session's, stored in its `AcpHistory`."""
+
+    def __init__(self, history: AcpHistory, live: dict[str, AcpSession]) -> None:
+        self._history = history
+        self._live = live
+
+    def open(self, key: str, agent: str, *, keep: int) -> StoredTranscript:
+        return self._live[key].stored
+
+    def save(self, held: HeldTranscript, *, keep: int) -> None:
+        if not isinstance(held, StoredTranscript):
+            raise TypeError(f"not an ACP session transcript: {held!r}")
+        self._history.save(held, keep=keep)
 
 
 def _ignore_client_mcp(servers: Any) -> None:

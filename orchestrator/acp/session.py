@@ -1,8 +1,7 @@
-"""One ACP session: its transcript, its running turn, and the client as its event sink and approver."""
+"""One ACP session: its transcript, its open tool calls, and the client as its event sink and approver."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +43,6 @@ class AcpSession:
     client: Client
     decided_by: str  # who answers approvals, as the audit log records it: "acp:<client name>"
     stored: StoredTranscript
-    turn: asyncio.Task[Any] | None = None
     # Tool calls reported as started whose finish the client has not been told yet.
     open_calls: dict[str, str] = field(default_factory=dict)
     current_call: str | None = None

@@ -4,5 +4,6 @@ Imported only when `[gateway]` is configured (the daemon) or by tests.
 """
 
 from orchestrator.gateway.server import GatewayAddress, GatewayError, open_gateway
+from orchestrator.gateway.state import GatewayHost
 
-__all__ = ["GatewayAddress", "GatewayError", "open_gateway"]
+__all__ = ["GatewayAddress", "GatewayError", "GatewayHost", "open_gateway"]

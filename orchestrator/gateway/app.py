@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from aiohttp import web
 from loguru import logger
 
 from orchestrator.errors import UnknownAgent
+from orchestrator.gateway import handlers
+from orchestrator.gateway.state import GATEWAY, GatewayState, json_error
 from orchestrator.seam import InteractivityNotAllowed
 
-if TYPE_CHECKING:
-    from orchestrator.gateway.idempotency import IdempotencyStore
-    from orchestrator.runtime import Runtime
-
-__all__ = ["GATEWAY", "GatewayState", "build_app", "json_error"]
+__all__ = ["build_app"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -32,27 +29,8 @@ _CODES: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GatewayState:
-    """What every handler needs: the runtime, the resolved token and the idempotency store."""
-
-    runtime: Runtime
-    token: str | None
-    idempotency: IdempotencyStore
-
-
-GATEWAY: Final = web.AppKey("gateway", GatewayState)
-
-
-def json_error(status: int, error: str, detail: str, **extra: object) -> web.Response:
-    """Return the gateway's one error shape: `{"error": code, "detail": text}`."""
-    return web.json_response({"error": error, "detail": detail, **extra}, status=status)
-
-
 def build_app(state: GatewayState, *, max_body_bytes: int) -> web.Application:
     """Return the application; the caller runs it (see `open_gateway`)."""
-    from orchestrator.gateway import handlers
-
     app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors, _auth])
     app[GATEWAY] = state
     app.router.add_get("/health", handlers.health)

@@ -9,10 +9,9 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from orchestrator.engine import StopReason, run_tool_call_loop
-from orchestrator.gateway.app import GATEWAY, json_error
+from orchestrator.engine import StopReason
 from orchestrator.gateway.idempotency import StoredResponse, fingerprint
-from orchestrator.runtime import Runtime
+from orchestrator.gateway.state import GATEWAY, GatewayHost, json_error
 from orchestrator.seam import (
     ConstructionPath,
     ResolvedAgentExecution,
@@ -31,17 +30,13 @@ _ACTOR: Final = "gateway"
 
 async def health(request: web.Request) -> web.Response:
     """Report per-channel and per-MCP-connection readiness; 503 while anything is not ready."""
-    runtime = request.app[GATEWAY].runtime
+    host = request.app[GATEWAY].host
     channels = {
-        name: {
-            "kind": handle.kind,
-            "ready": handle.ready.is_set() and handle.failed is None,
-            "error": str(handle.failed) if handle.failed is not None else None,
-        }
-        for name, handle in sorted(runtime.channels.items())
+        name: {"kind": status.kind, "ready": status.ready, "error": status.error}
+        for name, status in sorted(host.channels.status().items())
     }
     mcp: list[dict[str, Any]] = []
-    if runtime.services.mcp is not None:
+    if host.services.mcp is not None:
         from orchestrator.mcp import ConnectionState
 
         mcp = [
@@ -52,28 +47,28 @@ async def health(request: web.Request) -> web.Response:
                 "ready": s.state is ConnectionState.READY,
                 "error": s.last_error,
             }
-            for s in runtime.services.mcp.status()
+            for s in host.services.mcp.status()
         ]
     ready = all(c["ready"] for c in channels.values()) and all(m["ready"] for m in mcp)
-    status = "stopping" if not runtime.accepting else "ok" if ready else "degraded"
+    status = "stopping" if not host.accepting else "ok" if ready else "degraded"
     body = {"status": status, "channels": channels, "mcp": mcp}
     return web.json_response(body, status=200 if status == "ok" else 503)
 
 
 async def agents(request: web.Request) -> web.Response:
     """List the configured agents with their model binding and autonomy (listing path)."""
-    runtime = request.app[GATEWAY].runtime
-    config = runtime.config
+    host = request.app[GATEWAY].host
+    config = host.config
     rows = []
     for name in sorted(config.agents):
-        described = _listing(runtime, name).describe()
+        described = _listing(host, name).describe()
         rows.append({k: described[k] for k in ("agent", "provider", "model", "autonomy")})
     return web.json_response({"agents": rows})
 
 
 async def tools(request: web.Request) -> web.Response:
     """List the tools the agent could use, from its listing-path registry (no peripherals)."""
-    execution = _listing(request.app[GATEWAY].runtime, request.match_info["agent"])
+    execution = _listing(request.app[GATEWAY].host, request.match_info["agent"])
     rows = execution.tool_rows()
     return web.json_response({"agent": execution.identity.agent, "path": "listing", "tools": rows})
 
@@ -88,7 +83,7 @@ async def policy(request: web.Request) -> web.Response:
         choices = ", ".join(p.value for p in ConstructionPath)
         return json_error(400, "bad_request", f"unknown path {raw!r} (one of: {choices})")
     state = request.app[GATEWAY]
-    execution = build_on_path(state.runtime.config, name, path, state.runtime.services)
+    execution = build_on_path(state.host.config, name, path, state.host.services)
     return web.json_response(execution.describe())
 
 
@@ -99,20 +94,20 @@ async def messages(request: web.Request) -> web.Response:
     the same key without running another turn; the same key on a different request is 422.
     """
     state = request.app[GATEWAY]
-    runtime = state.runtime
+    host = state.host
     name = request.match_info["agent"]
     text, session = _chat_body(await _json(request))
-    execution = build_gateway_chat(runtime.config, name, runtime.services)
+    execution = build_gateway_chat(host.config, name, host.services)
     key = request.headers.get("Idempotency-Key")
     if key is None:
-        return _respond(await _chat(runtime, execution, text, session or uuid.uuid4().hex))
+        return _respond(await _chat(host, execution, text, session or uuid.uuid4().hex))
     if not _IDEMPOTENCY_KEY.fullmatch(key):
         return json_error(400, "bad_request", "Idempotency-Key must be 1-255 visible ASCII characters")
     asked = fingerprint(name, text, session)
     async with state.idempotency.lock(key):
         stored = state.idempotency.get(key)
         if stored is None:
-            stored = await _chat(runtime, execution, text, session or uuid.uuid4().hex, fingerprint=asked)
+            stored = await _chat(host, execution, text, session or uuid.uuid4().hex, fingerprint=asked)
             state.idempotency.put(key, stored)
             return _respond(stored)
     if stored.fingerprint != asked:
@@ -122,8 +117,8 @@ async def messages(request: web.Request) -> web.Response:
     return response
 
 
-def _listing(runtime: Runtime, name: str) -> ResolvedAgentExecution:
-    return build_listing(runtime.config, name, runtime.services)
+def _listing(host: GatewayHost, name: str) -> ResolvedAgentExecution:
+    return build_listing(host.config, name, host.services)
 
 
 async def _json(request: web.Request) -> Any:
@@ -146,25 +141,17 @@ def _chat_body(body: Any) -> tuple[str, str | None]:
 
 
 async def _chat(
-    runtime: Runtime, execution: ResolvedAgentExecution, text: str, session: str, *, fingerprint: str = ""
+    host: GatewayHost, execution: ResolvedAgentExecution, text: str, session: str, *, fingerprint: str = ""
 ) -> StoredResponse:
-    if not runtime.accepting:
+    if not host.accepting:
         raise web.HTTPServiceUnavailable(text="the daemon is stopping; retry after it restarts")
     agent = execution.identity.agent
-    key = f"@gateway:{agent}:{session}"
-    keep = execution.knobs.max_history_messages
-    state = runtime.session(key)
-    try:
-        async with state.lock:  # one turn at a time per session, in arrival order
-            entry = runtime.transcript(key, agent, keep=keep)
-            runtime.turn_started()
-            try:
-                result = await run_tool_call_loop(execution, entry.transcript, text, approver=None, actor=_ACTOR)
-            finally:
-                runtime.turn_finished()
-                runtime.persist(entry, keep=keep)
-    finally:
-        runtime.release(state)
+    # one turn at a time per session, in arrival order
+    turn = await host.sessions.run_turn(
+        f"@gateway:{agent}:{session}", agent=agent, execution=execution, text=text, approver=None,
+        actor=_ACTOR, hooks=(host.counting,),
+    )
+    result = turn.completed()
     body: dict[str, Any] = {
         "agent": agent,
         "session": session,

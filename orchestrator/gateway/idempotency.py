@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from orchestrator.store.sqlite import Database
+from orchestrator.store import Database
 
 __all__ = ["IdempotencyStore", "StoredResponse", "fingerprint"]
 

@@ -5,18 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from aiohttp import web
 from loguru import logger
 
-from orchestrator.config.gateway import is_loopback, token_problem
+from orchestrator.config import is_loopback, token_problem
 from orchestrator.errors import OrchestratorError
-from orchestrator.gateway.app import GatewayState, build_app
+from orchestrator.gateway.app import build_app
 from orchestrator.gateway.idempotency import IdempotencyStore
-
-if TYPE_CHECKING:
-    from orchestrator.runtime import Runtime
+from orchestrator.gateway.state import GatewayHost, GatewayState
 
 __all__ = ["GatewayAddress", "GatewayError", "open_gateway"]
 
@@ -47,29 +45,29 @@ class GatewayAddress:
 
 
 @asynccontextmanager
-async def open_gateway(runtime: Runtime) -> AsyncIterator[GatewayAddress | None]:
+async def open_gateway(host: GatewayHost) -> AsyncIterator[GatewayAddress | None]:
     """Serve `[gateway]` while the context is open; yield None when it is not configured.
 
     Raises `GatewayError` when it would listen on a non-loopback address without a token
     (the config check refuses that too), when the token cannot be read, or when the
     port cannot be bound. The gateway keeps the settings it started with until restart.
     """
-    settings = runtime.config.gateway
+    settings = host.config.gateway
     if settings is None:
         yield None
         return
     if settings.token is None and not is_loopback(settings.listen):
         raise GatewayError(settings.listen, settings.port, "refusing a non-loopback address without gateway.token")
     try:
-        token = runtime.secret(settings.token) if settings.token is not None else None
+        token = host.secret(settings.token) if settings.token is not None else None
     except OrchestratorError as exc:
         raise GatewayError(settings.listen, settings.port, str(exc)) from None
     short = token_problem(token) if token is not None else None
     if short:
         raise GatewayError(settings.listen, settings.port, f"gateway.token: {short}")
-    path = runtime.config.state_path() / "gateway.sqlite3"
+    path = host.config.state_path() / "gateway.sqlite3"
     with IdempotencyStore(path, ttl_s=settings.idempotency_ttl_s) as idempotency:
-        state = GatewayState(runtime=runtime, token=token, idempotency=idempotency)
+        state = GatewayState(host=host, token=token, idempotency=idempotency)
         app = build_app(state, max_body_bytes=settings.max_body_bytes)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S)
         await runner.setup()
@@ -78,8 +76,8 @@ async def open_gateway(runtime: Runtime) -> AsyncIterator[GatewayAddress | None]
                 await web.TCPSite(runner, settings.listen, settings.port).start()
             except OSError as exc:
                 raise GatewayError(settings.listen, settings.port, exc.strerror or str(exc)) from None
-            host, port = runner.addresses[0][:2]
-            address = GatewayAddress(host=str(host), port=int(port))
+            bound, port = runner.addresses[0][:2]
+            address = GatewayAddress(host=str(bound), port=int(port))
             logger.info("gateway listening on {}{}", address.url, "" if token else " (no token: loopback only)")
             yield address
         finally:

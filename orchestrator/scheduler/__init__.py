@@ -1,5 +1,6 @@
 """Schedules: `[[schedules]]` turns started by APScheduler 3 in the daemon, on the SCHEDULE path."""
 
+from orchestrator.scheduler.host import ScheduleHost
 from orchestrator.scheduler.listing import ScheduleRow, schedule_rows
 from orchestrator.scheduler.run import ScheduleOutcome, deliver_result, run_schedule, session_key
 from orchestrator.scheduler.runner import SCHEDULE_DB, ScheduleRunner, start_schedules
@@ -9,6 +10,7 @@ __all__ = [
     "SCHEDULE_DB",
     "Catchup",
     "MisfireDecision",
+    "ScheduleHost",
     "ScheduleOutcome",
     "ScheduleRow",
     "ScheduleRunner",

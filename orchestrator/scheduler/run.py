@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from loguru import logger
 
 from channels import ChannelError, Outbound
 from orchestrator.config import Config, ScheduleConfig
-from orchestrator.engine import run_tool_call_loop
+from orchestrator.scheduler.host import ScheduleHost
 from orchestrator.seam import build_schedule
 from orchestrator.sop import run_sop
-
-if TYPE_CHECKING:
-    from orchestrator.runtime import Runtime
 
 __all__ = ["ScheduleOutcome", "deliver_result", "run_schedule", "session_key"]
 
@@ -32,7 +28,7 @@ class ScheduleOutcome:
     text: str
 
 
-async def run_schedule(runtime: Runtime, config: Config, schedule: ScheduleConfig) -> ScheduleOutcome:
+async def run_schedule(host: ScheduleHost, config: Config, schedule: ScheduleConfig) -> ScheduleOutcome:
     """Run `schedule` once with no operator (whatever needs approval or confirmation is denied).
 
     A prompt schedule is one turn of its agent on the SCHEDULE path, `tools` as
@@ -42,47 +38,34 @@ async def run_schedule(runtime: Runtime, config: Config, schedule: ScheduleConfi
     turn for the daemon's drain.
     """
     if schedule.sop is not None:
-        runtime.turn_started()
-        try:
+        async with host.in_flight():
             sop = await run_sop(
-                config, schedule.sop, services=runtime.services, actor=session_key(schedule.name),
+                config, schedule.sop, services=host.services, actor=session_key(schedule.name),
                 session=session_key(schedule.name),
             )
-        finally:
-            runtime.turn_finished()
         return ScheduleOutcome(status=sop.status.value, text=sop.output or sop.message)
     assert schedule.agent is not None and schedule.prompt is not None  # checked with the config
-    execution = build_schedule(config, schedule.agent, runtime.services, tools=schedule.tools)
+    execution = build_schedule(config, schedule.agent, host.services, tools=schedule.tools)
     key = session_key(schedule.name)
-    keep = execution.knobs.max_history_messages
-    state = runtime.session(key)
-    try:
-        async with state.lock:
-            entry = runtime.transcript(key, schedule.agent, keep=keep)
-            runtime.turn_started()
-            try:
-                result = await run_tool_call_loop(
-                    execution, entry.transcript, schedule.prompt, approver=None, actor=key
-                )
-            finally:
-                runtime.turn_finished()
-                runtime.persist(entry, keep=keep)
-    finally:
-        runtime.release(state)
+    turn = await host.sessions.run_turn(
+        key, agent=schedule.agent, execution=execution, text=schedule.prompt, approver=None, actor=key,
+        hooks=(host.counting,),
+    )
+    result = turn.completed()
     return ScheduleOutcome(status=result.stop.value, text=result.text)
 
 
-async def deliver_result(runtime: Runtime, schedule: ScheduleConfig, outcome: ScheduleOutcome) -> bool:
+async def deliver_result(host: ScheduleHost, schedule: ScheduleConfig, outcome: ScheduleOutcome) -> bool:
     """Send a run's reply to its `deliver_to` chat; log (never raise) when it cannot be sent."""
     target = schedule.deliver_to
     if target is None:
         return False
-    handle = runtime.channels.get(target.channel)
-    if handle is None or handle.failed is not None:
+    adapter = host.channels.adapter(target.channel)
+    if adapter is None:
         logger.error("schedule {}: channel {} is not running; the result was not delivered", schedule.name, target.channel)
         return False
     try:
-        await handle.adapter.send(Outbound(chat=target.chat, text=outcome.text or "(no reply)"))
+        await adapter.send(Outbound(chat=target.chat, text=outcome.text or "(no reply)"))
     except ChannelError as exc:
         logger.error("schedule {}: could not send to {} chat {}: {}", schedule.name, target.channel, target.chat, exc.reason)
         return False

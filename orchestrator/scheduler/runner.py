@@ -7,28 +7,27 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
 from orchestrator.config import Config, ScheduleConfig
+from orchestrator.scheduler.host import ScheduleHost
 from orchestrator.scheduler.run import deliver_result, run_schedule
 from orchestrator.scheduler.triggers import Catchup, build_trigger, decide_misfire, describe_trigger
 from orchestrator.store import ScheduleLog
-
-if TYPE_CHECKING:
-    from orchestrator.runtime import Runtime
 
 __all__ = ["SCHEDULE_DB", "ScheduleRunner", "start_schedules"]
 
 SCHEDULE_DB = "schedules.sqlite3"
 
 
-async def start_schedules(runtime: Runtime) -> ScheduleRunner:
-    """Start the runtime's schedules; they stop (cleanly) when the runtime closes."""
-    runner = await runtime.enter_async_context(ScheduleRunner(runtime))
-    runtime.scheduler = runner
-    return runner
+async def start_schedules(host: ScheduleHost) -> ScheduleRunner:
+    """Start the host's schedules as one more component of it; they stop (cleanly) when it closes.
+
+    The host's reloads reach the runner through `ScheduleRunner.sync`.
+    """
+    return await host.enter_async_context(ScheduleRunner(host))
 
 
 class ScheduleRunner:
@@ -41,8 +40,8 @@ class ScheduleRunner:
     On exit the scheduler stops and every schedule is marked checked up to now.
     """
 
-    def __init__(self, runtime: Runtime, *, clock: Callable[[], float] = time.time) -> None:
-        self._runtime = runtime
+    def __init__(self, host: ScheduleHost, *, clock: Callable[[], float] = time.time) -> None:
+        self._host = host
         self._clock = clock
         self._log: ScheduleLog | None = None
         self._scheduler: Any = None
@@ -53,11 +52,11 @@ class ScheduleRunner:
     async def __aenter__(self) -> ScheduleRunner:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-        self._log = ScheduleLog(self._runtime.config.state_path() / SCHEDULE_DB)
+        self._log = ScheduleLog(self._host.config.state_path() / SCHEDULE_DB)
         try:
             self._scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=timezone.utc)
             self._scheduler.start()
-            self._install(self._runtime.config, catch_up=True)
+            self._install(self._host.config, catch_up=True)
         except BaseException:
             await self._stop()
             raise
@@ -135,7 +134,7 @@ class ScheduleRunner:
 
     async def _fire(self, name: str) -> None:
         # Runs as APScheduler's own short task: hand the turn to the runtime's TaskGroup.
-        if self._closed or not self._runtime.accepting:
+        if self._closed or not self._host.accepting:
             return
         if name in self._running:
             logger.warning("schedule {}: the previous run is still going; this run is skipped", name)
@@ -146,18 +145,18 @@ class ScheduleRunner:
 
     def _spawn(self, name: str) -> None:
         self._running.add(name)
-        self._runtime.spawn(self._run(name), name=f"schedule:{name}")
+        self._host.spawn(self._run(name), name=f"schedule:{name}")
 
     async def _run(self, name: str) -> None:
         try:
-            config = self._runtime.config  # one generation for the whole run
+            config = self._host.config  # one generation for the whole run
             schedule = next((s for s in config.schedules if s.name == name), None)
             if schedule is None or self._log is None:
                 return  # removed by a reload after it fired
             self._log.run_started(name, self._clock())
             status = "failed"
             try:
-                outcome = await run_schedule(self._runtime, config, schedule)
+                outcome = await run_schedule(self._host, config, schedule)
                 status = outcome.status
             except asyncio.CancelledError:
                 status = "interrupted"
@@ -166,7 +165,7 @@ class ScheduleRunner:
                 if self._log is not None:
                     self._log.run_finished(name, status)
             logger.info("schedule {} ran: {}", name, status)
-            await deliver_result(self._runtime, schedule, outcome)
+            await deliver_result(self._host, schedule, outcome)
         finally:
             self._running.discard(name)
 

@@ -4,9 +4,11 @@ from orchestrator.store.audit import AuditLog
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
+from orchestrator.store.sqlite import Database
 
 __all__ = [
     "AuditLog",
+    "Database",
     "InboxRow",
     "ScheduleLog",
     "ScheduleRecord",

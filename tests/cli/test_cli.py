@@ -273,3 +273,10 @@ def test_an_allow_matching_no_tool_is_an_error_with_a_suggestion(
     )
     assert cli.main(["agent", "a", "-m", "hi", "--allow", "web_*", "--config", str(path)]) == 1
     assert capsys.readouterr().err == "error: --allow 'web_*' matches no tool agent 'a' holds\n"
+
+
+def test_python_dash_m_orchestrator_is_the_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "--help"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and done.stdout.startswith("usage: orchestrator ")

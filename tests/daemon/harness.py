@@ -13,8 +13,7 @@ from typing import IO, Any
 from channels.terminal import TerminalAdapter
 from orchestrator.checks import load_config
 from orchestrator.config import Config
-from orchestrator.dispatch import replay_unfinished, start_channel
-from orchestrator.runtime import Runtime
+from orchestrator.daemon import Runtime, replay_unfinished, start_channel
 
 
 class Screen:
@@ -69,8 +68,7 @@ async def running(config_path: Path, *, user: str = "local") -> AsyncIterator[tu
                 stdin=os.fdopen(read_fd, "rb", buffering=0), stdout=screen,  # type: ignore[arg-type]
             )
             terminals[name] = Terminal(name=name, adapter=adapter, writer=os.fdopen(write_fd, "wb"), screen=screen)
-            handle = start_channel(runtime, name, settings, adapter=adapter)
-            await asyncio.wait_for(handle.settled.wait(), 10)
+            await asyncio.wait_for(start_channel(runtime, name, settings, adapter=adapter), 10)
         await replay_unfinished(runtime, unfinished)
         await asyncio.wait_for(runtime.mcp_settled.wait(), 30)  # the daemon serves meanwhile; tests wait
         try:

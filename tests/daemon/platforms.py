@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.checks import load_config
-from orchestrator.dispatch import start_channels
-from orchestrator.runtime import Runtime
+from orchestrator.daemon import Runtime, start_channels
 from tests.fakes.openai_server import Reply, text
 
 
@@ -26,5 +25,5 @@ async def daemon(path: Path) -> AsyncIterator[Runtime]:
     async with Runtime.open(load_config(path), config_path=path) as runtime:
         await start_channels(runtime, ready_timeout_s=10)
         await asyncio.wait_for(runtime.mcp_settled.wait(), 30)  # the daemon serves meanwhile; tests wait
-        assert all(h.ready.is_set() for h in runtime.channels.values())
+        assert all(s.ready for s in runtime.channels.status().values())
         yield runtime

@@ -9,7 +9,7 @@ from typing import Any
 from loguru import logger
 
 from channels import ApprovalAnswer, Inbound
-from orchestrator.dispatch import Disposition, answer_approval, deliver, process_message
+from orchestrator.daemon import Disposition, answer_approval, deliver, process_message
 from orchestrator.policy import render_arguments
 from orchestrator.store import AuditLog
 from orchestrator.tools import BUILTIN_TOOLS
@@ -120,7 +120,7 @@ async def test_in_channel_approval_approve_deny_outsider_and_timeout(
 
         request = await ask("a.txt")
         # someone else answering is refused
-        await answer_approval(runtime, ApprovalAnswer(channel="term", request_id=request, sender="mallory", approved=True, chat="terminal"))
+        await answer_approval(runtime.approvals, runtime.channels, ApprovalAnswer(channel="term", request_id=request, sender="mallory", approved=True, chat="terminal"))
         assert "Only the person who asked" in term.screen.lines[-1]
         term.type(f"/approve {request}")
         await term.screen.wait_for(lambda ls: "done a.txt" in ls)
@@ -164,7 +164,7 @@ async def test_long_sessions_keep_only_the_window_in_memory(write_config: WriteC
             fake_llm.script(text(f"answer {i}"))
             terms["term"].type(f"question {i}")
             await terms["term"].screen.wait_for(lambda lines, i=i: f"answer {i}" in lines)
-        (entry,) = runtime._transcripts.values()
+        (entry,) = runtime.transcripts.cached()
         assert len(entry.transcript.messages) == 3 and entry.transcript.total == 8
         stored, total = runtime.store.load_messages(entry.session_id)
     assert total == 8 and [m["content"] for m in stored][-2:] == ["question 3", "answer 3"]
@@ -182,7 +182,7 @@ async def test_messages_during_shutdown_are_kept_for_the_next_start(
     path = write_config(daemon_toml(fake_llm))
     late = Inbound(channel="term", chat="terminal", sender="alice", text="arrived while stopping", event_id="late")
     async with running(path) as (runtime, _):
-        runtime.accepting = False
+        runtime.stop_accepting()
         assert await process_message(runtime, late) is Disposition.NOT_ACCEPTING
     assert fake_llm.requests == []
     fake_llm.script(text("answered after restart"))

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.checks import load_config
-from orchestrator.dispatch import replay_unfinished, start_channels
-from orchestrator.runtime import Runtime
+from orchestrator.daemon import Runtime, replay_unfinished, start_channels
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI, text
@@ -148,7 +147,7 @@ async def test_a_drain_waits_for_the_reply_it_is_sending(
     async with started(write_config(bot_toml(fake_llm, tg))) as runtime:
         tg.push_message(5, 5, "hello")
         await tg.wait_for(lambda: tg.inflight("sendMessage") == 1, timeout=20)
-        runtime.accepting = False  # what SIGTERM does, then the drain
+        runtime.stop_accepting()  # what SIGTERM does, then the drain
         assert await runtime.drain(10)
         assert delivered(tg) == ["m: hello"]  # sent before the drain returned, not cancelled
 

@@ -12,7 +12,7 @@ import aiohttp
 
 from orchestrator.checks import load_config
 from orchestrator.gateway import GatewayAddress, open_gateway
-from orchestrator.runtime import Runtime
+from orchestrator.daemon import Runtime
 from tests.mcp.kit import bundle, stdio_kit
 
 TOKEN = "s3cret-gateway-token-for-the-tests-0123"

@@ -14,7 +14,7 @@ from orchestrator.config import Config, GatewayConfig, SecretRef
 from orchestrator.errors import ConfigError
 from orchestrator.gateway import GatewayError, open_gateway
 from orchestrator.policy import Interactivity
-from orchestrator.runtime import Runtime
+from orchestrator.daemon import Runtime
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.gateway.kit import AUTH, TOKEN, call, gateway_toml, serving, write
@@ -180,7 +180,7 @@ async def test_health_reports_channels_and_mcp_servers(
             "channels": {"term": {"kind": "terminal", "ready": True, "error": None}},
             "mcp": [{"server": "kit", "agent": None, "state": "ready", "ready": True, "error": None}],
         }
-        runtime.accepting = False  # stopping: health says so and chat refuses
+        runtime.stop_accepting()  # stopping: health says so and chat refuses
         status, body, _ = await call(gw, "GET", "/health")
         assert (status, body["status"]) == (503, "stopping")
         status, body, _ = await call(gw, "POST", "/api/agents/ops/messages", json={"text": "hi"})

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from orchestrator.config import Config
 from orchestrator.engine import Transcript, run_tool_call_loop
-from orchestrator.runtime import Runtime
+from orchestrator.daemon import Runtime
 from orchestrator.seam import build_channel
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call

@@ -8,7 +8,7 @@ from typing import Any
 
 from channels import Inbound
 from orchestrator.config import Config
-from orchestrator.dispatch import Disposition, process_message
+from orchestrator.daemon import Disposition, process_message
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.seam import ConstructionPath, Services, resolve
 from tests.conftest import WriteConfig, provider_toml

@@ -20,7 +20,7 @@ import pytest
 from channels import Inbound
 from orchestrator import cli
 from orchestrator.checks import load_config
-from orchestrator.dispatch import Disposition, process_message
+from orchestrator.daemon import Disposition, process_message
 from orchestrator.memory import MemoryStore
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve
 from tests.conftest import WriteConfig, provider_toml

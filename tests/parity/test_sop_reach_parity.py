@@ -14,7 +14,7 @@ import pytest
 
 from channels import Inbound
 from orchestrator import cli
-from orchestrator.dispatch import Disposition, process_message
+from orchestrator.daemon import Disposition, process_message
 from orchestrator.peripherals import PeripheralPool
 from orchestrator.seam import ConstructionPath, Services, build_channel
 from orchestrator.seam.matrix import MatrixColumn, parity_matrix

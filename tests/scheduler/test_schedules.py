@@ -14,10 +14,9 @@ from loguru import logger
 
 from orchestrator import cli
 from orchestrator.checks import load_config
-from orchestrator.daemon import reload_config
+from orchestrator.daemon import Runtime, reload_config
 from orchestrator.errors import ConfigError
 from orchestrator.policy import Interactivity
-from orchestrator.runtime import Runtime
 from orchestrator.scheduler import SCHEDULE_DB, ScheduleRunner, start_schedules
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution
 from orchestrator.store import ScheduleLog
@@ -74,7 +73,7 @@ deliver_to = { channel = "term", chat = "terminal" }
     fake_llm.script(tool_call("list_dir", {"path": "."}), text("report: all quiet"))
     async with running(path) as (runtime, terms):
         runner = await start_schedules(runtime)
-        assert runtime.scheduler is runner
+        assert runtime.component(ScheduleRunner) is runner
         next_run = runner.next_run("daily")
         assert next_run is not None and (next_run.month, next_run.day, next_run.hour) == (1, 1, 0)
         runner.fire_now("daily")  # through the scheduler's own job, not a direct call
@@ -121,13 +120,13 @@ async def test_a_daemon_without_schedules_starts_the_scheduler_when_a_reload_add
     async with FakeOpenAI(default=text("tick")) as fake:
         path = write_config(provider_toml(fake.base_url) + AGENT)
         async with running(path) as (runtime, _):
-            assert runtime.scheduler is None  # nothing to schedule: no scheduler at all
+            assert runtime.component(ScheduleRunner) is None  # nothing to schedule: no scheduler at all
             write_config(
                 provider_toml(fake.base_url) + AGENT
                 + '[[schedules]]\nname = "tick"\nagent = "ops"\ninterval_s = 0.2\nprompt = "tick?"\n'
             )
             assert await reload_config(runtime, path)
-            assert runtime.scheduler is not None
+            assert runtime.component(ScheduleRunner) is not None
             await _until(lambda: len(fake.requests) >= 1)
             await _until(lambda: runtime.inflight == 0)
         assert fake.requests[0]["messages"][-1] == {"role": "user", "content": "tick?"}

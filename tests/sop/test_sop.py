@@ -13,7 +13,7 @@ import pytest
 from channels import Inbound
 from orchestrator import cli
 from orchestrator.config import Config
-from orchestrator.dispatch import Disposition, process_message
+from orchestrator.daemon import Disposition, process_message
 from orchestrator.policy import (
     ApprovalDecision,
     ApprovalRequest,
@@ -227,7 +227,7 @@ async def test_a_redelivered_sop_command_runs_once_and_one_sent_while_stopping_r
         assert await process_message(runtime, first) is Disposition.COMMAND
         await terms["term"].screen.wait_for(lambda lines: "report q3" in lines)
         assert await process_message(runtime, first) is Disposition.DUPLICATE  # a platform redelivery
-        runtime.accepting = False  # stopping: stored, left for the next start
+        runtime.stop_accepting()  # stopping: stored, left for the next start
         assert await process_message(runtime, late) is Disposition.NOT_ACCEPTING
     assert len(fake_llm.requests) == 2 and len(seen) == 2
     fake_llm.script(text("facts again"), text("report q4"))

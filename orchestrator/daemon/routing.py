@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from orchestrator.config import Config
-from orchestrator.config.channels import RouteConfig
+from orchestrator.config import Config, RouteConfig
 from orchestrator.seam import ChatCommands, resolve_chat_commands
 
 __all__ = ["RouteMatch", "explain_route", "match_route", "session_key"]

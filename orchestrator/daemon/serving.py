@@ -7,28 +7,26 @@ import gc
 import signal
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Final
 
 from loguru import logger
 
 from orchestrator.checks import load_config
-from orchestrator.config import Config, resolve_secret
-from orchestrator.config.gateway import gateway_token_problems
-from orchestrator.dispatch import (
-    channel_secret_problems,
-    replay_unfinished,
-    start_channel,
-    start_channels,
-    stop_channel,
-)
+from orchestrator.config import Config, gateway_token_problems, resolve_secret
+from orchestrator.daemon.inbox import replay_unfinished, start_channel_set, start_channels, stop_channel
+from orchestrator.daemon.runtime import Runtime
+from orchestrator.daemon.secrets import channel_secret_problems
+from orchestrator.daemon.systemd import notify, watchdog_interval_s
 from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.logs import configure_logging
 from orchestrator.providers import warm_provider_sdk
-from orchestrator.runtime import Runtime
 from orchestrator.seam import sandbox_notices
 from orchestrator.store import hold_state_lock
-from orchestrator.systemd import notify, watchdog_interval_s
 
 __all__ = ["reload_config", "run_daemon", "serve"]
+
+# How long a reload waits for the channels it starts (a slower one keeps connecting).
+_RELOAD_READY_S: Final = 30.0
 
 
 def run_daemon(config_path: Path) -> int:
@@ -78,20 +76,19 @@ async def serve(config: Config, config_path: Path) -> int:
                 await gateway.enter_async_context(open_gateway(runtime))
             unfinished = runtime.store.unfinished()
             await start_channels(runtime)
-            for name, handle in runtime.channels.items():
-                if handle.failed is not None:
-                    logger.error("channel {} is down: {}", name, handle.failed)
+            for name, error in runtime.channels.failures().items():
+                logger.error("channel {} is down: {}", name, error)
             if unfinished and runtime.config.providers:
                 # After a crash there are replies to send and turns to run at once. Import the
                 # provider SDK first (off the loop, but awaited): done beside those sends, the
                 # import starves the loop of the CPU, a send the platform took is recorded
                 # late, and a kill in that window sends it again.
-                await asyncio.to_thread(warm_provider_sdk)
+                await asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime))
             await replay_unfinished(runtime, unfinished)
             runtime.store.prune_inbox()
             if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
                 await _start_schedules(runtime)  # after channels: a run may deliver to one
-            up = sorted(n for n, h in runtime.channels.items() if h.failed is None)
+            up = [n for n, status in runtime.channels.status().items() if status.error is None]
             logger.info("ready: channels {}", ", ".join(up) or "none")
             for notice in sandbox_notices(runtime.config):
                 logger.log("WARNING" if notice.attention else "INFO", "{}", notice.text)
@@ -102,7 +99,7 @@ async def serve(config: Config, config_path: Path) -> int:
             notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
             if runtime.config.providers:
                 # the provider SDK is imported on the first turn; do it now, off the loop
-                runtime.spawn(asyncio.to_thread(warm_provider_sdk), name="warm-provider")
+                runtime.spawn(asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime)), name="warm-provider")
             interval = watchdog_interval_s()
             if interval:
                 runtime.spawn(_watchdog(interval), name="watchdog")
@@ -120,7 +117,7 @@ async def serve(config: Config, config_path: Path) -> int:
             logger.info("stopping: no new messages; draining up to {}s", runtime.config.daemon.shutdown_grace_s)
             # stop intake: new messages are still stored (pending, answered after the next
             # start) while adapters stay connected so in-flight turns can still reply
-            runtime.accepting = False
+            runtime.stop_accepting()
             if not await runtime.drain(runtime.config.daemon.shutdown_grace_s):
                 logger.warning("grace period over: {} turn(s) interrupted", runtime.inflight)
     finally:
@@ -147,10 +144,8 @@ async def reload_config(runtime: Runtime, config_path: Path) -> bool:
     servers_changed = new.mcp.servers != runtime.config.mcp.servers
     if new.gateway != runtime.config.gateway:  # its socket and token are bound at start
         logger.warning("[gateway] changed: restart the daemon to apply it (agents reload now)")
-    runtime.swap_config(new)
-    if runtime.scheduler is not None:
-        runtime.scheduler.sync(new)
-    elif new.schedules:  # the first schedules: the daemon started without a scheduler
+    runtime.swap_config(new)  # a running scheduler follows it
+    if new.schedules and not _scheduling(runtime):  # the first schedules: started without a scheduler
         await _start_schedules(runtime)
     if servers_changed:  # the pool was built for the old server table
         logger.warning("[mcp.servers] changed: restart the daemon to connect the new servers")
@@ -159,17 +154,31 @@ async def reload_config(runtime: Runtime, config_path: Path) -> bool:
     for name in list(runtime.channels):
         if name not in new.channels or new.channels[name] != old_channels.get(name):
             await stop_channel(runtime, name)
-    started = [start_channel(runtime, n, s) for n, s in new.channels.items() if n not in runtime.channels]
-    for handle in started:
-        logger.info("channel {} started after reload", handle.name)
+    fresh = [(n, s) for n, s in new.channels.items() if n not in runtime.channels]
+    for name in await start_channel_set(runtime, fresh, ready_timeout_s=_RELOAD_READY_S):
+        logger.info("channel {} started after reload", name)
+    for name, error in runtime.channels.failures().items():
+        if name in dict(fresh):
+            logger.error("channel {} is down: {}", name, error)
     logger.info("config reloaded: {} agents, {} channels", len(new.agents), len(new.channels))
     return True
 
 
 async def _start_schedules(runtime: Runtime) -> None:
-    from orchestrator.scheduler import start_schedules
+    from orchestrator.scheduler import start_schedules  # APScheduler only for a config with schedules
 
     await start_schedules(runtime)
+
+
+def _scheduling(runtime: Runtime) -> bool:
+    from orchestrator.scheduler import ScheduleRunner
+
+    return runtime.component(ScheduleRunner) is not None
+
+
+def _provider_kinds(runtime: Runtime) -> frozenset[str]:
+    """The provider kinds the config uses (only their SDKs are warmed)."""
+    return frozenset(provider.kind for provider in runtime.config.providers.values())
 
 
 async def _watchdog(interval: float) -> None:

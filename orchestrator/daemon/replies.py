@@ -9,7 +9,7 @@ from typing import Final
 from loguru import logger
 
 from channels import ChannelError, ChannelRefused, Inbound, Outbound, ReplyProgress
-from orchestrator.runtime import Runtime
+from orchestrator.daemon.runtime import Runtime
 
 __all__ = ["deliver_reply", "fit_reply", "resume_reply"]
 
@@ -50,12 +50,12 @@ async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_
     deadline = loop.time() + runtime.config.daemon.reply_deadline_s
     delay = _SEND_RETRY_FIRST_S
     while True:
-        handle = runtime.channels.get(channel)
-        if handle is None:
+        live = runtime.channels.get(channel)
+        if live is None:
             logger.warning("channel {} is gone; the reply to {} is kept for the next start", channel, event_id)
             return False
         try:
-            await handle.adapter.send(message, progress=progress)
+            await live.adapter.send(message, progress=progress)
         except ChannelRefused as exc:
             logger.error("{} refused the reply to {} in chat {}: {}", channel, event_id, inbound.chat, exc.reason)
         except ChannelError as exc:
@@ -76,8 +76,5 @@ async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_
 
 async def resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False) -> None:
     """Send what the previous process owed `inbound` (counted in flight, like a turn)."""
-    runtime.turn_started()
-    try:
+    async with runtime.in_flight():
         await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent)
-    finally:
-        runtime.turn_finished()

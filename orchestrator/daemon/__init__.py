@@ -1,0 +1,49 @@
+"""The daemon: channels in, turns through the seam, replies out; one job per module.
+
+`runtime` (the container), `channels` (a `ChannelSet` of supervised adapters), `admission`
+and `inbox` (routing, the durable inbox, `process_message`), `turns` (a chat message's turn
+through `Sessions.run_turn`), `commands` (the chat commands table), `approvals` (asking in
+the chat), `replies` (the reply protocol), `serving` (`orchestrator run`), `routing`,
+`secrets`, `systemd`.
+"""
+
+from orchestrator.daemon.admission import Admitted, Disposition, admit
+from orchestrator.daemon.approvals import ChannelApprover, answer_approval
+from orchestrator.daemon.channels import Channel, ChannelSet, ChannelState, ChannelStatus
+from orchestrator.daemon.inbox import deliver, process_message, replay_unfinished, start_channel, start_channels, stop_channel
+from orchestrator.daemon.replies import deliver_reply, fit_reply, resume_reply
+from orchestrator.daemon.routing import RouteMatch, explain_route, match_route, session_key
+from orchestrator.daemon.runtime import Reloadable, Runtime
+from orchestrator.daemon.secrets import channel_secret_problems
+from orchestrator.daemon.serving import reload_config, run_daemon, serve
+
+__all__ = [
+    "Admitted",
+    "Channel",
+    "ChannelApprover",
+    "ChannelSet",
+    "ChannelState",
+    "ChannelStatus",
+    "Disposition",
+    "Reloadable",
+    "RouteMatch",
+    "Runtime",
+    "admit",
+    "answer_approval",
+    "channel_secret_problems",
+    "deliver",
+    "deliver_reply",
+    "explain_route",
+    "fit_reply",
+    "match_route",
+    "process_message",
+    "reload_config",
+    "replay_unfinished",
+    "resume_reply",
+    "run_daemon",
+    "serve",
+    "session_key",
+    "start_channel",
+    "start_channels",
+    "stop_channel",
+]

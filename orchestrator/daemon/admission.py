@@ -1,0 +1,85 @@
+"""Admission: route, de-duplicate and durably accept one inbound message (the inbox write)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Final
+
+from loguru import logger
+
+from channels import Inbound
+from orchestrator.config import Config, RouteConfig
+from orchestrator.daemon.routing import match_route, session_key
+from orchestrator.daemon.runtime import Runtime
+from orchestrator.seam import SESSION_COMMANDS, SOP_COMMAND
+from orchestrator.sessions import SessionState
+
+__all__ = ["Admitted", "Disposition", "INSTANT_COMMANDS", "admit"]
+
+INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS)
+_COMMANDS: Final = INSTANT_COMMANDS | {SOP_COMMAND}
+
+
+class Disposition(enum.Enum):
+    """What happened to one inbound message."""
+
+    ANSWERED = "answered"
+    NO_ROUTE = "no_route"
+    DUPLICATE = "duplicate"
+    COMMAND = "command"
+    STOPPED = "stopped"
+    NOT_ACCEPTING = "not_accepting"
+    BUSY = "busy"
+    FAILED = "failed"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Admitted:
+    """A message past routing and the inbox write (or a chat command), ready to handle."""
+
+    config: Config
+    route: RouteConfig
+    key: str
+    command: str | None
+    # A chat message's place in its session (taken at admission, so a burst is counted in
+    # arrival order before any turn task runs); its turn releases it. None for commands.
+    state: SessionState | None = None
+    # Set instead of `state` when the session already has `max_queued_per_session` waiting.
+    busy: int | None = None
+
+
+def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitted | Disposition:
+    """Route, de-duplicate and durably accept one message; return why it stops here otherwise.
+
+    This is the durability point: once it returns `Admitted`, the message (chat commands
+    too, so a redelivered `/sop` never runs twice) is in the inbox and the platform may be
+    told it was received. While the daemon is stopping, messages are still stored but left
+    pending for the next start (`/new` and `/stop` still act at once). `replay` re-admits a
+    message a previous process accepted but never started.
+    """
+    config = runtime.config  # one generation for the whole turn
+    match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender)
+    if match is None:
+        logger.info(
+            "no route for {} chat {} sender {}: ignored", inbound.channel, inbound.chat, inbound.sender
+        )
+        return Disposition.NO_ROUTE
+    route = match.route
+    key = session_key(route, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, thread=inbound.thread)
+    command = inbound.text.strip().split(maxsplit=1)[0].lower() if inbound.text.strip() else ""
+    if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
+        logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
+        return Disposition.DUPLICATE
+    if command in INSTANT_COMMANDS:  # /new and /stop act at once, also while stopping
+        return Admitted(config=config, route=route, key=key, command=command)
+    if not runtime.accepting:
+        return Disposition.NOT_ACCEPTING
+    if command in _COMMANDS:
+        return Admitted(config=config, route=route, key=key, command=command)
+    state = runtime.sessions.place(key)
+    waiting = state.users - 2  # besides this message, one is running or about to
+    if waiting >= config.daemon.max_queued_per_session:
+        runtime.sessions.release(state)
+        return Admitted(config=config, route=route, key=key, command=None, busy=waiting)
+    return Admitted(config=config, route=route, key=key, command=None, state=state)

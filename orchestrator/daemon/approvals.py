@@ -1,0 +1,166 @@
+"""Approvals asked in a chat: the `ChannelApprover`, the pending prompts, and the answers to them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Final
+
+from loguru import logger
+
+from channels import ApprovalAnswer, ApprovalPrompt, ChannelAdapter, ChannelError, Inbound, Outbound
+from orchestrator.daemon.channels import ChannelSet
+from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
+
+__all__ = ["REFUSED", "Approvals", "ChannelApprover", "PendingApproval", "answer_approval", "send"]
+
+REFUSED: Final = "Only the person who asked, or a configured approver, can answer this approval."
+
+
+@dataclass(eq=False)
+class PendingApproval:
+    """An approval prompt waiting in a chat; only `allowed` senders may answer it."""
+
+    channel: str
+    chat: str
+    thread: str | None
+    allowed: frozenset[str]
+    future: asyncio.Future[ApprovalDecision]
+    refusal: str  # what a sender who may not answer it is told
+
+
+class Approvals:
+    """The approval prompts waiting for an answer, by request id."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingApproval] = {}
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def get(self, request_id: str) -> PendingApproval | None:
+        """Return the pending approval `request_id`, if it still waits."""
+        return self._pending.get(request_id)
+
+    def add(self, request_id: str, pending: PendingApproval) -> None:
+        """Wait for an answer to `request_id`."""
+        self._pending[request_id] = pending
+
+    def discard(self, request_id: str) -> None:
+        """Stop waiting for `request_id`."""
+        self._pending.pop(request_id, None)
+
+    def cancel_all(self) -> None:
+        """Cancel every wait (the runtime is closing)."""
+        for pending in self._pending.values():
+            pending.future.cancel()
+
+
+async def send(adapter: ChannelAdapter, message: Outbound) -> None:
+    """Send `message`, logging (never raising) a platform failure."""
+    try:
+        await adapter.send(message)
+    except ChannelError as exc:
+        logger.error("could not send to {} chat {}: {}", adapter.name, message.chat, exc.reason)
+
+
+class ChannelApprover:
+    """Asks in the chat the request came from; only the senders `answerers` names may answer.
+
+    `answerers` is the route's decision (the seam's `ChatCommands.answerers`); when it names
+    nobody, nobody is asked and the call is not run ("no operator decided").
+    """
+
+    def __init__(
+        self,
+        *,
+        approvals: Approvals,
+        spawn: Callable[[Coroutine[Any, Any, Any]], object],
+        adapter: ChannelAdapter,
+        inbound: Inbound,
+        answerers: Callable[[ApprovalRequest], frozenset[str]],
+        refusal: Callable[[ApprovalRequest], str] = lambda _: REFUSED,
+    ) -> None:
+        self.approvals, self.spawn, self.adapter, self.inbound = approvals, spawn, adapter, inbound
+        self.answerers, self.refusal = answerers, refusal
+
+    def _say(self, text: str) -> Coroutine[Any, Any, None]:
+        return send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=text))
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        allowed = self.answerers(request)
+        if not allowed:
+            await self._say(
+                f"Approval {request.request_id} ({request.tool}) is for agent {request.agent!r}: only a route "
+                "approver may answer it and this route has none, so it was not run."
+            )
+            return ApprovalDecision(
+                verdict=Verdict.NO_DECISION, decided_by=None,
+                reason=f"only a route approver may approve agent {request.agent!r} here, and the route has none",
+            )
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self.approvals.add(
+            request.request_id,
+            PendingApproval(
+                channel=self.inbound.channel,
+                chat=self.inbound.chat,
+                thread=self.inbound.thread,
+                allowed=allowed,
+                future=future,
+                refusal=self.refusal(request),
+            ),
+        )
+        try:
+            if self.inbound.sender not in allowed:  # say who decides before the buttons appear
+                await self._say(
+                    f"Approval {request.request_id} is for agent {request.agent!r}: only a route approver "
+                    f"({', '.join(sorted(allowed))}) can answer it."
+                )
+            await self.adapter.prompt_approval(
+                ApprovalPrompt(
+                    request_id=request.request_id,
+                    chat=self.inbound.chat,
+                    thread=self.inbound.thread,
+                    requester=self.inbound.sender,
+                    tool=request.tool,
+                    arguments=request.shown,
+                    timeout_s=request.timeout_s,
+                )
+            )
+            return await future
+        finally:
+            self.approvals.discard(request.request_id)
+            if not future.done() or future.cancelled():  # awaiting it was cancelled: nobody answered
+                future.cancel()
+                self.spawn(
+                    self._say(f"No answer on approval {request.request_id} ({request.tool}) in time: it was not run.")
+                )
+
+
+async def answer_approval(approvals: Approvals, channels: ChannelSet, answer: ApprovalAnswer) -> None:
+    """Resolve a pending approval if the person answering may; tell them otherwise."""
+    pending = approvals.get(answer.request_id)
+    channel = channels.get(answer.channel)
+    chat = answer.chat or (pending.chat if pending else None)
+    thread = pending.thread if pending is not None else None
+
+    async def tell(text: str) -> None:
+        if channel is not None and chat is not None:
+            await send(channel.adapter, Outbound(chat=chat, thread=thread, text=text))
+
+    if pending is None or pending.channel != answer.channel or pending.future.done():
+        await tell(f"There is no pending approval {answer.request_id}.")
+        return
+    if answer.sender not in pending.allowed:
+        logger.warning("{} may not answer approval {}", answer.sender, answer.request_id)
+        await tell(pending.refusal)
+        return
+    verdict = Verdict.APPROVED if answer.approved else Verdict.DENIED
+    pending.future.set_result(
+        ApprovalDecision(
+            verdict=verdict,
+            decided_by=f"{answer.channel}:{answer.sender}",
+            reason="approved in chat" if answer.approved else "denied in chat",
+        )
+    )

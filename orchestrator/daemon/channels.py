@@ -1,0 +1,176 @@
+"""ChannelSet: the daemon's channels, each a supervised adapter with one explicit state."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+
+from channels import ChannelAdapter, ChannelError, Deliver, supervise
+from orchestrator.config import ChannelConfig
+
+__all__ = ["Channel", "ChannelSet", "ChannelState", "ChannelStatus"]
+
+class ChannelState(enum.Enum):
+    """Where a channel is in its life."""
+
+    STARTING = "starting"  # connecting (or reconnecting before it was ever ready)
+    READY = "ready"  # receiving (a later reconnect keeps it READY: the supervisor retries)
+    FAILED = "failed"  # refused for good (bad credentials): not retried
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelStatus:
+    """What `/health` and the ready line show of one channel."""
+
+    kind: str
+    ready: bool
+    error: str | None
+
+
+class Channel:
+    """One channel: its settings, adapter, state and supervising task; only `ChannelSet` makes one."""
+
+    def __init__(self, *, name: str, settings: ChannelConfig, adapter: ChannelAdapter) -> None:
+        self.name = name
+        self.settings = settings
+        self.adapter = adapter
+        self._state = ChannelState.STARTING
+        self._error: BaseException | None = None
+        self._settled = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def kind(self) -> str:
+        """Return the adapter kind (`telegram`, `terminal`, ...)."""
+        return self.settings.kind
+
+    @property
+    def state(self) -> ChannelState:
+        """Return the current state."""
+        return self._state
+
+    @property
+    def error(self) -> BaseException | None:
+        """Return why the channel FAILED (None otherwise)."""
+        return self._error
+
+    def status(self) -> ChannelStatus:
+        """Return the channel's status row."""
+        return ChannelStatus(
+            kind=self.kind,
+            ready=self._state is ChannelState.READY,
+            error=str(self._error) if self._error is not None else None,
+        )
+
+    def _ready(self) -> None:
+        if self._state is ChannelState.STARTING:
+            self._state = ChannelState.READY
+        self._settled.set()
+
+    def _failed(self, exc: BaseException) -> None:
+        self._state, self._error = ChannelState.FAILED, exc
+        self._settled.set()
+
+    def _stopped(self) -> None:
+        if self._state is not ChannelState.FAILED:
+            self._state = ChannelState.STOPPED
+        self._settled.set()
+
+
+class ChannelSet:
+    """The running channels by name; their supervising tasks run in the runtime's TaskGroup."""
+
+    def __init__(self, *, spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[None]]) -> None:
+        self._spawn = spawn
+        self._channels: dict[str, Channel] = {}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._channels)
+
+    def __len__(self) -> int:
+        return len(self._channels)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._channels
+
+    def get(self, name: str) -> Channel | None:
+        """Return channel `name` (in any state), or None when it is not in the set."""
+        return self._channels.get(name)
+
+    def adapter(self, name: str) -> ChannelAdapter | None:
+        """Return the adapter of channel `name` unless the channel is gone or FAILED."""
+        channel = self._channels.get(name)
+        if channel is None or channel.state is ChannelState.FAILED:
+            return None
+        return channel.adapter
+
+    def status(self) -> dict[str, ChannelStatus]:
+        """Return every channel's status, by name in order."""
+        return {name: self._channels[name].status() for name in sorted(self._channels)}
+
+    def failures(self) -> dict[str, BaseException]:
+        """Return why each FAILED channel failed."""
+        return {n: c.error for n, c in self._channels.items() if c.error is not None}
+
+    async def start(
+        self, name: str, settings: ChannelConfig, adapter: ChannelAdapter, *, deliver: Deliver
+    ) -> Channel:
+        """Supervise `adapter` as channel `name`; return once it is receiving.
+
+        Task-group `start()` semantics: the channel keeps running (reconnecting as needed)
+        after this returns, and cancelling the wait does not stop it. Raises its start
+        failure (`ChannelAuthError`: bad credentials) or `ChannelError` when the channel
+        is stopped before it was ever ready; either way it is still in the set (FAILED or
+        STOPPED) until `stop`.
+        """
+        if name in self._channels:
+            raise ValueError(f"channel {name!r} is already in the set")
+        channel = self._channels[name] = Channel(name=name, settings=settings, adapter=adapter)
+        channel._task = self._spawn(self._supervise(channel, deliver), f"channel:{name}")
+        await channel._settled.wait()
+        if channel.state is ChannelState.READY:
+            return channel
+        if channel.error is not None:
+            raise channel.error
+        raise ChannelError(name, "stopped before it was ready")
+
+    async def stop(self, name: str) -> None:
+        """Stop channel `name`: cancel its supervisor, wait until it has ended, close its adapter."""
+        channel = self._channels.pop(name, None)
+        if channel is None:
+            return
+        task = channel._task
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task])
+        channel._stopped()
+        await channel.adapter.aclose()
+
+    def cancel_all(self) -> None:
+        """Cancel every supervisor (the runtime is closing; `close_all` follows)."""
+        for channel in self._channels.values():
+            if channel._task is not None:
+                channel._task.cancel()
+
+    async def close_all(self) -> None:
+        """Close every adapter, logging (never raising) a failure to close one."""
+        for channel in self._channels.values():
+            channel._stopped()
+            try:
+                await channel.adapter.aclose()
+            except Exception as exc:
+                logger.opt(exception=exc).warning("closing channel {} failed", channel.name)
+
+    @staticmethod
+    async def _supervise(channel: Channel, deliver: Deliver) -> None:
+        try:
+            await supervise(channel.adapter, deliver, on_ready=channel._ready, on_fatal=channel._failed)
+        finally:
+            if channel.state is ChannelState.STARTING:  # never ready: wake whoever awaits the start
+                channel._stopped()

@@ -1,0 +1,133 @@
+"""Chat commands (`/new`, `/stop`, `/sop NAME`): one handler each, looked up in `COMMANDS`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import Final
+
+from loguru import logger
+
+from channels import ChannelAdapter, Inbound, Outbound
+from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
+from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send
+from orchestrator.daemon.runtime import Runtime
+from orchestrator.policy import ApprovalRequest, Interactivity
+from orchestrator.seam import SOP_COMMAND, ChatCommands, resolve_chat_commands
+from orchestrator.sessions import TurnRefused
+from orchestrator.sop import SopResult, SopStatus, run_sop
+
+__all__ = ["COMMANDS", "CommandHandler", "run_command"]
+
+CommandHandler = Callable[[Runtime, Inbound, Admitted], Awaitable[None]]
+"""Handle one admitted command message; it marks the inbox row done when it is."""
+
+
+async def run_command(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """Run the handler of the command `admitted` names."""
+    assert admitted.command is not None
+    await COMMANDS[admitted.command](runtime, inbound, admitted)
+
+
+async def _new(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/new`: close the session; the next message starts afresh."""
+    _done(runtime, inbound)
+    runtime.transcripts.forget(admitted.key)
+    await _tell(runtime, inbound, "Started a new session.")
+
+
+async def _stop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/stop`: cancel what runs in the session (the turn itself then reports "Stopped.")."""
+    _done(runtime, inbound)
+    if not runtime.sessions.stop(admitted.key):
+        await _tell(runtime, inbound, "Nothing is running.")
+
+
+async def _sop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/sop NAME [context]`: run an SOP the route grants in this chat's session.
+
+    Approvals are asked in the chat: the routed agent's steps answered by the requester or
+    the route's approvers, every other agent's steps by the route's approvers only (the seam's
+    `ChatCommands.answerers`). An SOP the route does not list never runs a step.
+    """
+    config, route, key = admitted.config, admitted.route, admitted.key
+    adapter = _adapter(runtime, inbound)
+    parts = inbound.text.strip().split(maxsplit=2)
+
+    async def reply(text: str) -> None:
+        await send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id))
+
+    commands = resolve_chat_commands(config, route)
+    if len(parts) < 2 or not commands.may_start(parts[1]):
+        _done(runtime, inbound)
+        await reply(_not_available(parts[1] if len(parts) > 1 else None, commands))
+        return
+
+    def answerers(request: ApprovalRequest) -> frozenset[str]:
+        return commands.answerers(request.agent, inbound.sender)
+
+    def refusal(request: ApprovalRequest) -> str:
+        if request.agent == route.agent:
+            return REFUSED
+        return f"Only a route approver can answer this approval: it is for a step of agent {request.agent!r}."
+
+    approver = ChannelApprover(
+        approvals=runtime.approvals, spawn=runtime.spawn, adapter=adapter, inbound=inbound,
+        answerers=answerers, refusal=refusal,
+    )
+
+    async def work() -> SopResult:
+        # "running" until it ends: a crash meanwhile makes the next start tell the user
+        runtime.store.mark(inbound.channel, inbound.event_id, "running")
+        async with runtime.in_flight():
+            return await run_sop(
+                config, parts[1], services=runtime.services, approver=approver,
+                interactivity=Interactivity.CHANNEL_PROMPT,
+                context=parts[2] if len(parts) > 2 else "", initiator=route.agent,
+                actor=f"{inbound.channel}:{inbound.sender}", session=key,
+            )
+
+    try:
+        result = await runtime.sessions.run_task(key, work, gate=lambda: runtime.accepting)
+    except TurnRefused:  # stopping: leave it pending for the next start
+        return
+    except Exception as exc:  # a bug in one SOP must not leave the user in silence
+        logger.opt(exception=exc).error("SOP {} failed", parts[1])
+        _done(runtime, inbound)
+        await reply("Sorry, something went wrong while running the SOP; the error is logged.")
+        return
+    _done(runtime, inbound)
+    if result is None:
+        await reply("Stopped.")
+        return
+    if result.status is SopStatus.COMPLETED:
+        await reply(result.output or "(no reply)")
+    else:
+        await reply(f"SOP {parts[1]!r} {result.status.value}: {result.message}")
+
+
+def _not_available(name: str | None, commands: ChatCommands) -> str:
+    """Answer a `/sop` this route does not grant, naming only the SOPs it does."""
+    here = f" (available here: {', '.join(commands.sops)})" if commands.sops else " (no SOP is available here)"
+    if name is None:
+        return "Usage: /sop NAME [context]" + here
+    return f"SOP {name!r} is not available here{here}."
+
+
+def _done(runtime: Runtime, inbound: Inbound) -> None:
+    runtime.store.mark(inbound.channel, inbound.event_id, "done")
+
+
+def _adapter(runtime: Runtime, inbound: Inbound) -> ChannelAdapter:
+    channel = runtime.channels.get(inbound.channel)
+    if channel is None:  # commands come in through a channel, which is stopped only after them
+        raise RuntimeError(f"channel {inbound.channel} is gone")
+    return channel.adapter
+
+
+async def _tell(runtime: Runtime, inbound: Inbound, text: str) -> None:
+    await send(_adapter(runtime, inbound), Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
+
+
+COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({"/new": _new, "/stop": _stop, SOP_COMMAND: _sop})
+assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND}, "every chat command has one handler"

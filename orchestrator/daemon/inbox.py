@@ -1,0 +1,179 @@
+"""start_channels() and process_message(): the only way an inbound message reaches an agent."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from loguru import logger
+
+from channels import ApprovalAnswer, ChannelAdapter, ChannelError, Inbound, Outbound, create_adapter
+from orchestrator.config import ChannelConfig
+from orchestrator.daemon.admission import Admitted, Disposition, admit
+from orchestrator.daemon.approvals import answer_approval, send
+from orchestrator.daemon.channels import Channel
+from orchestrator.daemon.commands import run_command
+from orchestrator.daemon.replies import resume_reply
+from orchestrator.daemon.runtime import Runtime
+from orchestrator.daemon.turns import run_chat_turn
+from orchestrator.sessions import TurnRefused
+from orchestrator.store import InboxRow
+
+__all__ = ["deliver", "process_message", "replay_unfinished", "start_channel", "start_channels", "stop_channel"]
+
+
+async def start_channels(runtime: Runtime, *, ready_timeout_s: float = 30.0) -> None:
+    """Start one supervised adapter per configured channel.
+
+    Returns when each is receiving or has failed for good, or after `ready_timeout_s`
+    (a channel still connecting keeps retrying in the background).
+    """
+    await start_channel_set(runtime, runtime.config.channels.items(), ready_timeout_s=ready_timeout_s)
+
+
+async def start_channel_set(
+    runtime: Runtime, channels: Iterable[tuple[str, ChannelConfig]], *, ready_timeout_s: float
+) -> list[str]:
+    """Start `channels` together; return the names receiving within `ready_timeout_s`.
+
+    A channel that failed for good stays FAILED in `runtime.channels`; one still connecting
+    after the timeout keeps trying in the background (only the wait for it ends).
+    """
+
+    async def attempt(name: str, settings: ChannelConfig, adapter: ChannelAdapter) -> bool:
+        try:
+            await start_channel(runtime, name, settings, adapter=adapter)
+        except ChannelError:
+            return False
+        return True
+
+    # Adapters are created first: a setting no adapter accepts raises here, as itself.
+    adapters = [(n, s, create_adapter(n, s, secrets=runtime.secret)) for n, s in channels]
+    starts: dict[str, asyncio.Task[bool]] = {}
+    try:
+        async with asyncio.timeout(ready_timeout_s), asyncio.TaskGroup() as group:
+            for name, settings, adapter in adapters:
+                starts[name] = group.create_task(attempt(name, settings, adapter))
+    except TimeoutError:
+        late = [n for n, t in starts.items() if t.cancelled()]
+        logger.warning("channels not ready after {}s, still trying: {}", ready_timeout_s, ", ".join(late))
+    return [n for n, t in starts.items() if t.done() and not t.cancelled() and t.result()]
+
+
+async def start_channel(
+    runtime: Runtime, name: str, settings: ChannelConfig, *, adapter: ChannelAdapter | None = None
+) -> Channel:
+    """Create (unless given) and supervise one channel's adapter; return once it is receiving.
+
+    Raises its start failure (`ChannelAuthError` for refused credentials); the channel then
+    stays in `runtime.channels` as FAILED.
+    """
+    if adapter is None:
+        adapter = create_adapter(name, settings, secrets=runtime.secret)
+
+    async def on_delivery(item: Inbound | ApprovalAnswer) -> None:
+        await deliver(runtime, item)
+
+    return await runtime.channels.start(name, settings, adapter, deliver=on_delivery)
+
+
+async def stop_channel(runtime: Runtime, name: str) -> None:
+    """Stop receiving on one channel, wait until it has, and close its adapter."""
+    await runtime.channels.stop(name)
+
+
+async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
+    """Adapter callback: returns once the message is durably accepted (or dropped).
+
+    Routing, de-duplication and the inbox write happen right here, without waiting for
+    the event loop, so an adapter delivering one message at a time is never starved. The
+    turn then runs in the runtime's TaskGroup; turns of one session start in arrival order
+    (tasks start in creation order and the session lock is FIFO).
+    """
+    if isinstance(item, ApprovalAnswer):
+        # Answered off the adapter's call: the platform wants a button press acknowledged
+        # within seconds (Slack and Discord: 3 s), and telling the presser may be slow.
+        runtime.spawn(answer_approval(runtime.approvals, runtime.channels, item), name=f"answer:{item.request_id}")
+        return
+    admitted = admit(runtime, item)
+    if isinstance(admitted, Admitted):
+        runtime.spawn(
+            process_message(runtime, item, admitted=admitted), name=f"msg:{item.channel}:{item.event_id}"
+        )
+
+
+async def process_message(
+    runtime: Runtime,
+    inbound: Inbound,
+    *,
+    admitted: Admitted | None = None,
+    replay: bool = False,
+) -> Disposition:
+    """Admit one message (unless `deliver` already did), then run its turn and send the reply.
+
+    The only way an inbound message reaches an agent: every channel message and every
+    replayed one comes through here.
+    """
+    if admitted is None:
+        outcome = admit(runtime, inbound, replay=replay)
+        if not isinstance(outcome, Admitted):
+            return outcome
+        admitted = outcome
+    if admitted.busy is not None:
+        runtime.store.mark(inbound.channel, inbound.event_id, "done")
+        note = (
+            f"I still have {admitted.busy} of your messages to answer, so I did not take this one. "
+            "Please send it again once I have caught up (or /stop the current answer)."
+        )
+        await _reply(runtime, inbound, note)
+        return Disposition.BUSY
+    if admitted.command is not None:
+        await run_command(runtime, inbound, admitted)
+        return Disposition.COMMAND
+    state = admitted.state
+    if state is None:  # admit gives every chat message one
+        raise RuntimeError(f"message {inbound.event_id} was admitted without its session place")
+    try:
+        return await run_chat_turn(runtime, inbound, admitted, state)
+    except TurnRefused:  # stopping: leave it pending for the next start
+        return Disposition.NOT_ACCEPTING
+    except Exception as exc:  # a bug in one turn must not leave the user in silence
+        logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
+        runtime.store.mark(inbound.channel, inbound.event_id, "done")
+        await _reply(runtime, inbound, "Sorry, something went wrong while answering; the error is logged.")
+        return Disposition.FAILED
+
+
+async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
+    """Finish what the previous process accepted: run pending messages, close interrupted turns.
+
+    `rows` must be read (`runtime.store.unfinished()`) before channels start, so messages
+    this process accepts are never mistaken for the previous one's.
+    """
+    for row in rows:
+        inbound = Inbound(**row.body)
+        if inbound.channel not in runtime.channels:
+            logger.warning("channel {} is gone; dropping accepted message {}", inbound.channel, inbound.event_id)
+            runtime.store.mark(row.channel, row.event_id, "interrupted")
+            continue
+        if row.state == "pending":
+            runtime.spawn(process_message(runtime, inbound, replay=True), name=f"replay:{row.event_id}")
+            continue
+        if row.state == "replying" and row.reply is not None:  # the turn finished; send the rest
+            runtime.spawn(resume_reply(runtime, inbound, row.reply, sent=row.sent), name=f"resend:{row.event_id}")
+            continue
+        # The turn itself was cut off: its notice is this message's reply, under the same
+        # protocol, so it is sent once even if this start is killed too.
+        preview = inbound.text if len(inbound.text) <= 80 else inbound.text[:77] + "..."
+        notice = (
+            f"I was restarted while answering \"{preview}\" and could not finish. "
+            "Please send it again if you still need it."
+        )
+        runtime.spawn(resume_reply(runtime, inbound, notice, sent=0, notice=True), name=f"notice:{row.event_id}")
+
+
+async def _reply(runtime: Runtime, inbound: Inbound, text: str) -> None:
+    """Tell the chat `inbound` came from (nothing when its channel is gone)."""
+    channel = runtime.channels.get(inbound.channel)
+    if channel is not None:
+        await send(channel.adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text))

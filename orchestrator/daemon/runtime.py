@@ -1,0 +1,206 @@
+"""Runtime: the daemon's container: config generation, services, store, sessions, channels and tasks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from loguru import logger
+
+from orchestrator.config import Config, SecretRef, resolve_secret
+from orchestrator.daemon.approvals import Approvals
+from orchestrator.daemon.channels import ChannelSet
+from orchestrator.daemon.servers import connect_servers
+from orchestrator.seam import ConstructionPath, Services, open_services
+from orchestrator.sessions import Sessions, StoredTranscripts, Turn
+from orchestrator.store import SessionStore
+
+__all__ = ["Reloadable", "Runtime"]
+
+_T = TypeVar("_T")
+
+
+@runtime_checkable
+class Reloadable(Protocol):
+    """A component that follows config reloads (the scheduler)."""
+
+    def sync(self, config: Config) -> None:
+        """Apply a newly swapped-in config generation."""
+        ...
+
+
+class Runtime:
+    """Everything a running daemon holds; build it with `Runtime.open()`.
+
+    The config generation can be swapped (`swap_config`); turns read `runtime.config` once
+    when they start, so a turn never mixes two generations.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        config_path: Path | None,
+        services: Services,
+        store: SessionStore,
+        tasks: asyncio.TaskGroup,
+        stack: AsyncExitStack,
+    ) -> None:
+        self.config = config
+        self.config_path = config_path
+        self.services = services
+        self.store = store
+        self.transcripts = StoredTranscripts(store)
+        self.sessions = Sessions(transcripts=self.transcripts)
+        self.channels = ChannelSet(spawn=lambda coro, name: self.spawn(coro, name=name))
+        self.approvals = Approvals()
+        # Set once every MCP server of the first generation connected or failed its first attempt.
+        self.mcp_settled = asyncio.Event()
+        self._tasks = tasks
+        self._stack = stack
+        self._accepting = True
+        self._inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._spawned: set[asyncio.Task[None]] = set()
+        self._components: list[object] = []
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, config: Config, *, config_path: Path | None = None, services: Services | None = None
+    ) -> AsyncIterator[Runtime]:
+        """Open the services (`open_services`, connecting the servers the agents reach) and the store.
+
+        On exit every task is cancelled, then everything closes in reverse order.
+        """
+        state = config.state_path()
+        async with AsyncExitStack() as stack:
+            injected = services is not None
+            if services is None:
+                # Every agent, every SOP; reloadable: a reload may add agents that need more.
+                services = await stack.enter_async_context(
+                    open_services(
+                        config, sorted(config.agents), ConstructionPath.CHANNEL, sops=sorted(config.sops),
+                        reloadable=True, require_mcp=False, connect_now=False,
+                    )
+                )
+            else:
+                stack.push_async_callback(services.providers.aclose)
+            store = stack.enter_context(SessionStore(state / "sessions.sqlite3"))
+            tasks = await stack.enter_async_context(asyncio.TaskGroup())
+            runtime = cls(
+                config=config, config_path=config_path, services=services, store=store, tasks=tasks, stack=stack
+            )
+            stack.push_async_callback(runtime._cancel_everything)
+            if injected:
+                await runtime.connect_mcp()
+            else:  # channels start while the servers connect; their tools appear as each comes up
+                runtime.spawn(runtime.connect_mcp(), name="mcp-connect")
+            yield runtime
+
+    @property
+    def accepting(self) -> bool:
+        """Return False once the daemon stops taking new turns (`stop_accepting`)."""
+        return self._accepting
+
+    @property
+    def inflight(self) -> int:
+        """Return how many turns are running (a channel turn until its reply is sent)."""
+        return self._inflight
+
+    @property
+    def idle(self) -> asyncio.Event:
+        """Return the event set while no turn runs."""
+        return self._idle
+
+    def stop_accepting(self) -> None:
+        """Stop intake: messages are still stored (pending for the next start), no new turn starts."""
+        self._accepting = False
+
+    async def connect_mcp(self) -> None:
+        """Connect the MCP servers this config generation reaches (see `connect_servers`)."""
+        shown = str(self.config_path or "config")
+        await connect_servers(self.config, self.services, shown=shown, settled=self.mcp_settled)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str | None = None) -> asyncio.Task[None]:
+        """Run `coro` in the runtime's TaskGroup; its failure is logged, never fatal."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception as exc:  # one bad message or channel must not stop the daemon
+                logger.opt(exception=exc).error("task {} failed", name or repr(coro))
+
+        task = self._tasks.create_task(guarded(), name=name)
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
+        # Cancelled before its first step (the runtime closing), `coro` never ran: close it,
+        # or Python warns that it was never awaited. Closing a finished coroutine does nothing.
+        task.add_done_callback(lambda _: coro.close())
+        return task
+
+    def task_count(self) -> int:
+        """Return how many spawned tasks are alive (channel supervisors included)."""
+        return len(self._spawned)
+
+    async def enter_async_context(self, component: AbstractAsyncContextManager[_T]) -> _T:
+        """Enter a component started after `open()`; it exits before every task is cancelled.
+
+        A component that is `Reloadable` follows `swap_config` from then on.
+        """
+        entered = await self._stack.enter_async_context(component)
+        self._components.append(entered)
+        self._stack.callback(self._components.remove, entered)
+        return entered
+
+    def component(self, kind: type[_T]) -> _T | None:
+        """Return the entered component of type `kind`, if any."""
+        return next((c for c in self._components if isinstance(c, kind)), None)
+
+    def secret(self, ref: SecretRef) -> str:
+        """Resolve a secret reference relative to the config file."""
+        return resolve_secret(ref, base=self.config_path.parent if self.config_path else None)
+
+    @asynccontextmanager
+    async def in_flight(self) -> AsyncIterator[None]:
+        """Count a running turn (for draining) while the context is open."""
+        self._inflight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._inflight -= 1
+            if self._inflight == 0:
+                self._idle.set()
+
+    def counting(self, _turn: Turn) -> AbstractAsyncContextManager[None]:
+        """Return a turn hook counting the turn in flight (`Sessions.run_turn(hooks=...)`)."""
+        return self.in_flight()
+
+    async def drain(self, grace_s: float) -> bool:
+        """Wait up to `grace_s` for running turns; return True when none is left."""
+        try:
+            async with asyncio.timeout(grace_s):
+                await self._idle.wait()
+            return True
+        except TimeoutError:
+            return False
+
+    def swap_config(self, config: Config) -> None:
+        """Make `config` the generation new turns use; reloadable components follow it."""
+        self.config = config
+        for component in self._components:
+            if isinstance(component, Reloadable):
+                component.sync(config)
+
+    async def _cancel_everything(self) -> None:
+        self._accepting = False
+        self.channels.cancel_all()
+        for task in list(self._spawned):
+            task.cancel()
+        self.approvals.cancel_all()
+        await self.channels.close_all()

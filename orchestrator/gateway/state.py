@@ -1,0 +1,76 @@
+"""What the gateway's handlers share: the host daemon (as a protocol), the token, the error shape."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from aiohttp import web
+
+from orchestrator.config import Config, SecretRef
+from orchestrator.gateway.idempotency import IdempotencyStore
+from orchestrator.seam import Services
+from orchestrator.sessions import Sessions, Turn
+
+__all__ = ["GATEWAY", "ChannelHealth", "GatewayHost", "GatewayState", "json_error"]
+
+
+class ChannelHealth(Protocol):
+    """One channel as `/health` reports it."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+class ChannelHealthSource(Protocol):
+    """The host's channels, as far as `/health` needs them."""
+
+    def status(self) -> Mapping[str, ChannelHealth]: ...
+
+
+class GatewayHost(Protocol):
+    """What the gateway needs of the daemon it runs in (the daemon's `Runtime` is one)."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def services(self) -> Services: ...
+
+    @property
+    def sessions(self) -> Sessions: ...
+
+    @property
+    def channels(self) -> ChannelHealthSource: ...
+
+    @property
+    def accepting(self) -> bool: ...
+
+    def secret(self, ref: SecretRef) -> str: ...
+
+    def counting(self, turn: Turn) -> AbstractAsyncContextManager[None]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayState:
+    """What every handler needs: the host, the resolved token and the idempotency store."""
+
+    host: GatewayHost
+    token: str | None
+    idempotency: IdempotencyStore
+
+
+GATEWAY: Final = web.AppKey("gateway", GatewayState)
+
+
+def json_error(status: int, error: str, detail: str, **extra: object) -> web.Response:
+    """Return the gateway's one error shape: `{"error": code, "detail": text}`."""
+    return web.json_response({"error": error, "detail": detail, **extra}, status=status)

@@ -1,0 +1,228 @@
+"""Sessions: the one place a turn takes its session, loads its transcript, runs the engine and persists."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar
+
+from orchestrator.engine import Transcript, TurnEvents, TurnResult, run_tool_call_loop
+from orchestrator.errors import OrchestratorError
+from orchestrator.policy import Approver
+from orchestrator.seam import ResolvedAgentExecution
+from orchestrator.sessions.transcripts import TranscriptSource
+
+__all__ = ["SessionState", "Sessions", "Turn", "TurnHook", "TurnRefused", "TurnStopped"]
+
+_T = TypeVar("_T")
+
+
+class TurnRefused(OrchestratorError):
+    """The gate closed while the turn waited for its session (the daemon is stopping)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"session {key!r}: the turn was not started")
+
+
+class TurnStopped(OrchestratorError):
+    """The turn was stopped (`Sessions.stop`) before it produced a result."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"session {key!r}: the turn was stopped")
+
+
+@dataclass(eq=False)
+class SessionState:
+    """One session key's place: its lock (FIFO), how many hold or wait for it, its running work."""
+
+    key: str
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    current: asyncio.Future[Any] | None = None
+
+
+@dataclass(eq=False, kw_only=True)
+class Turn:
+    """One turn as its hooks see it; `result` is set once the engine stops (None: stopped)."""
+
+    key: str
+    agent: str
+    transcript: Transcript
+    result: TurnResult | None = None
+    _alongside: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+
+    def alongside(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `work()` while the engine runs; it is cancelled as soon as the engine stops."""
+        self._alongside.append(work)
+
+    def completed(self) -> TurnResult:
+        """Return the result; raises `TurnStopped` when the turn was stopped."""
+        if self.result is None:
+            raise TurnStopped(self.key)
+        return self.result
+
+
+TurnHook: TypeAlias = Callable[[Turn], AbstractAsyncContextManager[object]]
+"""Watches one turn: entered once the session and transcript are ready, exited after the turn is persisted.
+
+Code after the hook's `yield` sees `turn.result`; an exception (or cancellation) of the turn
+is raised at the `yield`. A hook may `turn.alongside(...)` background work such as a typing
+indicator. Hooks are entered in order and exited in reverse, all inside the session.
+"""
+
+
+class Sessions:
+    """Runs turns one at a time per session key, in arrival order, over one transcript source.
+
+    `hooks` watch every turn (usage accounting, for example); `run_turn(hooks=...)` adds
+    per-turn ones (a channel's typing indicator and reply).
+    """
+
+    def __init__(self, *, transcripts: TranscriptSource, hooks: Sequence[TurnHook] = ()) -> None:
+        self.transcripts = transcripts
+        self._hooks = tuple(hooks)
+        self._states: dict[str, SessionState] = {}
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._states)
+
+    def place(self, key: str) -> SessionState:
+        """Take a place in session `key` (counted at once, so a burst queues in arrival order).
+
+        Hand it to `run_turn` or `run_task` (which release it), or `release` it.
+        """
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = SessionState(key=key)
+        state.users += 1
+        return state
+
+    def release(self, state: SessionState) -> None:
+        """Give a place back; the session's state goes once nobody holds or waits for it."""
+        state.users -= 1
+        if state.users == 0 and self._states.get(state.key) is state:
+            del self._states[state.key]
+
+    def busy(self, key: str) -> bool:
+        """Return True while a turn or task holds session `key`."""
+        state = self._states.get(key)
+        return state is not None and state.lock.locked()
+
+    def stop(self, key: str) -> bool:
+        """Cancel what runs in session `key`; False when nothing does (the turn reports it stopped)."""
+        state = self._states.get(key)
+        if state is None or state.current is None or state.current.done():
+            return False
+        state.current.cancel()
+        return True
+
+    def stop_all(self) -> None:
+        """Cancel what runs in every session."""
+        for key in list(self._states):
+            self.stop(key)
+
+    async def run_turn(
+        self,
+        session: str | SessionState,
+        *,
+        agent: str,
+        execution: ResolvedAgentExecution | Callable[[], ResolvedAgentExecution],
+        text: str,
+        approver: Approver | None,
+        actor: str | None,
+        events: TurnEvents | None = None,
+        stream: bool = False,
+        hooks: Sequence[TurnHook] = (),
+        gate: Callable[[], bool] | None = None,
+    ) -> Turn:
+        """Run one turn of `agent` in `session` (a key, or a place taken with `place`).
+
+        Waits for the session, checks `gate` (False: `TurnRefused`, nothing ran), resolves
+        `execution` when given as a callable, loads the transcript, enters the hooks, runs
+        the engine and persists what the turn added, whatever happened, before the hooks
+        exit. `Sessions.stop` ends the turn with `result` None; cancelling the caller
+        cancels the turn, persists it, and propagates.
+        """
+        async with self._holding(session, gate) as state:
+            if not isinstance(execution, ResolvedAgentExecution):
+                execution = execution()
+            keep = execution.knobs.max_history_messages
+            held = self.transcripts.open(state.key, agent, keep=keep)
+            turn = Turn(key=state.key, agent=agent, transcript=held.transcript)
+            async with AsyncExitStack() as watching:
+                for hook in (*self._hooks, *hooks):
+                    await watching.enter_async_context(hook(turn))
+                try:
+                    turn.result = await self._stoppable(
+                        state,
+                        lambda: run_tool_call_loop(
+                            execution, held.transcript, text, approver=approver, actor=actor,
+                            events=events, stream=stream,
+                        ),
+                        alongside=turn._alongside,
+                    )
+                finally:
+                    self.transcripts.save(held, keep=keep)
+            return turn
+
+    async def run_task(
+        self,
+        session: str | SessionState,
+        work: Callable[[], Coroutine[Any, Any, _T]],
+        *,
+        gate: Callable[[], bool] | None = None,
+    ) -> _T | None:
+        """Run `work()` holding `session` (an SOP run in a chat's session); None when stopped.
+
+        The gate and cancellation behave as in `run_turn`; no transcript is loaded.
+        """
+        async with self._holding(session, gate) as state:
+            return await self._stoppable(state, work, alongside=())
+
+    @asynccontextmanager
+    async def _holding(self, session: str | SessionState, gate: Callable[[], bool] | None) -> AsyncIterator[SessionState]:
+        state = self.place(session) if isinstance(session, str) else session
+        try:
+            async with state.lock:
+                if gate is not None and not gate():
+                    raise TurnRefused(state.key)
+                yield state
+        finally:
+            self.release(state)
+
+    @staticmethod
+    async def _stoppable(
+        state: SessionState,
+        work: Callable[[], Coroutine[Any, Any, _T]],
+        *,
+        alongside: Sequence[Callable[[], Coroutine[Any, Any, None]]],
+    ) -> _T | None:
+        """Run `work()` as the session's current task; None when `stop` cancelled it.
+
+        The caller's own cancellation propagates; a failure of `work` is raised as itself.
+        """
+        try:
+            async with asyncio.TaskGroup() as group:
+                task = group.create_task(work())
+                state.current = task
+                beside = [group.create_task(extra()) for extra in alongside]
+                try:
+                    await asyncio.wait([task])
+                finally:
+                    state.current = None
+                    for extra_task in beside:
+                        extra_task.cancel()
+        except BaseExceptionGroup as failed:
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
+        if task.cancelled():
+            return None
+        return task.result()

@@ -1,0 +1,144 @@
+"""Sessions.run_turn, the one turn runner: order, hooks, stop, gate and cancellation, with the fake LLM."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from orchestrator.checks import load_config
+from orchestrator.config import Config
+from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, build_library, open_services
+from orchestrator.sessions import Sessions, StoredTranscripts, Turn, TurnHook, TurnRefused, TurnStopped
+from orchestrator.store import SessionStore
+from tests.conftest import WriteConfig, provider_toml
+from tests.fakes.openai_server import FakeOpenAI, text
+
+AGENT = '\n[agents.ops]\nprovider = "fake"\nmodel = "m"\nsystem_prompt = "You are ops."\n'
+
+
+@asynccontextmanager
+async def opened(path: Path) -> AsyncIterator[tuple[Config, Services, SessionStore]]:
+    config = load_config(path)
+    async with open_services(config, ["ops"], ConstructionPath.LIBRARY) as services:
+        with SessionStore(config.state_path() / "sessions.sqlite3") as store:
+            yield config, services, store
+
+
+def execution(config: Config, services: Services) -> ResolvedAgentExecution:
+    return build_library(config, "ops", services, approver_supplied=False)
+
+
+async def test_hooks_wrap_the_turn_in_order_and_see_it_persisted(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    fake_llm.script(text("hello"))
+    seen: list[str] = []
+    async with opened(write_config(provider_toml(fake_llm.base_url) + AGENT)) as (config, services, store):
+
+        def hook(name: str) -> TurnHook:
+            @asynccontextmanager
+            async def watch(turn: Turn) -> AsyncIterator[None]:
+                seen.append(f"{name} enters")
+                yield
+                assert turn.result is not None
+                stored, total = store.load_messages(store.open_session("k", "ops"))
+                seen.append(f"{name} exits after {turn.result.text!r}, {total} stored")
+
+            return watch
+
+        sessions = Sessions(transcripts=StoredTranscripts(store), hooks=(hook("every"),))
+        turn = await sessions.run_turn(
+            "k", agent="ops", execution=execution(config, services), text="hi", approver=None, actor=None,
+            hooks=(hook("this"),),
+        )
+    assert turn.completed().text == "hello"
+    assert seen == ["every enters", "this enters", "this exits after 'hello', 2 stored", "every exits after 'hello', 2 stored"]
+    assert len(sessions) == 0  # nobody holds the session any more
+
+
+async def test_turns_of_one_session_run_one_at_a_time_in_arrival_order(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.latency_s = 0.2
+    fake_llm.script(text("first answer"), text("second answer"))
+    async with opened(write_config(provider_toml(fake_llm.base_url) + AGENT)) as (config, services, store):
+        sessions = Sessions(transcripts=StoredTranscripts(store))
+        resolved = execution(config, services)
+        turns = await asyncio.gather(
+            *(
+                sessions.run_turn("k", agent="ops", execution=resolved, text=q, approver=None, actor=None)
+                for q in ("first", "second")
+            )
+        )
+    assert [t.completed().text for t in turns] == ["first answer", "second answer"]
+    contents = [m["content"] for m in fake_llm.requests[1]["messages"][1:]]
+    assert contents == ["first", "first answer", "second"]
+
+
+async def test_stop_ends_the_turn_without_a_result_and_keeps_what_it_did(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.latency_s = 30
+    fake_llm.script(text("never seen"))
+    async with opened(write_config(provider_toml(fake_llm.base_url) + AGENT)) as (config, services, store):
+        sessions = Sessions(transcripts=StoredTranscripts(store))
+        assert not sessions.stop("k")  # nothing runs yet
+        running = asyncio.ensure_future(
+            sessions.run_turn("k", agent="ops", execution=execution(config, services), text="slow", approver=None, actor=None)
+        )
+        while not fake_llm.requests:
+            await asyncio.sleep(0.01)
+        assert sessions.busy("k") and sessions.stop("k")
+        turn = await running
+        stored, _ = store.load_messages(store.open_session("k", "ops"))
+    assert turn.result is None
+    with pytest.raises(TurnStopped):
+        turn.completed()
+    assert [m["content"] for m in stored][:1] == ["slow"]  # the user's message is kept
+
+
+async def test_a_closed_gate_runs_nothing(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    async with opened(write_config(provider_toml(fake_llm.base_url) + AGENT)) as (config, services, store):
+        sessions = Sessions(transcripts=StoredTranscripts(store))
+        with pytest.raises(TurnRefused):
+            await sessions.run_turn(
+                "k", agent="ops", execution=execution(config, services), text="hi", approver=None, actor=None,
+                gate=lambda: False,
+            )
+        assert len(sessions) == 0 and list(store.sessions()) == []
+    assert fake_llm.requests == []
+
+
+async def test_cancelling_the_caller_persists_the_turn_and_propagates(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.latency_s = 30
+    fake_llm.script(text("never seen"))
+    exits: list[str] = []
+
+    @asynccontextmanager
+    async def watch(turn: Turn) -> AsyncIterator[None]:
+        try:
+            yield
+        except asyncio.CancelledError:
+            exits.append("cancelled")
+            raise
+
+    async with opened(write_config(provider_toml(fake_llm.base_url) + AGENT)) as (config, services, store):
+        sessions = Sessions(transcripts=StoredTranscripts(store))
+        running = asyncio.ensure_future(
+            sessions.run_turn(
+                "k", agent="ops", execution=execution(config, services), text="slow", approver=None, actor=None,
+                hooks=(watch,),
+            )
+        )
+        while not fake_llm.requests:
+            await asyncio.sleep(0.01)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        stored, _ = store.load_messages(store.open_session("k", "ops"))
+    assert exits == ["cancelled"]
+    assert [m["content"] for m in stored][:1] == ["slow"]
