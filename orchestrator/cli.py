@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="orchestrator", description="Chat-channel agent daemon with one policy seam."
     )
+    parser.add_argument("--version", action=_Version, help="print the package version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -76,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--connect",
         action="store_true",
-        help="also connect every MCP server, list what each offers, check bundle tool names against it",
+        help="the doctor: also resolve every secret here, connect every MCP server, provider and channel "
+        "once, and check the names only they can match; `ok` is printed last, only if all passed",
     )
     check.set_defaults(handler=_cmd_check)
 
@@ -122,6 +124,19 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument("--agent", required=True, help="agent name")
     acp.set_defaults(handler=_cmd_acp)
     return parser
+
+
+class _Version(argparse.Action):
+    """Print the installed package's version; importlib.metadata is imported only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from importlib.metadata import version
+
+        print(f"orchestrator {version('orchestrator')}")
+        parser.exit()
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -193,10 +208,12 @@ def _cmd_route(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     config = _load(args)
-    print(
+    ok = (
         f"{args.config}: ok ({len(config.agents)} agents, {len(config.providers)} providers, "
         f"{len(config.channels)} channels, {len(config.routes)} routes)"
     )
+    if not args.connect:
+        print(ok)
     from orchestrator.seam import sandbox_notices
 
     for notice in sandbox_notices(config):
@@ -204,9 +221,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.connect:
         import asyncio
 
-        from orchestrator.mcp import check_connect
+        from orchestrator.doctor import run_doctor
 
-        return asyncio.run(check_connect(config, shown=args.config, out=sys.stdout, err=sys.stderr))
+        return asyncio.run(run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok))
     return 0
 
 
@@ -223,6 +240,9 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     async def run() -> int:
         # What the agent and every agent it can delegate to need; ports open on first call.
         async with open_services(config, [args.name], ConstructionPath.CLI_RUN) as services:
+            if args.allow:
+                held = build_cli_run(config, args.name, services, interactive=interactive).tools.names
+                _check_allow(args.name, allowed, held)
             execution = build_cli_run(
                 config, args.name, services,
                 caller_allowed=allowed if args.allow else None, interactive=interactive,
@@ -243,6 +263,17 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         return 0 if result.stop is StopReason.COMPLETED else 1
 
     return asyncio.run(run())
+
+
+def _check_allow(agent: str, patterns: frozenset[str], held: Sequence[str]) -> None:
+    """Raise `AllowMatchesNothing` for the first `--allow` pattern that names no tool held."""
+    from orchestrator.errors import AllowMatchesNothing
+    from orchestrator.policy import matches_any
+    from orchestrator.text import suggest
+
+    for pattern in sorted(patterns):
+        if not any(matches_any(name, (pattern,)) for name in held):
+            raise AllowMatchesNothing(agent, pattern, suggest(pattern, held))
 
 
 def _cmd_sop(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "AllowMatchesNothing",
     "ConfigError",
     "ConfigProblem",
     "EmptySecret",
@@ -65,6 +66,14 @@ class UnknownAgent(OrchestratorError):
     def __init__(self, agent: str, known: Sequence[str]) -> None:
         self.agent, self.known = agent, tuple(known)
         super().__init__(f"unknown agent {agent!r} (configured: {', '.join(self.known) or 'none'})")
+
+
+class AllowMatchesNothing(OrchestratorError):
+    """An `--allow` pattern matches no tool the agent holds (the run would silently have none)."""
+
+    def __init__(self, agent: str, pattern: str, hint: str = "") -> None:
+        self.agent, self.pattern, self.hint = agent, pattern, hint
+        super().__init__(f"--allow {pattern!r} matches no tool agent {agent!r} holds{hint}")
 
 
 class SealViolation(OrchestratorError):

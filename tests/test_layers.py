@@ -34,6 +34,8 @@ LAYERS: Final = (
     ("domain", ("tools", "mcp", "memory", "skills", "peripherals", "providers", "store", "channels")),
     # Cross-references between config sections and the domain packages; `load_config`.
     ("checks", ("checks",)),
+    # `check --connect`: secrets, MCP, providers and channels probed once, from this environment.
+    ("doctor", ("doctor",)),
     ("seam", ("seam",)),
     ("engine", ("engine",)),
     # The one turn runner: session lock, transcript, engine, persist, turn hooks.
@@ -56,15 +58,16 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.acp",
     "orchestrator.checks",
     "orchestrator.daemon",
+    "orchestrator.doctor",
     "orchestrator.engine",
     "orchestrator.errors",
     "orchestrator.logs",
-    "orchestrator.mcp",
     "orchestrator.policy",
     "orchestrator.redaction",
     "orchestrator.scheduler",
     "orchestrator.seam",
     "orchestrator.sop",
+    "orchestrator.text",
 })
 
 

@@ -5,7 +5,17 @@ references name (tools, memory, skills, peripherals, MCP), checks that the names
 something, and `load_config` composes both into the one public way to load a config.
 """
 
+from orchestrator.checks.connected import ModelUse, models_in_use, route_problems, tool_name_problems
 from orchestrator.checks.loading import load_config, parse_config
 from orchestrator.checks.references import RESERVED_AGENT_NAMES, check_references
 
-__all__ = ["RESERVED_AGENT_NAMES", "check_references", "load_config", "parse_config"]
+__all__ = [
+    "RESERVED_AGENT_NAMES",
+    "ModelUse",
+    "check_references",
+    "load_config",
+    "models_in_use",
+    "parse_config",
+    "route_problems",
+    "tool_name_problems",
+]

@@ -30,7 +30,7 @@ class _Model(BaseModel):
 class _ChannelModel(_Model):
     # Seconds a turn runs before the typing indicator is first shown (then every 4 s while
     # it runs); a quicker answer shows none. No-op where the platform has no indicator.
-    typing_after_s: float = Field(default=0.5, ge=0)
+    typing_after_s: float = Field(default=0.5, ge=0, strict=True)
 
 
 class TelegramChannelConfig(_ChannelModel):
@@ -42,9 +42,9 @@ class TelegramChannelConfig(_ChannelModel):
     mode: Literal["polling", "webhook"] = "polling"
     webhook_url: NonEmptyStr | None = None
     webhook_listen: NonEmptyStr = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=1, le=65535)
+    webhook_port: int = Field(default=8443, ge=1, le=65535, strict=True)
     webhook_secret: SecretRef | None = None
-    poll_timeout_s: float = Field(default=30.0, ge=0)
+    poll_timeout_s: float = Field(default=30.0, ge=0, strict=True)
     # how replies are shown: Markdown rendered through message entities, or the text as written
     format: Literal["markdown", "plain"] = "markdown"
 
@@ -59,9 +59,9 @@ class SlackChannelConfig(_ChannelModel):
     api_base_url: NonEmptyStr | None = None
     mode: Literal["socket", "http"] = "socket"
     http_listen: NonEmptyStr = "127.0.0.1"
-    http_port: int = Field(default=3000, ge=0, le=65535)  # 0 = any free port (tests)
+    http_port: int = Field(default=3000, ge=0, le=65535, strict=True)  # 0 = any free port (tests)
     http_path: str = Field(default="/slack/events", pattern="^/")
-    socket_ping_interval_s: float = Field(default=10.0, gt=0)
+    socket_ping_interval_s: float = Field(default=10.0, gt=0, strict=True)
 
 
 class DiscordChannelConfig(_ChannelModel):
@@ -71,8 +71,8 @@ class DiscordChannelConfig(_ChannelModel):
     token: SecretRef
     api_base_url: NonEmptyStr | None = None
     gateway_url: NonEmptyStr | None = None
-    mention_only: bool = True
-    guild_ready_timeout_s: float = Field(default=2.0, ge=0)
+    mention_only: bool = Field(default=True, strict=True)
+    guild_ready_timeout_s: float = Field(default=2.0, ge=0, strict=True)
 
     @property
     def endpoints(self) -> tuple[str | None, str | None]:

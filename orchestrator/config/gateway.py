@@ -26,10 +26,10 @@ class GatewayConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     listen: NonEmptyStr = "127.0.0.1"
-    port: int = Field(default=8080, ge=0, le=65535)  # 0 = any free port (tests)
+    port: int = Field(default=8080, ge=0, le=65535, strict=True)  # 0 = any free port (tests)
     token: SecretRef | None = None
-    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
-    idempotency_ttl_s: float = Field(default=86_400.0, gt=0)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576, strict=True)
+    idempotency_ttl_s: float = Field(default=86_400.0, gt=0, strict=True)
 
 
 def is_loopback(host: str) -> bool:

@@ -57,15 +57,15 @@ class DaemonConfig(_Model):
     state_dir: str = "./state"
     log_level: Literal["TRACE", "DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
-    shutdown_grace_s: float = Field(default=30.0, ge=0)
+    shutdown_grace_s: float = Field(default=30.0, ge=0, strict=True)
     # how deep `delegate` calls may nest (a top-level turn is depth 0)
-    max_delegation_depth: int = Field(default=3, ge=1, le=10)
+    max_delegation_depth: int = Field(default=3, ge=1, le=10, strict=True)
     # chat messages that may wait behind a session's running turn; more are answered "busy"
-    max_queued_per_session: int = Field(default=10, ge=1)
+    max_queued_per_session: int = Field(default=10, ge=1, strict=True)
     # how long a turn's reply send is retried (5xx, network, timeouts) before it is kept for the next start
-    reply_deadline_s: float = Field(default=120.0, ge=1, le=3600)
+    reply_deadline_s: float = Field(default=120.0, ge=1, le=3600, strict=True)
     # a chat reply longer than this is cut with a note (a 1 MB answer is not 245 messages)
-    max_reply_chars: int = Field(default=20_000, ge=1_000, le=1_000_000)
+    max_reply_chars: int = Field(default=20_000, ge=1_000, le=1_000_000, strict=True)
 
 
 class ProviderConfig(_Model):
@@ -77,8 +77,8 @@ class ProviderConfig(_Model):
     base_url_env: NonEmptyStr | None = None
     api_key_env: NonEmptyStr | None = None
     model_env: NonEmptyStr | None = None
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=2, ge=0, le=10)
+    timeout_s: float = Field(default=120.0, gt=0, strict=True)
+    max_retries: int = Field(default=2, ge=0, le=10, strict=True)
 
 
 class FallbackConfig(_Model):
@@ -93,18 +93,18 @@ class ApprovalConfig(_Model):
 
     auto_approve: Names = ()
     always_ask: Names = ()
-    timeout_s: float = Field(default=120.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0, strict=True)
 
 
 class BudgetConfig(_Model):
     """`[agents.X.budget]`: runtime limits; defaults are limits, never grants."""
 
-    max_tool_iterations: int = Field(default=10, ge=1, le=1000)
-    turn_timeout_s: float = Field(default=300.0, gt=0)
-    tool_timeout_s: float = Field(default=60.0, gt=0)
-    max_tool_result_chars: int = Field(default=16_000, ge=100)
-    max_history_messages: int = Field(default=40, ge=1)
-    max_actions_per_hour: int = Field(default=120, ge=0)
+    max_tool_iterations: int = Field(default=10, ge=1, le=1000, strict=True)
+    turn_timeout_s: float = Field(default=300.0, gt=0, strict=True)
+    tool_timeout_s: float = Field(default=60.0, gt=0, strict=True)
+    max_tool_result_chars: int = Field(default=16_000, ge=100, strict=True)
+    max_history_messages: int = Field(default=40, ge=1, strict=True)
+    max_actions_per_hour: int = Field(default=120, ge=0, strict=True)
 
 
 class MemoryConfig(_Model):
@@ -124,7 +124,7 @@ class ShellConfig(_Model):
     # refused when none does; only a written "none" runs commands unconfined
     sandbox: Literal["auto", "bwrap", "landlock", "none"] = "auto"
     # network inside the sandbox (absent = none)
-    network: bool = False
+    network: bool = Field(default=False, strict=True)
     # variables every command gets besides PATH, HOME and LANG (absent = none)
     env: dict[EnvName, str] = Field(default_factory=dict)
 
@@ -134,8 +134,8 @@ class HttpFetchConfig(_Model):
 
     # names or globs; empty (the default) = no host, ["*"] = any public host
     allowed_hosts: Names = ()
-    allow_private_addresses: bool = False
-    max_bytes: int = Field(default=1_000_000, ge=1)
+    allow_private_addresses: bool = Field(default=False, strict=True)
+    max_bytes: int = Field(default=1_000_000, ge=1, strict=True)
 
 
 class AgentConfig(_Model):
@@ -143,7 +143,7 @@ class AgentConfig(_Model):
 
     provider: NonEmptyStr
     model: NonEmptyStr
-    temperature: float | None = Field(default=None, ge=0, le=2)
+    temperature: float | None = Field(default=None, ge=0, le=2, strict=True)
     # tried in order when the provider above is rate-limited, down or too slow (never on a refused request)
     fallback: tuple[FallbackConfig, ...] = ()
     system_prompt: str = ""
@@ -160,7 +160,7 @@ class AgentConfig(_Model):
     mcp_bundles: Names = ()
     peripherals: Names = ()
     delegates: Names = ()
-    acp_enable_mcp: bool = False
+    acp_enable_mcp: bool = Field(default=False, strict=True)
 
 
 class McpServerConfig(_Model):
@@ -173,7 +173,7 @@ class McpServerConfig(_Model):
     cwd: str | None = None
     url: NonEmptyStr | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    tool_timeout_s: float = Field(default=60.0, gt=0)
+    tool_timeout_s: float = Field(default=60.0, gt=0, strict=True)
     isolation: Literal["shared", "per_agent"] = "shared"
 
 
@@ -197,19 +197,19 @@ class SkillsConfig(_Model):
     """`[skills]`: where skill directories live."""
 
     dirs: tuple[str, ...] = ()
-    allow_scripts: bool = False
+    allow_scripts: bool = Field(default=False, strict=True)
 
 
 class PeripheralConfig(_Model):
     """`[peripherals.<name>]`: a serial device speaking one JSON line per request."""
 
     port: NonEmptyStr
-    baud: int = Field(default=115_200, gt=0)
+    baud: int = Field(default=115_200, gt=0, strict=True)
     protocol: Literal["jsonl"] = "jsonl"
     commands: Names = ()
     # Commands that only read (allowed under autonomy "read_only"); absent = none.
     read_only_commands: Names = ()
-    timeout_s: float = Field(default=5.0, gt=0)
+    timeout_s: float = Field(default=5.0, gt=0, strict=True)
 
 
 class Config(_Model):

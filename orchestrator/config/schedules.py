@@ -35,9 +35,9 @@ class ScheduleConfig(_Model):
     agent: NonEmptyStr | None = None
     cron: NonEmptyStr | None = None
     timezone: NonEmptyStr | None = None
-    interval_s: float | None = Field(default=None, gt=0)
+    interval_s: float | None = Field(default=None, gt=0, strict=True)
     prompt: NonEmptyStr | None = None
     sop: NonEmptyStr | None = None
     tools: tuple[NonEmptyStr, ...] | None = None
     deliver_to: DeliverTo | None = None
-    misfire_grace_s: int = Field(default=DEFAULT_MISFIRE_GRACE_S, ge=1)
+    misfire_grace_s: int = Field(default=DEFAULT_MISFIRE_GRACE_S, ge=1, strict=True)

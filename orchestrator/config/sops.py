@@ -23,7 +23,7 @@ class SopStepConfig(_Model):
     agent: NonEmptyStr | None = None
     # narrows the step agent's tools (caller_allowed); absent = no narrowing, [] = no tools
     tools: tuple[NonEmptyStr, ...] | None = None
-    requires_confirmation: bool = False
+    requires_confirmation: bool = Field(default=False, strict=True)
 
 
 class SopConfig(_Model):

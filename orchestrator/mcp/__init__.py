@@ -3,7 +3,7 @@
 Importing this package is cheap: the `mcp` SDK is imported only when a connection starts.
 """
 
-from orchestrator.mcp.check import bundle_problems, check_connect
+from orchestrator.mcp.check import McpProbe, bundle_problems, probe_mcp
 from orchestrator.mcp.connection import Backoff, ConnectionState
 from orchestrator.mcp.errors import McpServerUnavailable
 from orchestrator.mcp.offer import RemoteResource, RemoteTool, ServerOffer
@@ -20,6 +20,7 @@ __all__ = [
     "ConnectionStatus",
     "McpFinish",
     "McpPool",
+    "McpProbe",
     "McpScope",
     "McpServerUnavailable",
     "McpTool",
@@ -29,7 +30,7 @@ __all__ = [
     "ServerOffer",
     "ToolSearch",
     "bundle_problems",
-    "check_connect",
+    "probe_mcp",
     "qualified_name",
     "scope_mcp",
 ]

@@ -1,8 +1,10 @@
-"""`orchestrator check --connect`: connect every MCP server, show what it offers, check the bundles."""
+"""The doctor's MCP part: connect every server once, show what it offers, check the bundles."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, TextIO
 
 from orchestrator.config import Config
@@ -15,16 +17,23 @@ from orchestrator.mcp.tools import unusable_reason
 from orchestrator.policy import matches_any
 from orchestrator.text import suggest
 
-__all__ = ["bundle_problems", "check_connect"]
+__all__ = ["McpProbe", "bundle_problems", "probe_mcp"]
 
 _GLOB_CHARS: Final = frozenset("*?[")
 _SHOWN_NAMES: Final = 30
 
 
-async def check_connect(
-    config: Config, *, shown: str, out: TextIO, err: TextIO, connect_timeout_s: float = 30.0
-) -> int:
-    """Connect every server once, print its offer, print one line per problem; return the exit code."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpProbe:
+    """What connecting every server once found: each offer (None = did not connect), problems, warnings."""
+
+    offers: Mapping[str, ServerOffer | None]
+    problems: tuple[ConfigProblem, ...]
+    warnings: tuple[ConfigProblem, ...]
+
+
+async def probe_mcp(config: Config, *, shown: str, out: TextIO, connect_timeout_s: float = 30.0) -> McpProbe:
+    """Connect every server once and print its offer to `out`; return what failed or matches nothing."""
     problems: list[ConfigProblem] = []
     # One attempt per server: a check reports, it does not wait out a backoff.
     async with McpPool(config, connect_timeout_s=connect_timeout_s, backoff=Backoff(base_s=3600)) as pool:
@@ -41,11 +50,7 @@ async def check_connect(
             for granted, problem in _unusable(config, name, offer, shown):
                 (problems if granted else warnings).append(problem)
     problems.extend(bundle_problems(config, offers, shown=shown))
-    for warning in warnings:
-        print(f"warning: {warning}", file=err)
-    for problem in problems:
-        print(problem, file=err)
-    return 1 if problems else 0
+    return McpProbe(offers=MappingProxyType(offers), problems=tuple(problems), warnings=tuple(warnings))
 
 
 def bundle_problems(

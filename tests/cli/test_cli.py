@@ -40,6 +40,22 @@ def test_help_is_fast_and_imports_nothing_heavy() -> None:
     assert probe.stdout.strip() == "[]"
 
 
+def test_version_prints_the_package_version_and_imports_nothing_heavy() -> None:
+    from importlib.metadata import version
+
+    done = orchestrator("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"orchestrator {version('orchestrator')}\n", "")
+    probe = subprocess.run(
+        [sys.executable, "-c", (
+            "import sys, orchestrator.cli\n"
+            "try:\n    orchestrator.cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('openai', 'pydantic', 'aiohttp', 'loguru') if m in sys.modules))"
+        )],
+        capture_output=True, text=True, cwd=ROOT, check=True,
+    )
+    assert probe.stdout.splitlines()[-1] == "[]"
+
+
 def test_check_ok_and_errors(write_config: WriteConfig) -> None:
     good = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n')
     done = orchestrator("check", "--config", str(good))
@@ -241,6 +257,22 @@ async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(
     # the operator's line keeps the detail (provider, URL, status) with the key redacted
     assert quiet.stderr == f"error: provider 'fake' at {fake_llm.base_url}: HTTP 401: Incorrect API key provided: [redacted]\n"
     assert key not in loud.stderr and "DEBUG" in loud.stderr and "incident " in loud.stderr
+
+
+def test_an_allow_matching_no_tool_is_an_error_with_a_suggestion(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The newcomer's step: `--allow fiel_read` used to run the turn silently with zero tools.
+    path = write_config(
+        '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[agents.a]\nprovider = "p"\nmodel = "m"\ntools = ["file_read", "shell"]\n'
+    )
+    assert cli.main(["agent", "a", "-m", "hi", "--allow", "file_read,fiel_read", "--config", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        "error: --allow 'fiel_read' matches no tool agent 'a' holds (did you mean 'file_read'?)\n"
+    )
+    assert cli.main(["agent", "a", "-m", "hi", "--allow", "web_*", "--config", str(path)]) == 1
+    assert capsys.readouterr().err == "error: --allow 'web_*' matches no tool agent 'a' holds\n"
 
 
 def test_python_dash_m_orchestrator_is_the_cli() -> None:

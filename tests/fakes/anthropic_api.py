@@ -1,4 +1,4 @@
-"""A loopback fake of Anthropic's Messages API (POST /v1/messages), scripted per test.
+"""A loopback fake of Anthropic's Messages API (POST /v1/messages; GET /v1/models/{id}), scripted per test.
 
 Usage::
 
@@ -163,8 +163,10 @@ class FakeAnthropic:
         api_key: str | None = None,
         latency_s: float = 0.0,
         min_cacheable_tokens: int = 0,
+        models: tuple[str, ...] | None = None,
     ) -> None:
         self.default = default
+        self.models = models  # what GET /v1/models/{id} knows; None = any id
         self.api_key = api_key
         self.latency_s = latency_s
         self.min_cacheable_tokens = min_cacheable_tokens
@@ -199,6 +201,7 @@ class FakeAnthropic:
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models/{model_id}", self._model)
         self._runner, port = await start_app(app)
         self._base_url = f"http://127.0.0.1:{port}"
         return self
@@ -241,6 +244,19 @@ class FakeAnthropic:
         if body.get("stream"):
             return await _stream(request, reply, message)
         return web.Response(body=json.dumps(message).encode(), content_type=_JSON)
+
+    async def _model(self, request: web.Request) -> web.Response:
+        """GET /v1/models/{id}: the model's record, or 404 `not_found_error` as the API answers."""
+        key = _presented_key(request)
+        if not key:
+            return _error_response(error(401, message="x-api-key header is required"))
+        if self.refuse_key or (self.api_key is not None and key != self.api_key):
+            return _error_response(error(401, message=f"invalid x-api-key: {key}", should_retry=False))
+        model = request.match_info["model_id"]
+        if self.models is not None and model not in self.models:
+            return _error_response(error(404, message=f"model: {model}"))
+        record = {"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z"}
+        return web.Response(body=json.dumps(record), content_type=_JSON)
 
     def _reject(self, reply: Reply) -> web.Response:
         assert reply.error is not None

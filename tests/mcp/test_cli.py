@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -10,38 +11,42 @@ import pytest
 
 from orchestrator import cli
 from tests.conftest import provider_toml
+from tests.fakes.openai_server import FakeOpenAI
 from tests.mcp.kit import agent_toml, bundle, stdio_kit
 
 BROKEN = '[mcp.servers.broken]\ntransport = "stdio"\ncommand = "/nonexistent/mcp-server"\n'
 
 
-def test_check_connect_lists_offers_and_reports_names_matching_nothing(
+async def test_check_connect_lists_offers_and_reports_names_matching_nothing(
     write_config: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    good = write_config(
-        provider_toml("http://127.0.0.1:9/v1")
-        + stdio_kit()
-        + bundle("b", servers={"kit": ["echo", "write_*"]}, pinned={"kit": ["memo://*"]})
-        + agent_toml("a", bundles=["b"])
-    )
-    assert cli.main(["check", "--connect", "--config", str(good)]) == 0
-    out, err = capsys.readouterr()
-    assert out.splitlines()[1:] == [
-        "mcp server kit (stdio): 12 tools (5 read-only), 2 resources",
-        "  tools: counts, crash, echo, env_value, garbage, hang, header_value, pid, secret_op, unlock, "
-        "wipe_notes, write_note",
-        "  resources: memo://notes, memo://private",
-    ]
-    assert err == ""
+    async with FakeOpenAI(models=("m-a",)) as llm:
+        good = write_config(
+            provider_toml(llm.base_url)
+            + stdio_kit()
+            + bundle("b", servers={"kit": ["echo", "write_*"]}, pinned={"kit": ["memo://*"]})
+            + agent_toml("a", bundles=["b"])
+        )
+        assert await asyncio.to_thread(cli.main, ["check", "--connect", "--config", str(good)]) == 0
+        out, err = capsys.readouterr()
+        assert out.splitlines() == [
+            "mcp server kit (stdio): 12 tools (5 read-only), 2 resources",
+            "  tools: counts, crash, echo, env_value, garbage, hang, header_value, pid, secret_op, unlock, "
+            "wipe_notes, write_note",
+            "  resources: memo://notes, memo://private",
+            f"provider fake (openai) at {llm.base_url}: serves m-a",
+            f"{good}: ok (1 agents, 1 providers, 0 channels, 0 routes)",
+        ]
+        assert err == ""
 
-    bad = write_config(
-        provider_toml("http://127.0.0.1:9/v1")
-        + stdio_kit()
-        + BROKEN
-        + bundle("b", servers={"kit": ["echo", "nope*", "ech"], "broken": ["*"]}, pinned={"kit": ["file://*"]})
-        + agent_toml("a", bundles=["b"])
-    )
-    assert cli.main(["check", "--connect", "--config", str(bad)]) == 1
+        bad = write_config(
+            provider_toml(llm.base_url)
+            + stdio_kit()
+            + BROKEN
+            + bundle("b", servers={"kit": ["echo", "nope*", "ech"], "broken": ["*"]}, pinned={"kit": ["file://*"]})
+            + agent_toml("a", bundles=["b"])
+        )
+        assert await asyncio.to_thread(cli.main, ["check", "--connect", "--config", str(bad)]) == 1
     out, err = capsys.readouterr()
     assert "mcp server kit (stdio): 12 tools (5 read-only), 2 resources" in out
     assert err.splitlines() == [
@@ -50,6 +55,7 @@ def test_check_connect_lists_offers_and_reports_names_matching_nothing(
         f"{bad}: mcp.bundles.b.tools.kit[2]: tool 'ech' matches no tool of MCP server 'kit' (did you mean 'echo'?)",
         f"{bad}: mcp.bundles.b.pinned_resources.kit[0]: pattern 'file://*' matches no resource of MCP server 'kit'",
     ]
+    assert ": ok (" not in out
 
 
 def test_a_server_that_will_not_start_is_one_error_line(

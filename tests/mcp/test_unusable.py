@@ -4,6 +4,7 @@ runs only as an MCP task) are never offered, are logged once per listing, and fa
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -27,13 +28,14 @@ BAD_NAME = "'odd__bad name!' is not a valid function name (letters, digits, '_' 
 TASK_ONLY = 'it runs only as an MCP task (execution.taskSupport = "required"), which is not supported yet'
 
 
-def test_check_connect_warns_about_unusable_tools_nobody_grants(
+async def test_check_connect_warns_about_unusable_tools_nobody_grants(
     write_config: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_config(
-        provider_toml("http://127.0.0.1:9/v1") + ODD + bundle("b", servers={"odd": ["fine"]}) + agent_toml("a", bundles=["b"])
-    )
-    assert cli.main(["check", "--connect", "--config", str(path)]) == 0
+    async with FakeOpenAI(models=("m-a",)) as llm:
+        path = write_config(
+            provider_toml(llm.base_url) + ODD + bundle("b", servers={"odd": ["fine"]}) + agent_toml("a", bundles=["b"])
+        )
+        assert await asyncio.to_thread(cli.main, ["check", "--connect", "--config", str(path)]) == 0
     err = capsys.readouterr().err
     assert err.splitlines() == [
         f"warning: {path}: mcp.servers.odd: tool 'bad name!' cannot be offered: {BAD_NAME}",
@@ -41,14 +43,15 @@ def test_check_connect_warns_about_unusable_tools_nobody_grants(
     ]
 
 
-def test_check_connect_fails_when_a_bundle_grants_an_unusable_tool(
+async def test_check_connect_fails_when_a_bundle_grants_an_unusable_tool(
     write_config: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_config(
-        provider_toml("http://127.0.0.1:9/v1") + ODD + bundle("b", servers={"odd": ["fine", "j*"]})
-        + agent_toml("a", bundles=["b"])
-    )
-    assert cli.main(["check", "--connect", "--config", str(path)]) == 1
+    async with FakeOpenAI(models=("m-a",)) as llm:
+        path = write_config(
+            provider_toml(llm.base_url) + ODD + bundle("b", servers={"odd": ["fine", "j*"]})
+            + agent_toml("a", bundles=["b"])
+        )
+        assert await asyncio.to_thread(cli.main, ["check", "--connect", "--config", str(path)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
         f"warning: {path}: mcp.servers.odd: tool 'bad name!' cannot be offered: {BAD_NAME}",

@@ -117,14 +117,20 @@ async def test_cli_allow_only_narrows(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path, _ = parity_config(fake_llm)
-    fake_llm.script(text("ok"))
+    # Asking for tools the agent does not hold never adds them: it is an error, and no turn runs.
     argv = ["agent", "ops", "-m", "hi", "--allow", "shell,http_fetch", "--allow", "file_write", "--config", str(path)]
+    code = await _in_thread(cli.main, argv)
+    assert code == 1
+    assert capsys.readouterr().err.startswith("error: --allow 'file_write' matches no tool agent 'ops' holds")
+    assert seen == [] and fake_llm.requests == []
+    fake_llm.script(text("ok"))
+    argv = ["agent", "ops", "-m", "hi", "--allow", "shell,sh*", "--allow", "shell", "--config", str(path)]
     code, _ = await _in_thread(run_cli, argv, capsys)
     assert code == 0
     (execution,) = seen
     assert execution.tools.names == ("shell",)
     assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == ["shell"]
-    assert execution.assembly.caller_allowed == frozenset({"shell", "http_fetch", "file_write"})
+    assert execution.assembly.caller_allowed == frozenset({"shell", "sh*"})
 
 
 @pytest.mark.parametrize("agent", ["ops", "intern"])
