@@ -9,10 +9,9 @@ from typing import Final, Protocol
 
 from aiohttp import web
 
-from orchestrator.config import Config, SecretRef
+from orchestrator.config import SecretRef
 from orchestrator.gateway.idempotency import IdempotencyStore
-from orchestrator.seam import Services
-from orchestrator.sessions import Sessions, Turn
+from orchestrator.sessions import TurnHost
 
 __all__ = ["GATEWAY", "ChannelHealth", "GatewayHost", "GatewayState", "json_error"]
 
@@ -36,27 +35,13 @@ class ChannelHealthSource(Protocol):
     def status(self) -> Mapping[str, ChannelHealth]: ...
 
 
-class GatewayHost(Protocol):
+class GatewayHost(TurnHost, Protocol):
     """What the gateway needs of the daemon it runs in (the daemon's `Runtime` is one)."""
-
-    @property
-    def config(self) -> Config: ...
-
-    @property
-    def services(self) -> Services: ...
-
-    @property
-    def sessions(self) -> Sessions: ...
 
     @property
     def channels(self) -> ChannelHealthSource: ...
 
-    @property
-    def accepting(self) -> bool: ...
-
     def secret(self, ref: SecretRef) -> str: ...
-
-    def counting(self, turn: Turn) -> AbstractAsyncContextManager[None]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,9 +7,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
 from channels import ChannelAdapter
-from orchestrator.config import Config
-from orchestrator.seam import Services
-from orchestrator.sessions import Sessions, Turn
+from orchestrator.sessions import TurnHost
 
 __all__ = ["ScheduleHost"]
 
@@ -20,28 +18,14 @@ class _Channels(Protocol):
     def adapter(self, name: str) -> ChannelAdapter | None: ...
 
 
-class ScheduleHost(Protocol):
-    """The config generation, services, sessions and task group a schedule run uses."""
-
-    @property
-    def config(self) -> Config: ...
-
-    @property
-    def services(self) -> Services: ...
-
-    @property
-    def sessions(self) -> Sessions: ...
+class ScheduleHost(TurnHost, Protocol):
+    """What a schedule run needs beyond a turn's host: channels to deliver to, the task group, the exit stack."""
 
     @property
     def channels(self) -> _Channels: ...
 
-    @property
-    def accepting(self) -> bool: ...
-
     def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str | None = None) -> object: ...
 
     def in_flight(self) -> AbstractAsyncContextManager[None]: ...
-
-    def counting(self, turn: Turn) -> AbstractAsyncContextManager[None]: ...
 
     async def enter_async_context(self, component: AbstractAsyncContextManager[_T]) -> _T: ...

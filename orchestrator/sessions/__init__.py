@@ -5,6 +5,7 @@ Channel dispatch, the gateway, schedules, ACP and the library all run their turn
 once as `TurnHook`s.
 """
 
+from orchestrator.sessions.host import TurnHost
 from orchestrator.sessions.runner import SessionState, Sessions, Turn, TurnHook, TurnRefused, TurnStopped
 from orchestrator.sessions.transcripts import (
     HeldTranscript,
@@ -22,6 +23,7 @@ __all__ = [
     "TranscriptSource",
     "Turn",
     "TurnHook",
+    "TurnHost",
     "TurnRefused",
     "TurnStopped",
 ]
