@@ -11,7 +11,8 @@ from orchestrator.mcp.pool import ConnectionStatus, McpPool
 from orchestrator.mcp.resources import PinnedResources
 from orchestrator.mcp.scoping import DEFERRED_SECTION, McpFinish, McpScope, scope_mcp
 from orchestrator.mcp.tool_search import ToolSearch
-from orchestrator.mcp.tools import McpTool, qualified_name
+from orchestrator.mcp.naming import qualified_name
+from orchestrator.mcp.tools import McpTool
 
 __all__ = [
     "DEFERRED_SECTION",

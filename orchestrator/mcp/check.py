@@ -13,7 +13,7 @@ from orchestrator.mcp.connection import Backoff
 from orchestrator.mcp.errors import McpServerUnavailable
 from orchestrator.mcp.offer import ServerOffer
 from orchestrator.mcp.pool import McpPool
-from orchestrator.mcp.tools import unusable_reason
+from orchestrator.mcp.naming import unusable_reason
 from orchestrator.policy import matches_any
 from orchestrator.text import suggest
 

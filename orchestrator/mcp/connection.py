@@ -24,7 +24,7 @@ from orchestrator.config import McpServerConfig
 from orchestrator.errors import SecretError, ToolFailure
 from orchestrator.mcp.launch import open_transport
 from orchestrator.mcp.offer import ServerOffer
-from orchestrator.mcp.tools import unusable_reason
+from orchestrator.mcp.naming import unusable_reason
 
 if TYPE_CHECKING:
     import mcp.types

@@ -20,7 +20,8 @@ from loguru import logger
 from orchestrator.config import McpBundleConfig
 from orchestrator.mcp.resources import PinnedResources
 from orchestrator.mcp.tool_search import ToolSearch, deferred_section
-from orchestrator.mcp.tools import McpTool, qualified_name, unusable_reason
+from orchestrator.mcp.naming import qualified_name, unusable_reason
+from orchestrator.mcp.tools import McpTool
 from orchestrator.policy import matches_any
 from orchestrator.tools import TOOL_SEARCH_NAME, Tool
 
