@@ -21,10 +21,15 @@ from channels.base import (
     ReplyProgress,
 )
 
-__all__ = ["TerminalAdapter", "create"]
+__all__ = ["PROMPT", "REPLY_LABEL", "TerminalAdapter", "create"]
 
 # One line a person reads at a glance, as the CLI's y/N prompt.
 _PREVIEW_CHARS: Final = 500
+# Shown only when a person types on a terminal; piped input and output stay plain lines.
+PROMPT: Final = "you> "
+REPLY_LABEL: Final = "bot> "
+# Back to the line's start and clear it: a reply arriving while the prompt waits replaces it.
+_CLEAR_LINE: Final = "\r\x1b[K"
 
 
 def create(name: str, config: Any, *, secrets: Any) -> TerminalAdapter:
@@ -47,12 +52,20 @@ def _no_input(stdin: IO[bytes]) -> str | None:
     return None
 
 
+def _is_terminal(out: IO[str]) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):  # a stand-in without one, or a closed stream
+        return False
+
+
 class TerminalAdapter:
     """Reads one message per line from stdin and prints replies to stdout.
 
     With no input at all (stdin closed, or /dev/null as under systemd) the channel is
     disabled with one warning line and the daemon serves its other channels; at the end of
-    piped input it stays up and quiet.
+    piped input it stays up and quiet. On a terminal it shows `PROMPT` while it waits for a
+    line and labels what it prints with `REPLY_LABEL`; a pipe or file gets neither.
     """
 
     max_message_chars = 1_000_000
@@ -66,11 +79,16 @@ class TerminalAdapter:
         # event ids must not repeat across restarts, or de-duplication would drop new lines
         self._boot = f"{time.time_ns():x}"
         self._count = 0
+        self._interactive = False  # stdin is a terminal: prompt and labels
+        self._reading = False  # waiting for the next line (not past the end of input)
+        self._prompt_shown = False
 
     async def run(self, deliver: Deliver, ready: Ready) -> None:
         why = _no_input(self._stdin)
         if why is not None:
             raise ChannelUnusable(self.name, f"{why}; run the daemon in a terminal to chat on it")
+        # a person at a terminal: stdin and stdout both one (`run > file` gets plain lines)
+        self._interactive = os.isatty(self._stdin.fileno()) and _is_terminal(self._stdout)
         reader = asyncio.StreamReader()
         loop = asyncio.get_running_loop()
         try:
@@ -83,7 +101,14 @@ class TerminalAdapter:
             transport = None
         ready()
         try:
-            while line := await reader.readline():
+            self._reading = True
+            while True:
+                self._show_prompt()
+                line = await reader.readline()
+                if not line:
+                    self._reading = False
+                    break
+                self._prompt_shown = False  # the typed Enter moved the cursor past it
                 text = line.decode("utf-8", errors="replace").strip()
                 if text:
                     await deliver(self._parse(text))
@@ -109,9 +134,23 @@ class TerminalAdapter:
             is_direct=True,
         )
 
+    def _show_prompt(self) -> None:
+        if self._interactive and self._reading and not self._prompt_shown:
+            self._stdout.write(PROMPT)
+            self._stdout.flush()
+            self._prompt_shown = True
+
     def _write(self, text: str) -> None:
-        self._stdout.write(text + "\n")
+        if not self._interactive:
+            self._stdout.write(text + "\n")
+            self._stdout.flush()
+            return
+        # continuation lines align under the first, so a reply reads as one block
+        labelled = REPLY_LABEL + text.replace("\n", "\n" + " " * len(REPLY_LABEL))
+        self._stdout.write((_CLEAR_LINE if self._prompt_shown else "") + labelled + "\n")
+        self._prompt_shown = False
         self._stdout.flush()
+        self._show_prompt()
 
     async def send(self, message: Outbound, *, progress: ReplyProgress | None = None) -> None:
         if progress is not None and progress.done:

@@ -180,7 +180,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     from orchestrator.daemon import run_daemon
 
-    return run_daemon(Path(args.config))
+    return run_daemon(Path(args.config), verbose=args.verbose)
 
 
 def _cmd_route(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import signal
+import sys
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -27,7 +28,7 @@ from orchestrator.providers import warm_provider_sdk
 from orchestrator.seam import sandbox_notices
 from orchestrator.store import hold_state_lock
 
-__all__ = ["reload_config", "run_daemon", "serve"]
+__all__ = ["log_level", "reload_config", "run_daemon", "serve"]
 
 _T = TypeVar("_T")
 
@@ -35,16 +36,50 @@ _T = TypeVar("_T")
 _RELOAD_READY_S: Final = 30.0
 
 
-def run_daemon(config_path: Path) -> int:
+def run_daemon(config_path: Path, *, verbose: bool = False) -> int:
     """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0.
 
-    Raises `StateDirLocked` when another daemon serves the same state directory: two would
-    replay each other's inbox and answer messages twice.
+    `verbose` (`run -v`) logs at DEBUG whatever the config says. Raises `StateDirLocked`
+    when another daemon serves the same state directory: two would replay each other's
+    inbox and answer messages twice.
     """
     config = load_config(config_path)
-    configure_logging(level=config.daemon.log_level, fmt=config.daemon.log_format)
+    chatting = _chat_shares_the_screen(config)
+    configure_logging(level=log_level(config, verbose=verbose, chat_on_screen=chatting), fmt=config.daemon.log_format)
     with hold_state_lock(config.state_path()):
         return asyncio.run(serve(config, config_path))
+
+
+_QUIETER: Final = frozenset({"TRACE", "DEBUG", "INFO"})
+
+
+def log_level(config: Config, *, verbose: bool, chat_on_screen: bool) -> str:
+    """Return the daemon's log level: DEBUG when verbose, WARNING at most while a chat shares the screen.
+
+    INFO lines (one per turn, `ready`, reloads) printed between a terminal chat's replies
+    bury them; a person chatting sees only what needs them (warnings, errors), and `-v`
+    still shows everything.
+    """
+    if verbose:
+        return "DEBUG"
+    if chat_on_screen and config.daemon.log_level in _QUIETER:
+        return "WARNING"
+    return config.daemon.log_level
+
+
+def _chat_shares_the_screen(config: Config) -> bool:
+    # A terminal channel with a person on stdin, and logs going to that same screen
+    # (stderr a terminal too): `2>daemon.log` or journald keep the configured level.
+    if not any(settings.kind == "terminal" for settings in config.channels.values()):
+        return False
+    return all(_isatty(stream) for stream in (sys.stdin, sys.stderr))
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed
+        return False
 
 
 def _channel_secret_problems(config: Config, config_path: Path) -> list[ConfigProblem]:

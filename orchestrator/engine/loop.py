@@ -47,9 +47,11 @@ class StopReason(enum.Enum):
 class TurnResult:
     """What a turn produced: the reply text, why it stopped, and which tools actually ran.
 
-    On a provider failure `text` (also in the transcript) is one generic line naming
-    `incident`; `error` holds the detail (URL, status, body) for operator-facing callers
-    only (the CLI's stderr): never send it to a chat or store it.
+    On a provider failure `text` is one generic line naming `incident`, for the user only:
+    the transcript keeps the user's message but never this apology, so later turns do not
+    re-send it to the model as something the assistant said. `error` holds the detail
+    (URL, status, body) for operator-facing callers only (the CLI's stderr): never send it
+    to a chat or store it.
     `provider` and `model` name the chain link that gave the turn's last answer (None when
     no model answered); `failed_over` is True when any answer of the turn came from a
     `fallback` link instead of the agent's own provider and model.
@@ -269,12 +271,12 @@ class _Turn:
 
     def _provider_failed(self, exc: OrchestratorError) -> TurnResult:
         # The detail (internal URL, status, a body that may echo the key) goes to the log
-        # under the incident id; the chat and the transcript get only the id.
+        # under the incident id; the chat gets only the id. The apology is not the model's
+        # words: stored, it would be re-sent on every later turn as an assistant message.
         incident = secrets.token_hex(3)
         kind = "provider failure" if isinstance(exc, ProviderError) else "provider unusable"
         logger.warning("incident {}: {} for {}: {}", incident, kind, self.execution.identity.agent, exc)
         text = _PROVIDER_FAILED.format(incident=incident)
-        self.transcript.append({"role": "assistant", "content": text})
         return self.result(text, StopReason.PROVIDER_ERROR, error=str(exc), incident=incident)
 
     async def _execute(self, call: ToolCall) -> str:

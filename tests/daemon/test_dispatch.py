@@ -15,7 +15,7 @@ from orchestrator.store import AuditLog
 from orchestrator.tools import BUILTIN_TOOLS
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running
-from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call
 
 
 def daemon_toml(fake: FakeOpenAI, *, agent_extra: str = "", routes: str | None = None) -> str:
@@ -42,6 +42,23 @@ async def test_message_in_reply_out_with_history(write_config: WriteConfig, fake
         term.type("and again")
         await term.screen.wait_for(lambda lines: "second answer" in lines)
     assert contents(fake_llm, 1) == ["hello", "hi alice", "and again"]
+
+
+async def test_a_failed_turns_apology_is_never_sent_back_to_the_model(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    path = write_config(daemon_toml(fake_llm))
+    fake_llm.script(status(500), text("back again"))
+    async with running(path) as (_, terms):
+        term = terms["term"]
+        term.type("first try")
+        lines = await term.screen.wait_for(lambda lines: any("provider failed" in line for line in lines))
+        [apology] = [line for line in lines if "provider failed" in line]
+        term.type("second try")
+        await term.screen.wait_for(lambda lines: "back again" in lines)
+    # the user's failed message stays in the history; the apology was never the model's words
+    assert contents(fake_llm, 1) == ["first try", "second try"]
+    assert "Sorry" not in str(fake_llm.requests[1]["messages"]) and apology not in str(fake_llm.requests)
 
 
 async def test_unrouted_and_unlisted_senders_are_ignored(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:

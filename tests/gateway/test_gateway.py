@@ -17,6 +17,7 @@ from orchestrator.policy import Interactivity
 from orchestrator.daemon import Runtime
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+from tests.fakes.openai_server import status as status_reply
 from tests.gateway.kit import AUTH, TOKEN, call, gateway_toml, serving, write
 
 
@@ -250,3 +251,18 @@ async def test_a_provider_echoing_its_key_is_a_502_with_an_incident_id_only(
     assert key not in json.dumps(body) and fake_llm.base_url not in json.dumps(body)
     # the stored idempotent response and the session transcript hold the generic line only
     assert incident.encode() in stored and key.encode() not in stored and b"Incorrect API key" not in stored
+
+
+async def test_a_failed_turns_apology_is_not_sent_to_the_model_on_the_next_turn(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(status_reply(500), text("fine now"))
+    async with serving(write(tmp_path, gateway_toml(fake_llm.base_url))) as (_, gw):
+        for key, message in (("k1", "first"), ("k2", "second")):
+            headers = {**AUTH, "Idempotency-Key": key}
+            code, body, _ = await call(
+                gw, "POST", "/api/agents/ops/messages", json={"text": message, "session": "s1"}, headers=headers
+            )
+    assert (code, body["reply"]) == (200, "fine now")
+    said = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] in ("user", "assistant")]
+    assert said == ["first", "second"]

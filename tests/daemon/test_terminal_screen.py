@@ -1,0 +1,120 @@
+"""What a person chatting on the terminal sees: the real `orchestrator run` on a pseudo-terminal.
+
+The child's stdin and stdout (and stderr, unless a test redirects it) are the slave side of
+`os.openpty()`; the test types into the master side and reads the screen from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from tests.conftest import WriteConfig, provider_toml
+from tests.fakes.openai_server import FakeOpenAI, status, text
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def chat_toml(fake: FakeOpenAI) -> str:
+    return (
+        provider_toml(fake.base_url)
+        + '[agents.helper]\nprovider = "fake"\nmodel = "m"\n'
+        + '[channels.term]\nkind = "terminal"\nuser = "op"\n'
+        + '[[routes]]\nchannel = "term"\nagent = "helper"\nsenders = ["op"]\n'
+    )
+
+
+class Pty:
+    """The terminal a person looks at: what the daemon wrote, and a keyboard."""
+
+    def __init__(self, master: int) -> None:
+        self.master = master
+        self.shown = ""
+        self.changed = asyncio.Event()
+        asyncio.get_running_loop().add_reader(master, self._read)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the child closed its side
+            data = b""
+        if not data:
+            asyncio.get_running_loop().remove_reader(self.master)
+            return
+        self.shown += data.decode(errors="replace").replace("\r\n", "\n")
+        self.changed.set()
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    async def wait_for(self, wanted: str, timeout: float = 20.0) -> str:
+        async with asyncio.timeout(timeout):
+            while wanted not in self.shown:
+                self.changed.clear()
+                await self.changed.wait()
+        return self.shown
+
+
+@asynccontextmanager
+async def on_a_terminal(
+    config: Path, *args: str, stderr_pipe: bool = False
+) -> AsyncIterator[tuple[Pty, asyncio.subprocess.Process]]:
+    master, slave = os.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), *args,
+        stdin=slave, stdout=slave, stderr=asyncio.subprocess.PIPE if stderr_pipe else slave, cwd=ROOT,
+    )
+    os.close(slave)
+    pty = Pty(master)
+    try:
+        yield pty, proc
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(20):
+                    await proc.communicate()
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        asyncio.get_running_loop().remove_reader(master)
+        os.close(master)
+
+
+async def test_a_person_gets_a_prompt_labelled_replies_and_no_info_lines_between_them(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(status(500), text("hi there"))
+    async with on_a_terminal(write_config(chat_toml(fake_llm))) as (pty, _):
+        await pty.wait_for("you> ")
+        pty.type("hello")
+        await pty.wait_for("the details in the log.\nyou> ")
+        pty.type("again")
+        shown = await pty.wait_for("bot> hi there\nyou> ")
+    assert "INFO" not in shown and "ready: channels" not in shown
+    # a warning still reaches the person: the incident the apology names
+    [incident] = [line for line in shown.splitlines() if "WARNING" in line and "incident" in line]
+    assert incident.split("incident ")[1][:6] in shown.split("bot> Sorry")[1]
+
+
+async def test_verbose_shows_every_line_on_the_terminal(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    async with on_a_terminal(write_config(chat_toml(fake_llm)), "-v") as (pty, _):
+        shown = await pty.wait_for("ready: channels term")
+    assert "INFO" in shown
+
+
+async def test_logs_sent_elsewhere_keep_their_level(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    fake_llm.script(text("hi there"))
+    async with on_a_terminal(write_config(chat_toml(fake_llm)), stderr_pipe=True) as (pty, proc):
+        await pty.wait_for("you> ")
+        pty.type("hello")
+        await pty.wait_for("bot> hi there\nyou> ")
+        proc.send_signal(signal.SIGTERM)
+        _, log = await asyncio.wait_for(proc.communicate(), 20)
+    assert "ready: channels term" in log.decode()
+    assert "INFO" not in pty.shown
