@@ -12,6 +12,7 @@ __all__ = [
     "EmptySecret",
     "OrchestratorError",
     "ProviderError",
+    "ProviderOverrides",
     "ProviderUnavailable",
     "SealViolation",
     "SecretError",
@@ -100,20 +101,65 @@ class ToolFailure(OrchestratorError):
         super().__init__(f"{tool}: {reason}")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderOverrides:
+    """Name a provider's environment overrides (`[providers.X] *_env`) for its error texts."""
+
+    base_url_env: str | None = None
+    api_key_env: str | None = None
+    model_env: str | None = None
+    url_from_env: bool = False  # the URL in use is `base_url_env`'s value, not the config's
+
+    def url_hint(self, provider: str) -> str:
+        """Return where the URL is set: the config key, its override, and which one is in use."""
+        where = f"[providers.{provider}] base_url"
+        if self.base_url_env is None:
+            return where
+        if self.url_from_env:
+            return f"{self.base_url_env} (base_url_env; this URL came from it) or {where}"
+        return f"{where} (or set {self.base_url_env}, its base_url_env)"
+
+
 class ProviderError(OrchestratorError):
     """The model provider answered with an error that retrying did not fix.
 
     `status` is the HTTP status of the answer (None when there was none) and `error_type`
     the API's own error kind (`rate_limit_error`, ...) when it named one: a failover
-    decides on them, never on the text.
+    decides on them, never on the text. `overrides` names the variables the text points
+    at; `missing_v1` (an OpenAI-kind 404 whose base URL does not end in /v1) adds that hint.
     """
 
     def __init__(
-        self, provider: str, url: str, reason: str, *, status: int | None = None, error_type: str | None = None
+        self,
+        provider: str,
+        url: str,
+        reason: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        overrides: ProviderOverrides | None = None,
+        missing_v1: bool = False,
     ) -> None:
         self.provider, self.url, self.reason = provider, url, reason
         self.status, self.error_type = status, error_type
-        super().__init__(f"provider {provider!r} at {url}: {reason}")
+        self.overrides, self.missing_v1 = overrides or ProviderOverrides(), missing_v1
+        if missing_v1:
+            super().__init__(
+                f"provider {provider!r} at {url} answered {status}: is the base URL missing /v1? "
+                f"({reason}); try {url.rstrip('/')}/v1 in {self.overrides.url_hint(provider)}"
+            )
+            return
+        super().__init__(f"provider {provider!r} at {url}: {reason}{self._status_hint()}")
+
+    def _status_hint(self) -> str:
+        env = self.overrides
+        if self.status in (401, 403) and env.api_key_env:
+            return f"; check [providers.{self.provider}] api_key (or {env.api_key_env}, its api_key_env)"
+        if self.status == 404 and env.model_env:
+            return f"; check the model ({env.model_env}, its model_env, overrides it)"
+        if self.status == 404 and env.url_from_env:
+            return f"; this URL came from {env.base_url_env} (base_url_env)"
+        return ""
 
 
 class ProviderUnavailable(ProviderError):
@@ -132,15 +178,16 @@ class ProviderUnavailable(ProviderError):
         error_type: str | None = None,
         api: str = "OpenAI-compatible endpoint",
         timed_out: bool = False,
+        overrides: ProviderOverrides | None = None,
     ) -> None:
-        super().__init__(provider, url, reason, status=status, error_type=error_type)
+        super().__init__(provider, url, reason, status=status, error_type=error_type, overrides=overrides)
         self.timed_out = timed_out
         if status is not None:
             self.args = (f"provider {provider!r} at {url} is unavailable ({reason}) after its retries",)
             return
         self.args = (
             f"cannot reach provider {provider!r} at {url} ({reason}); start it, or point "
-            f"[providers.{provider}] base_url (or its base_url_env variable) at a running {api}",
+            f"{self.overrides.url_hint(provider)} at a running {api}",
         )
 
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-from orchestrator.errors import ProviderError, ProviderUnavailable
+from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
 from orchestrator.providers._anthropic_messages import StreamedMessage, to_completion, to_request
 from orchestrator.providers.base import Completion
 from orchestrator.redaction import redact
@@ -59,6 +59,7 @@ class AnthropicProvider:
         "_key",
         "_max_tokens",
         "_name",
+        "_overrides",
         "_sdk_error",
         "_status_error",
         "_stream_cls",
@@ -77,6 +78,7 @@ class AnthropicProvider:
         timeout_s: float,
         max_retries: int,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        overrides: ProviderOverrides | None = None,
     ) -> None:
         # Imported here, not at module level: the SDK is slow to import and `--help` must not pay for it.
         import anthropic
@@ -84,6 +86,7 @@ class AnthropicProvider:
         from anthropic.types import Message, RawMessageStreamEvent
 
         self._name = name
+        self._overrides = overrides
         self._url = base_url
         self._key = api_key
         self._timeout_s = timeout_s
@@ -130,7 +133,7 @@ class AnthropicProvider:
         try:
             request = to_request(messages, tools)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ProviderError(self._name, self._url, f"cannot map the chat: {self._shorten(str(exc))}") from exc
+            raise ProviderError(self._name, self._url, overrides=self._overrides, reason=f"cannot map the chat: {self._shorten(str(exc))}") from exc
         body: dict[str, Any] = {"model": model, "max_tokens": self._max_tokens, "messages": request.messages}
         if request.system:
             body["system"] = request.system
@@ -181,18 +184,18 @@ class AnthropicProvider:
         except self._sdk_error as exc:  # an `event: error` mid-stream arrives as a status error
             raise self._failure(exc) from exc
         except self._broken_stream as exc:
-            raise ProviderUnavailable(self._name, self._url, self._shorten(f"the stream broke off: {exc}"), api=_API) from exc
+            raise ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=self._shorten(f"the stream broke off: {exc}"), api=_API) from exc
         except ValueError as exc:  # an event whose data is not JSON
             raise self._malformed(exc) from exc
 
     def _failure(self, exc: Exception) -> ProviderError:
         if isinstance(exc, self._timed_out):
-            return ProviderUnavailable(self._name, self._url, f"no answer within {self._timeout_s:g} s", api=_API, timed_out=True)
+            return ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=f"no answer within {self._timeout_s:g} s", api=_API, timed_out=True)
         if isinstance(exc, self._unreachable):
-            return ProviderUnavailable(self._name, self._url, self._unreachable_reason(exc), api=_API)
+            return ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=self._unreachable_reason(exc), api=_API)
         if isinstance(exc, self._status_error):
             return self._status_failure(exc)
-        return ProviderError(self._name, self._url, self._shorten(str(exc)))
+        return ProviderError(self._name, self._url, overrides=self._overrides, reason=self._shorten(str(exc)))
 
     def _status_failure(self, exc: Any) -> ProviderError:
         code: int = exc.status_code
@@ -209,11 +212,11 @@ class AnthropicProvider:
         label = f"HTTP {code} {error_type}" if error_type else f"HTTP {code}"
         reason = f"{label}: {self._shorten(message or 'no error message')}"
         if code == 429 or code >= 500:  # overloaded or rate-limited: the SDK's retries did not help
-            return ProviderUnavailable(self._name, self._url, reason, status=code, error_type=error_type, api=_API)
-        return ProviderError(self._name, self._url, reason, status=code, error_type=error_type)
+            return ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=reason, status=code, error_type=error_type, api=_API)
+        return ProviderError(self._name, self._url, overrides=self._overrides, reason=reason, status=code, error_type=error_type)
 
     def _malformed(self, exc: Exception) -> ProviderError:
-        return ProviderError(self._name, self._url, f"malformed message: {self._shorten(str(exc))}")
+        return ProviderError(self._name, self._url, overrides=self._overrides, reason=f"malformed message: {self._shorten(str(exc))}")
 
     def _unreachable_reason(self, exc: Exception) -> str:
         cause = exc.__cause__

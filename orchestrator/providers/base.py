@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from orchestrator.config import SecretRef
+from orchestrator.errors import ProviderOverrides
 
 __all__ = ["Completion", "ModelBinding", "Provider", "ToolCall"]
 
@@ -67,10 +68,24 @@ class ModelBinding:
     temperature: float | None
     api_key: SecretRef | None
     api_key_env: str | None
+    # `[providers.X]`'s override variables, named in error texts; `base_url_from_env`: `base_url` is `base_url_env`'s value.
+    base_url_env: str | None
+    model_env: str | None
+    base_url_from_env: bool
     timeout_s: float
     max_retries: int
     # Tried in order when this endpoint fails structurally (see `FailoverProvider`); each has none of its own.
     fallback: tuple[ModelBinding, ...] = ()
+
+    @property
+    def overrides(self) -> ProviderOverrides:
+        """Return the override variables, for the client's error texts."""
+        return ProviderOverrides(
+            base_url_env=self.base_url_env,
+            api_key_env=self.api_key_env,
+            model_env=self.model_env,
+            url_from_env=self.base_url_from_env,
+        )
 
     @property
     def chain(self) -> tuple[ModelBinding, ...]:

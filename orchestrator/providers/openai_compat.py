@@ -6,9 +6,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 from orchestrator.providers.base import Completion, ToolCall
-from orchestrator.errors import ProviderError, ProviderUnavailable
+from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
 from orchestrator.redaction import redact
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class OpenAICompatProvider:
         "_client",
         "_key",
         "_name",
+        "_overrides",
         "_sdk_error",
         "_status_error",
         "_stream_cls",
@@ -53,12 +55,20 @@ class OpenAICompatProvider:
     )
 
     def __init__(
-        self, *, name: str, base_url: str, api_key: str | None, timeout_s: float, max_retries: int
+        self,
+        *,
+        name: str,
+        base_url: str,
+        api_key: str | None,
+        timeout_s: float,
+        max_retries: int,
+        overrides: ProviderOverrides | None = None,
     ) -> None:
         # Imported here, not at module level: the SDK is slow to import and `--help` must not pay for it.
         import openai
 
         self._name = name
+        self._overrides = overrides
         self._url = base_url
         self._key = api_key
         self._timeout_s = timeout_s
@@ -162,20 +172,24 @@ class OpenAICompatProvider:
     def _failure(self, exc: Exception) -> ProviderError:
         if isinstance(exc, self._timed_out):
             return ProviderUnavailable(
-                self._name, self._url, f"no answer within {self._timeout_s:g} s", timed_out=True
+                self._name, self._url, overrides=self._overrides,
+                reason=f"no answer within {self._timeout_s:g} s", timed_out=True,
             )
         if isinstance(exc, self._unreachable):
-            return ProviderUnavailable(self._name, self._url, self._scrub(_unreachable_reason(exc)))
+            return ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=self._scrub(_unreachable_reason(exc)))
         if isinstance(exc, self._status_error):
             code: int = exc.status_code  # type: ignore[attr-defined]
             reason, error_type = self._scrub(_status_reason(exc)), _error_type(exc)
             if code == 429:  # still rate-limited after the SDK's retries: a failover may go elsewhere
-                return ProviderUnavailable(self._name, self._url, reason, status=code, error_type=error_type)
-            return ProviderError(self._name, self._url, reason, status=code, error_type=error_type)
-        return ProviderError(self._name, self._url, self._scrub(_shorten(str(exc))))
+                return ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=reason, status=code, error_type=error_type)
+            return ProviderError(
+                self._name, self._url, overrides=self._overrides, reason=reason, status=code, error_type=error_type,
+                missing_v1=code == 404 and not urlsplit(self._url).path.rstrip("/").endswith("/v1"),
+            )
+        return ProviderError(self._name, self._url, overrides=self._overrides, reason=self._scrub(_shorten(str(exc))))
 
     def _malformed(self, exc: Exception) -> ProviderError:
-        return ProviderError(self._name, self._url, f"malformed completion: {self._scrub(_shorten(str(exc)))}")
+        return ProviderError(self._name, self._url, overrides=self._overrides, reason=f"malformed completion: {self._scrub(_shorten(str(exc)))}")
 
     def _scrub(self, text: str) -> str:
         # The redactor knows keys resolved from the config; a client built with a bare key knows its own.

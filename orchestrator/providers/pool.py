@@ -30,6 +30,7 @@ def provider_factory(secrets_base: Path | None = None) -> ProviderFactory:
                 api_key=key,
                 timeout_s=binding.timeout_s,
                 max_retries=binding.max_retries,
+                overrides=binding.overrides,
             )
         from orchestrator.providers.openai_compat import OpenAICompatProvider
 
@@ -39,6 +40,7 @@ def provider_factory(secrets_base: Path | None = None) -> ProviderFactory:
             api_key=key,
             timeout_s=binding.timeout_s,
             max_retries=binding.max_retries,
+            overrides=binding.overrides,
         )
 
     return build
@@ -136,4 +138,4 @@ class ProviderPool:
 
 def _endpoint_key(binding: ModelBinding) -> tuple[object, ...]:
     return (binding.provider, binding.kind, binding.base_url, binding.api_key, binding.api_key_env,
-            binding.timeout_s, binding.max_retries)
+            binding.timeout_s, binding.max_retries, binding.overrides)

@@ -211,9 +211,8 @@ def _binding(config: Config, agent: AgentConfig) -> ModelBinding:
 
 def _link(config: Config, name: str, model: str, temperature: float | None) -> ModelBinding:
     provider = config.providers[name]
-    base_url = provider.base_url
-    if provider.base_url_env and os.environ.get(provider.base_url_env):
-        base_url = os.environ[provider.base_url_env]
+    env_url = os.environ.get(provider.base_url_env) if provider.base_url_env else None
+    base_url = env_url or provider.base_url
     if provider.model_env and os.environ.get(provider.model_env):
         model = os.environ[provider.model_env]
     return ModelBinding(
@@ -224,6 +223,9 @@ def _link(config: Config, name: str, model: str, temperature: float | None) -> M
         temperature=temperature,
         api_key=provider.api_key,
         api_key_env=provider.api_key_env,
+        base_url_env=provider.base_url_env,
+        model_env=provider.model_env,
+        base_url_from_env=bool(env_url),
         timeout_s=provider.timeout_s,
         max_retries=provider.max_retries,
     )

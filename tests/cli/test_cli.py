@@ -13,7 +13,8 @@ import pytest
 
 from orchestrator import cli
 from tests.conftest import WriteConfig, provider_toml
-from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,6 +113,107 @@ def test_unreachable_provider_is_one_clear_line(write_config: WriteConfig, unuse
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"error: cannot reach provider 'local' at {url}")
     assert "base_url" in line
+
+
+def test_unreachable_provider_names_its_base_url_env(write_config: WriteConfig, unused_tcp_port: int) -> None:
+    # the newcomer's step: the model server runs elsewhere; the error must say which variable moves it
+    url = f"http://127.0.0.1:{unused_tcp_port}/v1"
+    path = write_config(
+        f'[providers.local]\nbase_url = "{url}"\nbase_url_env = "ORCHESTRATOR_BASE_URL"\nmax_retries = 0\n'
+        '[agents.a]\nprovider = "local"\nmodel = "m"\n'
+    )
+    done = orchestrator("agent", "a", "-m", "hi", "--config", str(path), env={"ORCHESTRATOR_BASE_URL": ""})
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: cannot reach provider 'local' at {url} (")
+    assert line.endswith(
+        "; start it, or point [providers.local] base_url (or set ORCHESTRATOR_BASE_URL, its base_url_env) "
+        "at a running OpenAI-compatible endpoint"
+    )
+
+
+def test_unreachable_url_from_the_environment_says_so(write_config: WriteConfig, unused_tcp_port: int) -> None:
+    url = f"http://127.0.0.1:{unused_tcp_port}/v1"
+    path = write_config(
+        '[providers.local]\nbase_url = "http://127.0.0.1:9/v1"\nbase_url_env = "ORCHESTRATOR_BASE_URL"\n'
+        'max_retries = 0\n[agents.a]\nprovider = "local"\nmodel = "m"\n'
+    )
+    done = orchestrator("agent", "a", "-m", "hi", "--config", str(path), env={"ORCHESTRATOR_BASE_URL": url})
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: cannot reach provider 'local' at {url} (")
+    assert line.endswith(
+        "; start it, or point ORCHESTRATOR_BASE_URL (base_url_env; this URL came from it) or "
+        "[providers.local] base_url at a running OpenAI-compatible endpoint"
+    )
+
+
+async def test_base_url_without_v1_gets_the_v1_hint(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    # the newcomer's step: `base_url = "http://host:port"` (no /v1), and the server answers a bare 404
+    origin = fake_llm.base_url.removesuffix("/v1")
+    path = write_config(
+        f'[providers.local]\nbase_url = "{origin}"\nbase_url_env = "ORCHESTRATOR_BASE_URL"\nmax_retries = 0\n'
+        '[agents.a]\nprovider = "local"\nmodel = "m"\n'
+    )
+    done = await asyncio.to_thread(
+        orchestrator, "agent", "a", "-m", "hi", "--config", str(path), env={"ORCHESTRATOR_BASE_URL": ""}
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: provider 'local' at {origin} answered 404: is the base URL missing /v1? (HTTP 404")
+    assert line.endswith(
+        f"; try {origin}/v1 in [providers.local] base_url (or set ORCHESTRATOR_BASE_URL, its base_url_env)"
+    )
+
+
+async def test_base_url_with_v1_that_404s_gets_no_v1_hint(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    path = write_config(
+        f'[providers.local]\nbase_url = "{fake_llm.base_url}"\nmodel_env = "ORCHESTRATOR_MODEL"\nmax_retries = 0\n'
+        '[agents.a]\nprovider = "local"\nmodel = "m"\n'
+    )
+    fake_llm.script(status(404, message="model 'm' not found"))
+    done = await asyncio.to_thread(
+        orchestrator, "agent", "a", "-m", "hi", "--config", str(path), env={"ORCHESTRATOR_MODEL": ""}
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert "/v1?" not in line
+    assert line == (
+        f"error: provider 'local' at {fake_llm.base_url}: HTTP 404: model 'm' not found; "
+        "check the model (ORCHESTRATOR_MODEL, its model_env, overrides it)"
+    )
+
+
+def test_unreachable_anthropic_provider_names_its_variables(write_config: WriteConfig, unused_tcp_port: int) -> None:
+    url = f"http://127.0.0.1:{unused_tcp_port}"
+    path = write_config(
+        f'[providers.claude]\nkind = "anthropic"\nbase_url = "{url}"\nbase_url_env = "ANTHROPIC_BASE_URL"\n'
+        'max_retries = 0\n[agents.a]\nprovider = "claude"\nmodel = "m"\n'
+    )
+    done = orchestrator("agent", "a", "-m", "hi", "--config", str(path), env={"ANTHROPIC_BASE_URL": ""})
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: cannot reach provider 'claude' at {url} (")
+    assert line.endswith(
+        "; start it, or point [providers.claude] base_url (or set ANTHROPIC_BASE_URL, its base_url_env) "
+        "at a running Anthropic Messages API endpoint"
+    )
+
+
+async def test_rejected_anthropic_key_names_api_key_env(write_config: WriteConfig) -> None:
+    async with FakeAnthropic(api_key="sk-ant-right-0123456789") as fake:
+        path = write_config(
+            f'[providers.claude]\nkind = "anthropic"\nbase_url = "{fake.base_url}"\n'
+            'api_key_env = "ANTHROPIC_API_KEY"\nmax_retries = 0\n[agents.a]\nprovider = "claude"\nmodel = "m"\n'
+        )
+        done = await asyncio.to_thread(
+            orchestrator, "agent", "a", "-m", "hi", "--config", str(path),
+            env={"ANTHROPIC_API_KEY": "sk-ant-wrong-0123456789"},
+        )
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.endswith("; check [providers.claude] api_key (or ANTHROPIC_API_KEY, its api_key_env)")
+    assert "sk-ant-wrong" not in done.stderr
 
 
 def test_unknown_agent_is_an_error_line(write_config: WriteConfig) -> None:
