@@ -64,6 +64,7 @@ class Runtime:
         self._accepting = True
         self._inflight = 0
         self._idle = asyncio.Event()
+        self._counter = _InFlight(self)
         self._idle.set()
         self._spawned: set[asyncio.Task[None]] = set()
         self._components: list[object] = []
@@ -165,17 +166,18 @@ class Runtime:
         """Resolve a secret reference relative to the config file."""
         return resolve_secret(ref, base=self.config_path.parent if self.config_path else None)
 
-    @asynccontextmanager
-    async def in_flight(self) -> AsyncIterator[None]:
+    def in_flight(self) -> AbstractAsyncContextManager[None]:
         """Count a running turn (for draining) while the context is open."""
+        return self._counter
+
+    def _enter_flight(self) -> None:
         self._inflight += 1
         self._idle.clear()
-        try:
-            yield
-        finally:
-            self._inflight -= 1
-            if self._inflight == 0:
-                self._idle.set()
+
+    def _leave_flight(self) -> None:
+        self._inflight -= 1
+        if self._inflight == 0:
+            self._idle.set()
 
     def counting(self, _turn: Turn) -> AbstractAsyncContextManager[None]:
         """Return a turn hook counting the turn in flight (`Sessions.run_turn(hooks=...)`)."""
@@ -204,3 +206,21 @@ class Runtime:
             task.cancel()
         self.approvals.cancel_all()
         await self.channels.close_all()
+
+
+class _InFlight:
+    """The runtime's one in-flight counter as an async context (reentrant: it holds no per-use state).
+
+    A plain object rather than an `@asynccontextmanager` generator: it is entered on every turn.
+    """
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    async def __aenter__(self) -> None:
+        self._runtime._enter_flight()
+
+    async def __aexit__(self, *_: object) -> None:
+        self._runtime._leave_flight()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Final
+from typing import Any, Final
 
 from loguru import logger
 
@@ -89,12 +89,26 @@ def typing_indicator(adapter: ChannelAdapter, inbound: Inbound, after_s: float) 
                 logger.debug("typing indicator failed: {}", exc)
             await asyncio.sleep(_TYPING_EVERY_S)
 
-    @asynccontextmanager
-    async def hook(turn: Turn) -> AsyncIterator[None]:
-        turn.alongside(keep_typing)
-        yield
+    return _Alongside(keep_typing)
 
-    return hook
+
+class _Alongside:
+    """A turn hook that only runs `work` beside the engine (a plain object: one per turn)."""
+
+    __slots__ = ("_work",)
+
+    def __init__(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self._work = work
+
+    def __call__(self, turn: Turn) -> _Alongside:
+        turn.alongside(self._work)
+        return self
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
 
 
 def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:

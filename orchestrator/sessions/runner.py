@@ -150,27 +150,48 @@ class Sessions:
         exit. `Sessions.stop` ends the turn with `result` None; cancelling the caller
         cancels the turn, persists it, and propagates.
         """
-        async with self._holding(session, gate) as state:
-            if not isinstance(execution, ResolvedAgentExecution):
-                execution = execution()
-            keep = execution.knobs.max_history_messages
-            held = self.transcripts.open(state.key, agent, keep=keep)
-            turn = Turn(key=state.key, agent=agent, transcript=held.transcript)
-            async with AsyncExitStack() as watching:
-                for hook in (*self._hooks, *hooks):
-                    await watching.enter_async_context(hook(turn))
-                try:
-                    turn.result = await self._stoppable(
-                        state,
-                        lambda: run_tool_call_loop(
-                            execution, held.transcript, text, approver=approver, actor=actor,
-                            events=events, stream=stream,
-                        ),
-                        alongside=turn._alongside,
-                    )
-                finally:
-                    self.transcripts.save(held, keep=keep)
-            return turn
+        # The session is held inline (no context-manager object): this runs once per turn.
+        state = self.place(session) if isinstance(session, str) else session
+        try:
+            async with state.lock:
+                if gate is not None and not gate():
+                    raise TurnRefused(state.key)
+                return await self._run_held(state, agent, execution, text, approver, actor, events, stream, hooks)
+        finally:
+            self.release(state)
+
+    async def _run_held(
+        self,
+        state: SessionState,
+        agent: str,
+        execution: ResolvedAgentExecution | Callable[[], ResolvedAgentExecution],
+        text: str,
+        approver: Approver | None,
+        actor: str | None,
+        events: TurnEvents | None,
+        stream: bool,
+        hooks: Sequence[TurnHook],
+    ) -> Turn:
+        if not isinstance(execution, ResolvedAgentExecution):
+            execution = execution()
+        keep = execution.knobs.max_history_messages
+        held = self.transcripts.open(state.key, agent, keep=keep)
+        turn = Turn(key=state.key, agent=agent, transcript=held.transcript)
+        async with AsyncExitStack() as watching:
+            for hook in (*self._hooks, *hooks):
+                await watching.enter_async_context(hook(turn))
+            try:
+                turn.result = await self._stoppable(
+                    state,
+                    lambda: run_tool_call_loop(
+                        execution, held.transcript, text, approver=approver, actor=actor,
+                        events=events, stream=stream,
+                    ),
+                    alongside=turn._alongside,
+                )
+            finally:
+                self.transcripts.save(held, keep=keep)
+        return turn
 
     async def run_task(
         self,
@@ -183,17 +204,12 @@ class Sessions:
 
         The gate and cancellation behave as in `run_turn`; no transcript is loaded.
         """
-        async with self._holding(session, gate) as state:
-            return await self._stoppable(state, work, alongside=())
-
-    @asynccontextmanager
-    async def _holding(self, session: str | SessionState, gate: Callable[[], bool] | None) -> AsyncIterator[SessionState]:
         state = self.place(session) if isinstance(session, str) else session
         try:
             async with state.lock:
                 if gate is not None and not gate():
                     raise TurnRefused(state.key)
-                yield state
+                return await self._stoppable(state, work, alongside=())
         finally:
             self.release(state)
 
