@@ -15,6 +15,13 @@ from channels.approval_codec import (
     parse_approval_command,
 )
 from channels.base import (
+    Attachment,
+    AttachmentKind,
+    AttachmentTooLarge,
+    FileAdapter,
+    OutboundFile,
+    ReplyStream,
+    StreamingAdapter,
     ApprovalAnswer,
     ApprovalPrompt,
     ChannelAdapter,
@@ -35,6 +42,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTERS",
+    "Attachment",
+    "AttachmentKind",
+    "AttachmentTooLarge",
+    "FileAdapter",
+    "OutboundFile",
+    "ReplyStream",
+    "StreamingAdapter",
     "APPROVAL_COMMANDS",
     "ApprovalAnswer",
     "ApprovalPrompt",

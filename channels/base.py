@@ -7,13 +7,21 @@ receives `Inbound` messages and `ApprovalAnswer`s through the `deliver` callback
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from orchestrator.errors import OrchestratorError
 
 __all__ = [
+    "Attachment",
+    "AttachmentKind",
+    "AttachmentTooLarge",
+    "FileAdapter",
+    "OutboundFile",
+    "ReplyStream",
+    "StreamingAdapter",
     "ApprovalAnswer",
     "ApprovalPrompt",
     "ChannelAdapter",
@@ -26,6 +34,25 @@ __all__ = [
     "Ready",
     "fit_arguments",
 ]
+
+
+AttachmentKind: TypeAlias = Literal["image", "document", "voice", "audio", "video"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attachment:
+    """One file that came with an inbound message, not yet downloaded.
+
+    `handle` is the adapter's own reference (Telegram `file_id`, Slack `url_private`, Discord
+    attachment URL); only the adapter that made it can `download` it. `size` is what the
+    platform reported (None: unknown), so a cap can refuse before any byte is fetched.
+    """
+
+    kind: AttachmentKind
+    mime: str
+    handle: str
+    size: int | None = None
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +73,7 @@ class Inbound:
     thread: str | None = None
     sender_name: str | None = None
     is_direct: bool = False
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +84,18 @@ class Outbound:
     text: str
     thread: str | None = None
     reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutboundFile:
+    """One file to post to a chat (the `send_file` tool); `path` is already jailed and checked."""
+
+    chat: str
+    path: Path
+    name: str
+    mime: str
+    thread: str | None = None
+    caption: str | None = None
 
 
 class PromptArguments(Protocol):
@@ -148,6 +188,64 @@ class ChannelAuthError(ChannelError):
 
 class ChannelUnusable(ChannelError):
     """This channel cannot run in this process (no terminal on stdin); it is disabled, not retried."""
+
+
+class AttachmentTooLarge(ChannelRefused):
+    """A download passed its byte cap while reading (or the platform's reported size did)."""
+
+
+class ReplyStream(Protocol):
+    """One reply streaming into a chat, made by `StreamingAdapter.open_stream` for one turn.
+
+    `update` is called with the whole visible text so far (a short tool-progress line may be
+    its last line) as often as the model produces text; the stream decides when the platform
+    sees it (at most one edit per `stream_edit_interval_s`, rate limits honoured, an identical
+    text never re-sent) and must never raise for a failed intermediate update (log it, keep
+    going). `finish` replaces what was shown with the final text, which is exactly the
+    persisted assistant text (formatted now), continuing in new messages past the platform's
+    limit; it follows the `ReplyProgress` protocol of `ChannelAdapter.send`, so a retried
+    finish never posts a chunk twice. `abort` ends the stream with `ending` ("Stopped.", the
+    failure line) replacing or following the partial text. `message_ids` are the platform ids
+    posted so far, kept in the inbox so a restart can close an abandoned stream.
+    """
+
+    @property
+    def message_ids(self) -> Sequence[str]: ...
+
+    async def update(self, text: str) -> None: ...
+
+    async def finish(self, text: str, *, progress: ReplyProgress | None = None) -> None: ...
+
+    async def abort(self, ending: str) -> None: ...
+
+
+@runtime_checkable
+class StreamingAdapter(Protocol):
+    """An adapter that can stream replies (optional: the core checks with `isinstance`)."""
+
+    def open_stream(self, message: Outbound) -> ReplyStream | None:
+        """Return a stream for a reply to `message.chat` (None: this chat cannot stream; send instead)."""
+        ...
+
+    async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
+        """After a restart: end a stream a crash left half-shown (edit it or follow it up with `ending`)."""
+        ...
+
+
+@runtime_checkable
+class FileAdapter(Protocol):
+    """An adapter that can fetch inbound attachments and post files (optional, like streaming)."""
+
+    max_file_bytes: int  # the largest file this platform accepts from a bot
+
+    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
+        """Stream `attachment` into `dest`, returning its size; raises `AttachmentTooLarge` as soon
+        as more than `max_bytes` arrive (dest is then removed), `ChannelError` when the fetch fails."""
+        ...
+
+    async def send_file(self, file: OutboundFile) -> str:
+        """Post `file` to its chat (a photo when it is an image the platform shows inline); return the message id."""
+        ...
 
 
 class ChannelAdapter(Protocol):
