@@ -31,6 +31,10 @@ class _ChannelModel(_Model):
     # Seconds a turn runs before the typing indicator is first shown (then every 4 s while
     # it runs); a quicker answer shows none. No-op where the platform has no indicator.
     typing_after_s: float = Field(default=0.5, ge=0, strict=True)
+    # Stream replies into the chat as the model writes them (false: one message at the end).
+    stream: bool = Field(default=True, strict=True)
+    # Seconds between two edits of a streamed message in one chat (the platforms' rate limits).
+    stream_edit_interval_s: float = Field(default=1.0, gt=0, strict=True)
 
 
 class TelegramChannelConfig(_ChannelModel):
