@@ -329,12 +329,12 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert cli.main(["route", "tg", "--chat", "c2", "--sender", "9", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["route"], shown["agent"], shown["commands"], shown["sops"]) == (
-        1, "pub", ["/new", "/stop", "/help", "/sop", "/approve", "/deny"], {"faq": {"agents": ["pub", "ops"], "answerers": {"pub": ["9"], "ops": []}}}
+        1, "pub", ["/new", "/stop", "/usage", "/help", "/sop", "/approve", "/deny"], {"faq": {"agents": ["pub", "ops"], "answerers": {"pub": ["9"], "ops": []}}}
     )
     path.write_text(path.read_text().replace('sops = ["faq"]\n', ""))  # routes[1] lists no SOP now
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "9", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert (shown["route"], shown["commands"], shown["sops"]) == (1, ["/new", "/stop", "/help", "/approve", "/deny"], {})
+    assert (shown["route"], shown["commands"], shown["sops"]) == (1, ["/new", "/stop", "/usage", "/help", "/approve", "/deny"], {})
     assert shown["explain"][-1] == '  sops: none (`/sop NAME` is answered "not available here")'
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--config", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "no route matches: the message would be ignored and logged"
