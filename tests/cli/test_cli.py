@@ -315,7 +315,7 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "42", "--config", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "routes[0]: matches -> agent 'ops', session per_sender, approvers ['7']",
-        "  commands: /new /stop /help /sop /approve /deny",
+        "  commands: /new /stop /usage /help /sop /approve /deny",
         "  sop maint: steps run as ops; approvals: ops by ['42', '7']",
     ]
     # a stranger on the open route: only the SOP it lists; ops's step approvals are nobody's
@@ -323,7 +323,7 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert capsys.readouterr().out.splitlines() == [
         "routes[0]: skipped (sender '9' is not in its senders list)",
         "routes[1]: matches -> agent 'pub', session per_chat",
-        "  commands: /new /stop /help /sop /approve /deny",
+        "  commands: /new /stop /usage /help /sop /approve /deny",
         "  sop faq: steps run as pub, ops; approvals: pub by ['9']; ops by nobody (the route has no approvers: denied)",
     ]
     assert cli.main(["route", "tg", "--chat", "c2", "--sender", "9", "--json", "--config", str(path)]) == 0
