@@ -12,7 +12,7 @@ from channels import Inbound
 from orchestrator.config import Config
 from orchestrator.daemon import Disposition, process_message
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
-from orchestrator.seam import PATH_PROFILES, ConstructionPath, Services, UsageMeter, resolve
+from orchestrator.seam import PATH_PROFILES, ConstructionPath, ResolvedAgentExecution, Services, UsageMeter, resolve
 from orchestrator.seam.matrix import COLUMNS, matrix_columns, settings_of
 from orchestrator.store import UsageLog, read_usage
 from tests.conftest import WriteConfig, provider_toml
@@ -140,3 +140,28 @@ def test_the_matrix_rows_hold_the_budgets_on_every_path(write_config: WriteConfi
     for column in columns:
         values = settings_of(column.execution, ())
         assert (values["budget.max_tokens_per_turn"], values["budget.max_tokens_per_day"]) == (777, 8888), column.label
+
+
+async def test_a_delegated_turn_runs_on_what_is_left_of_its_callers_tokens_and_counts_for_it(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], metered: Services, seen: list[ResolvedAgentExecution]
+) -> None:
+    config = load(provider_toml(fake_llm.base_url) + (
+        '[agents.lead]\nprovider = "fake"\nmodel = "m"\nautonomy = "full"\ntools = ["delegate"]\ndelegates = ["helper"]\n'
+        "[agents.lead.budget]\nmax_tokens_per_turn = 1000\n"
+        '[agents.helper]\nprovider = "fake"\nmodel = "h"\n'
+    ))
+    fake_llm.script(
+        with_usage(tool_call("delegate", {"agent": "helper", "task": "help"}), prompt=300, completion=10),
+        with_usage(text("helped"), prompt=400, completion=20),
+    )
+    try:
+        lead = resolve(config, "lead", path=ConstructionPath.CLI_RUN, services=metered)
+        result = await run_tool_call_loop(lead, Transcript(session="s"), "go", actor="cli:alice")
+    finally:
+        await metered.providers.aclose()
+    helper = next(e for e in seen if e.identity.agent == "helper")
+    assert helper.identity.path is ConstructionPath.DELEGATE
+    assert helper.knobs.max_tokens_per_turn == 1000 - 310  # what the lead had left when it delegated
+    # 310 + the helper's 420 + the next call's ~300 would pass 1000: the lead stops (without the
+    # helper's tokens counted, 310 + 300 fits and the call would be made)
+    assert (result.stop, result.tokens, len(fake_llm.requests)) == (StopReason.TOKEN_BUDGET, 730, 2)
