@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ GROUPINGS: Final = ("agent", "sender", "model")
 Grouping = Literal["agent", "sender", "model"]
 # Who a call was for when the turn names nobody (an anonymous library or schedule turn).
 NOBODY: Final = "-"
+# Rows wait at most this long (or until this many are pending) before one transaction writes them.
+_FLUSH_AFTER_S: Final = 0.5
+_FLUSH_ROWS: Final = 256
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,23 +102,54 @@ class UsageTotal:
 class UsageLog(Database):
     """The append-only `usage` table; a context manager.
 
-    `record` is one autocommit INSERT (WAL, `synchronous=NORMAL`: no fsync per call, tens of
-    microseconds); a failed write (disk full, a locked file past the busy timeout) is logged
-    and dropped, never raised into the turn that made the call.
+    Off the hot path: `record` only queues the row; the queue is written in one transaction
+    half a second after its first row (an event-loop timer, not a task), at 256 rows, before
+    every read through this log, and on close, so a turn never waits for a commit. A crash
+    loses at most that half second of rows. A failed write (disk full, a file locked past
+    the busy timeout) is logged and its rows dropped, never raised into a turn.
     """
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, _SCHEMA)
+        self._pending: list[tuple[object, ...]] = []
+        self._timer: asyncio.TimerHandle | None = None
 
     def record(self, row: UsageRow) -> None:
-        """Append one call's usage; log and drop it when the write fails."""
+        """Queue one call's usage for the next write."""
+        self._pending.append(_values(row))
+        if len(self._pending) >= _FLUSH_ROWS:
+            self.flush()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no event loop (a synchronous caller): write now
+                self.flush()
+                return
+            self._timer = loop.call_later(_FLUSH_AFTER_S, self.flush)
+
+    def flush(self) -> None:
+        """Write every queued row in one transaction; log and drop them when the write fails."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        rows, self._pending = self._pending, []
+        if not rows:
+            return
         try:
-            self._db.execute(_INSERT, _values(row))
+            with self._db:  # one transaction: one commit for the batch
+                self._db.execute("BEGIN")
+                self._db.executemany(_INSERT, rows)
         except sqlite3.Error as exc:
-            logger.warning("usage of a {} call by {} not recorded: {}", row.provider, row.agent, exc)
+            logger.warning("usage of {} model calls not recorded: {}", len(rows), exc)
+
+    def close(self) -> None:
+        """Write what is queued, then close."""
+        self.flush()
+        super().close()
 
     def spent_since(self, since: float) -> Iterator[tuple[str, str, float, int]]:
         """Yield (agent, sender, ts, input + output tokens) of every call since `since`, oldest first."""
+        self.flush()
         yield from self._db.execute(
             "SELECT agent, sender, ts, input_tokens + output_tokens FROM usage WHERE ts >= ? ORDER BY ts", (since,)
         )
@@ -123,6 +158,7 @@ class UsageLog(Database):
         self, *, by: Grouping = "agent", since: float | None = None, agent: str | None = None, sender: str | None = None
     ) -> list[UsageTotal]:
         """Return the sums per `by` group, biggest token count first."""
+        self.flush()
         return _totals(self._db, by=by, since=since, agent=agent, sender=sender)
 
 

@@ -60,7 +60,7 @@ async def test_every_turn_path_stops_before_a_call_that_would_pass_the_turn_budg
             assert transcript.messages[-1] == {"role": "assistant", "content": TURN_STOP}, path
     finally:
         await metered.providers.aclose()
-    rows = {t.key: t for t in read_usage(tmp_path / "usage.sqlite3", by="sender")}
+    rows = {t.key: t for t in metered.usage.report(by="sender").rows}  # a read writes what is queued first
     assert list(rows) == ["tg:alice"]
     assert (rows["tg:alice"].calls, rows["tg:alice"].input_tokens) == (len(TURN_PATHS), 200 * len(TURN_PATHS))
     assert rows["tg:alice"].cost == pytest.approx(len(TURN_PATHS) * (200 * 2.0 + 20 * 10.0) / 1e6)
@@ -78,6 +78,7 @@ async def test_every_turn_path_records_one_row_per_call_with_its_path(
             assert result.stop is StopReason.COMPLETED, path
     finally:
         await metered.providers.aclose()
+    metered.usage.report()  # a read through the log writes what is queued first
     with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
         rows = db.execute("SELECT path, session, sender, estimated FROM usage ORDER BY id").fetchall()
     assert rows == [(p.value, p.value, "-", 0) for p in TURN_PATHS for _ in range(2)]
