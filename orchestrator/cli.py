@@ -120,6 +120,14 @@ def _parser() -> argparse.ArgumentParser:
     schedules.add_argument("--json", action="store_true", help="print JSON")
     schedules.set_defaults(handler=_cmd_schedules)
 
+    usage = command("usage", "sum the model tokens and cost recorded in state_dir (read-only; the daemon may run)")
+    usage.add_argument("--agent", help="only this agent's calls")
+    usage.add_argument("--sender", help="only calls for this sender (e.g. telegram:42, cli:alice)")
+    usage.add_argument("--since", default="7d", help="how far back: 30m, 12h, 7d, 2w or all (default 7d)")
+    usage.add_argument("--by", default="agent", choices=("agent", "sender", "model"), help="group by (default agent)")
+    usage.add_argument("--json", action="store_true", help="print JSON")
+    usage.set_defaults(handler=_cmd_usage)
+
     acp = command("acp", "serve one agent over the Agent Client Protocol on stdio (for editors)")
     acp.add_argument("--agent", required=True, help="agent name")
     acp.set_defaults(handler=_cmd_acp)
@@ -385,6 +393,23 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
         if row["deliver_to"]:
             line += f"  -> {row['deliver_to']}"
         print(line)
+    return 0
+
+
+def _cmd_usage(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from orchestrator.store import UsageReport, parse_grouping, parse_since, read_usage
+
+    config = _load(args)
+    since, by = parse_since(args.since, now=time.time()), parse_grouping(args.by)
+    rows = read_usage(config.state_path() / "usage.sqlite3", by=by, since=since, agent=args.agent, sender=args.sender)
+    report = UsageReport(by=by, since=since, agent=args.agent, sender=args.sender, rows=tuple(rows))
+    if args.json:
+        print(json.dumps(report.describe(), indent=2))
+    else:
+        print("\n".join(report.lines()))
     return 0
 
 

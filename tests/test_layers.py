@@ -67,6 +67,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.scheduler",
     "orchestrator.seam",
     "orchestrator.sop",
+    "orchestrator.store",  # `orchestrator usage` reads the usage table
     "orchestrator.text",
 })
 

@@ -54,6 +54,7 @@ _STOP: Final[dict[StopReason, AcpStopReason]] = {
     StopReason.TIMEOUT: "end_turn",
     StopReason.NO_PROGRESS: "end_turn",
     StopReason.PROVIDER_ERROR: "end_turn",
+    StopReason.TOKEN_BUDGET: "max_tokens",
 }
 _STDIO_LIMIT: Final = 16 * 1024 * 1024
 # Prompt content we do not advertise (promptCapabilities image and audio are false).

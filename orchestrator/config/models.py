@@ -27,6 +27,7 @@ __all__ = [
     "McpServerConfig",
     "MemoryConfig",
     "PeripheralConfig",
+    "PricesConfig",
     "ProviderConfig",
     "SecretRef",
     "ShellConfig",
@@ -68,6 +69,15 @@ class DaemonConfig(_Model):
     max_reply_chars: int = Field(default=20_000, ge=1_000, le=1_000_000, strict=True)
 
 
+class PricesConfig(_Model):
+    """`[providers.<name>.prices]`: what a million tokens cost (any one currency); usage becomes cost."""
+
+    input: float = Field(ge=0, strict=True)
+    output: float = Field(ge=0, strict=True)
+    # absent = the `input` price (a provider without a prompt-cache discount)
+    cached_input: float | None = Field(default=None, ge=0, strict=True)
+
+
 class ProviderConfig(_Model):
     """`[providers.<name>]`: an OpenAI-compatible endpoint, or Anthropic's Messages API."""
 
@@ -79,6 +89,9 @@ class ProviderConfig(_Model):
     model_env: NonEmptyStr | None = None
     timeout_s: float = Field(default=120.0, gt=0, strict=True)
     max_retries: int = Field(default=2, ge=0, le=10, strict=True)
+    # OpenAI kind: ask streamed answers for their usage; false for a server that rejects `stream_options`
+    stream_usage: bool = Field(default=True, strict=True)
+    prices: PricesConfig | None = None
 
 
 class FallbackConfig(_Model):
@@ -105,6 +118,10 @@ class BudgetConfig(_Model):
     max_tool_result_chars: int = Field(default=16_000, ge=100, strict=True)
     max_history_messages: int = Field(default=40, ge=1, strict=True)
     max_actions_per_hour: int = Field(default=120, ge=0, strict=True)
+    # model tokens (input + output, every call of the turn) one turn may use
+    max_tokens_per_turn: int = Field(default=1_000_000, ge=1, strict=True)
+    # model tokens per (agent, sender) over a sliding 24 hours
+    max_tokens_per_day: int = Field(default=20_000_000, ge=1, strict=True)
 
 
 class MemoryConfig(_Model):

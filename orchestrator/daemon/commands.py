@@ -1,7 +1,8 @@
-"""Chat commands (`/new`, `/stop`, `/help`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
+"""Chat commands (`/new`, `/stop`, `/usage`, `/help`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Final
@@ -13,7 +14,7 @@ from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
 from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.policy import ApprovalRequest, Interactivity
-from orchestrator.seam import SOP_COMMAND, ChatCommands, resolve_chat_commands
+from orchestrator.seam import DAY_S, SOP_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands
 from orchestrator.sessions import TurnRefused
 from orchestrator.sop import SopResult, SopStatus, run_sop
 
@@ -43,6 +44,28 @@ async def _stop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
         await _tell(runtime, inbound, "Nothing is running.")
 
 
+async def _usage(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/usage`: the sender's own tokens and cost with the routed agent, and what is left of the day's budget."""
+    _done(runtime, inbound)
+    await _tell(runtime, inbound, usage_text(runtime, inbound, admitted))
+
+
+def usage_text(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> str:
+    """Return the `/usage` answer: the last 24 hours and 30 days of this sender with this agent."""
+    agent, sender = admitted.route.agent, f"{inbound.channel}:{inbound.sender}"
+    meter, now = runtime.services.usage, time.time()
+    lines = [f"Your usage with {agent}:"]
+    for label, span in (("last 24 hours", DAY_S), ("last 30 days", 30 * DAY_S)):
+        total = meter.report(since=now - span, agent=agent, sender=sender).total
+        cost = f", cost {total.cost:.4f}" if total.cost is not None else ""
+        lines.append(f"{label}: {total.input_tokens + total.output_tokens} tokens in {total.calls} model calls{cost}")
+    # the budget as the seam resolved it for this route's turns
+    limit = build_channel(admitted.config, agent, runtime.services).knobs.max_tokens_per_day
+    left = max(0, limit - meter.spent_today(budget_key(agent, sender)))
+    lines.append(f"daily budget: {left} of {limit} tokens left")
+    return "\n".join(lines)
+
+
 async def _help(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
     """`/help`: the commands and SOPs this route grants the sender (the seam's `ChatCommands`)."""
     _done(runtime, inbound)
@@ -62,6 +85,7 @@ def help_text(commands: ChatCommands) -> str:
 _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     "/new": "- start a new session",
     "/stop": "- stop what is running in this session",
+    "/usage": "- your token usage with this agent",
     "/help": "- this list",
     SOP_COMMAND: "NAME [context] - run an SOP",
     "/approve": "ID - allow a tool call you were asked about",
@@ -159,7 +183,7 @@ async def _tell(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: str 
 
 
 COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
-    "/new": _new, "/stop": _stop, "/help": _help, SOP_COMMAND: _sop,
+    "/new": _new, "/stop": _stop, "/usage": _usage, "/help": _help, SOP_COMMAND: _sop,
     "/approve": _approval_usage, "/deny": _approval_usage,
 })
 assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"

@@ -65,6 +65,7 @@ class Runtime:
         # Set once the state files failed in a way no retry fixes: the daemon stops (exit 1).
         self.failed = asyncio.Event()
         self.failure: str | None = None
+        services.usage.report_faults(self.fail)
         self._inflight = 0
         self._idle = asyncio.Event()
         self._counter = _InFlight(self)

@@ -47,7 +47,8 @@ def run_daemon(config_path: Path, *, verbose: bool = False) -> int:
     """
     # A crash no Python code can catch (SIGBUS: a state file's shared memory truncated under
     # SQLite, SIGSEGV) still leaves one line and the Python stack in the log, not silence.
-    faulthandler.enable()
+    if sys.__stderr__ is not None:  # fd 2 itself (sys.stderr may be a capture without a file)
+        faulthandler.enable(file=sys.__stderr__)
     config = load_config(config_path)
     chatting = _chat_shares_the_screen(config)
     configure_logging(level=log_level(config, verbose=verbose, chat_on_screen=chatting), fmt=config.daemon.log_format)

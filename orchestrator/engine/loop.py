@@ -14,6 +14,7 @@ from loguru import logger
 
 from orchestrator.providers import Completion, ToolCall
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
+from orchestrator.engine.tokens import TokenAccount
 from orchestrator.engine.transcript import Transcript
 from orchestrator.engine.untrusted import wrap_untrusted
 from orchestrator.errors import OrchestratorError, ProviderError, SealViolation, ToolFailure
@@ -41,6 +42,7 @@ class StopReason(enum.Enum):
     TIMEOUT = "timeout"
     NO_PROGRESS = "no_progress"
     PROVIDER_ERROR = "provider_error"
+    TOKEN_BUDGET = "token_budget"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +56,8 @@ class TurnResult:
     to a chat or store it.
     `provider` and `model` name the chain link that gave the turn's last answer (None when
     no model answered); `failed_over` is True when any answer of the turn came from a
-    `fallback` link instead of the agent's own provider and model.
+    `fallback` link instead of the agent's own provider and model. `tokens` is what the
+    turn's model calls used (input + output), its delegated turns' included.
     """
 
     text: str
@@ -65,6 +68,7 @@ class TurnResult:
     provider: str | None = None
     model: str | None = None
     failed_over: bool = False
+    tokens: int = 0
 
 
 def add_turn_observer(observer: TurnObserver) -> Callable[[], None]:
@@ -106,6 +110,7 @@ async def run_tool_call_loop(
     async def run_child(child: ResolvedAgentExecution, task: str, *, session: str, parent: str) -> ChildOutcome:
         nested = Transcript(session=session, parent=parent)
         result = await run_tool_call_loop(child, nested, task, approver=approver, actor=actor)
+        turn.tokens.add(result.tokens)  # the child ran inside this turn's token budget
         return ChildOutcome(completed=result.stop is StopReason.COMPLETED, stop=result.stop.value, text=result.text)
 
     turn.scope = CurrentTurn(
@@ -132,7 +137,7 @@ async def run_tool_call_loop(
 class _Turn:
     __slots__ = (
         "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "on_text", "pending",
-        "scope", "transcript",
+        "scope", "tokens", "transcript",
     )
 
     def __init__(
@@ -155,6 +160,7 @@ class _Turn:
         self.scope: CurrentTurn | None = None
         self.answered_by: tuple[str, str] | None = None
         self.failed_over = False
+        self.tokens = TokenAccount(execution, actor=actor, session=transcript.session, turn=lambda: self.scope)
         self.on_text: Callable[[str], Awaitable[None]] | None = (
             self._stream_text if stream and events is not None else None
         )
@@ -178,6 +184,8 @@ class _Turn:
         while True:
             window = self.transcript.window(knobs.max_history_messages)
             messages = [system, *window] if system else window
+            if (over := self.tokens.over_budget(messages, specs)) is not None:
+                return self._finish(over, StopReason.TOKEN_BUDGET)
             try:
                 completion = await ex.provider.complete(
                     model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
@@ -186,6 +194,7 @@ class _Turn:
             except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
                 return self._provider_failed(exc)
             self._answered(completion)
+            self.tokens.charge(completion, messages, self.answered_by)
             assistant: dict[str, Any] = {"role": "assistant", "content": completion.text}
             if not completion.tool_calls:
                 self.transcript.append(assistant)
@@ -262,7 +271,7 @@ class _Turn:
         provider, model = self.answered_by or (None, None)
         return TurnResult(
             text=text, stop=stop, executed=tuple(self.executed), error=error, incident=incident,
-            provider=provider, model=model, failed_over=self.failed_over,
+            provider=provider, model=model, failed_over=self.failed_over, tokens=self.tokens.used,
         )
 
     def _finish(self, text: str, stop: StopReason) -> TurnResult:

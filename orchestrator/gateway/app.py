@@ -13,6 +13,7 @@ from orchestrator.errors import UnknownAgent
 from orchestrator.gateway import handlers
 from orchestrator.gateway.state import GATEWAY, GatewayState, json_error
 from orchestrator.seam import InteractivityNotAllowed
+from orchestrator.store import BadUsageQuery
 
 __all__ = ["build_app"]
 
@@ -38,6 +39,7 @@ def build_app(state: GatewayState, *, max_body_bytes: int) -> web.Application:
     app.router.add_get("/api/agents/{agent}/tools", handlers.tools)
     app.router.add_get("/api/agents/{agent}/policy", handlers.policy)
     app.router.add_post("/api/agents/{agent}/messages", handlers.messages)
+    app.router.add_get("/api/usage", handlers.usage)
     return app
 
 
@@ -47,7 +49,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except UnknownAgent as exc:
         return json_error(404, "unknown_agent", str(exc))
-    except InteractivityNotAllowed as exc:
+    except (InteractivityNotAllowed, BadUsageQuery) as exc:
         return json_error(400, "bad_request", str(exc))
     except web.HTTPException as exc:
         if exc.status < 400:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from typing import Any, Final
 
@@ -12,6 +13,7 @@ from aiohttp import web
 from orchestrator.engine import StopReason
 from orchestrator.gateway.idempotency import StoredResponse, fingerprint
 from orchestrator.gateway.state import GATEWAY, GatewayHost, json_error
+from orchestrator.store import parse_grouping, parse_since
 from orchestrator.seam import (
     ConstructionPath,
     ResolvedAgentExecution,
@@ -20,7 +22,7 @@ from orchestrator.seam import (
     build_on_path,
 )
 
-__all__ = ["agents", "health", "messages", "policy", "tools"]
+__all__ = ["agents", "health", "messages", "policy", "tools", "usage"]
 
 _SESSION: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _IDEMPOTENCY_KEY: Final = re.compile(r"[\x21-\x7e]{1,255}")
@@ -53,6 +55,17 @@ async def health(request: web.Request) -> web.Response:
     status = "stopping" if not host.accepting else "ok" if ready else "degraded"
     body = {"status": status, "channels": channels, "mcp": mcp}
     return web.json_response(body, status=200 if status == "ok" else 503)
+
+
+async def usage(request: web.Request) -> web.Response:
+    """Sum the recorded model usage: `?agent=&sender=&since=7d&by=agent|sender|model` (the CLI's report)."""
+    query = request.query
+    since = parse_since(query.get("since", "7d"), now=time.time(), name="since")
+    by = parse_grouping(query.get("by", "agent"), name="by")
+    report = request.app[GATEWAY].host.services.usage.report(
+        by=by, since=since, agent=query.get("agent") or None, sender=query.get("sender") or None
+    )
+    return web.json_response(report.describe())
 
 
 async def agents(request: web.Request) -> web.Response:

@@ -1,6 +1,6 @@
 """Model providers: the Provider protocol, the pool, failover chains, and the OpenAI-compatible and Anthropic clients."""
 
-from orchestrator.providers.base import Completion, ModelBinding, Provider, ToolCall
+from orchestrator.providers.base import Completion, ModelBinding, Prices, Provider, ToolCall, Usage
 from orchestrator.providers.failover import FailoverProvider, failover_reason
 from orchestrator.providers.pool import ProviderFactory, ProviderPool, openai_factory, provider_factory, warm_provider_sdk
 
@@ -8,10 +8,12 @@ __all__ = [
     "Completion",
     "FailoverProvider",
     "ModelBinding",
+    "Prices",
     "Provider",
     "ProviderFactory",
     "ProviderPool",
     "ToolCall",
+    "Usage",
     "failover_reason",
     "openai_factory",
     "provider_factory",

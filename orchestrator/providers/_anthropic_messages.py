@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from orchestrator.providers.base import Completion, ToolCall
+from orchestrator.providers.base import Completion, ToolCall, Usage
 
 __all__ = ["MessagesRequest", "StreamedMessage", "to_completion", "to_request", "tool_id"]
 
@@ -188,7 +188,25 @@ def to_completion(message: Any) -> Completion:
             texts.append(block.text)
         elif block.type == "tool_use":
             calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
-    return Completion(text="".join(texts) if texts else None, tool_calls=tuple(calls))
+    usage = getattr(message, "usage", None)
+    return Completion(
+        text="".join(texts) if texts else None, tool_calls=tuple(calls),
+        usage=to_usage(usage, output=getattr(usage, "output_tokens", None)),
+    )
+
+
+def to_usage(usage: Any, *, output: Any) -> Usage | None:
+    """Map the API's `usage`: cache reads and writes count as input, as OpenAI's `prompt_tokens` does."""
+    if usage is None:
+        return None
+    plain = getattr(usage, "input_tokens", None)
+    if not isinstance(plain, int) or not isinstance(output, int):
+        return None
+    read = getattr(usage, "cache_read_input_tokens", None)
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    read = read if isinstance(read, int) and read > 0 else 0
+    written = written if isinstance(written, int) and written > 0 else 0
+    return Usage(input_tokens=max(0, plain) + read + written, output_tokens=max(0, output), cached_tokens=read)
 
 
 @dataclass(slots=True)
@@ -202,17 +220,24 @@ class _Block:
 class StreamedMessage:
     """Assemble raw stream events into the `Completion` the unstreamed answer gives."""
 
-    __slots__ = ("_blocks", "_started")
+    __slots__ = ("_blocks", "_output", "_started", "_usage")
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
         self._started = False
+        self._usage: Any = None  # message_start's usage: the input side
+        self._output: Any = None  # message_delta's usage: the final output count
 
     def add(self, event: Any) -> str:
         """Take one event; return the text it adds ("" when none)."""
         kind = event.type
         if kind == "message_start":
             self._started = True
+            self._usage = getattr(event.message, "usage", None)
+        elif kind == "message_delta":
+            usage = getattr(event, "usage", None)
+            if usage is not None:
+                self._output = getattr(usage, "output_tokens", None)
         elif kind == "content_block_start":
             block = event.content_block
             if block.type == "tool_use":
@@ -245,4 +270,7 @@ class StreamedMessage:
                 # Re-encoded so the arguments read exactly as the unstreamed answer's.
                 value = json.loads("".join(block.pieces) or "{}")
                 calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(value)))
-        return Completion(text="".join(texts) if texts else None, tool_calls=tuple(calls))
+        output = self._output if self._output is not None else getattr(self._usage, "output_tokens", None)
+        return Completion(
+            text="".join(texts) if texts else None, tool_calls=tuple(calls), usage=to_usage(self._usage, output=output)
+        )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from orchestrator.config import SecretRef
 from orchestrator.errors import ProviderOverrides
 
-__all__ = ["Completion", "ModelBinding", "Provider", "ToolCall"]
+__all__ = ["Completion", "ModelBinding", "Prices", "Provider", "ToolCall", "Usage"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,11 +23,50 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """The tokens one model call used, as the provider reported them.
+
+    `input_tokens` counts the whole prompt, `cached_tokens` the part of it read from the
+    provider's prompt cache (so `cached_tokens <= input_tokens`); `output_tokens` is what
+    the model wrote. Anthropic reports cache reads and writes apart from `input_tokens`:
+    its client adds them in, so both kinds count the same way.
+    """
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        """Return input plus output tokens (what a token budget counts)."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prices:
+    """`[providers.X.prices]`: what a million tokens cost, in the operator's currency."""
+
+    input: float
+    output: float
+    cached_input: float
+
+    def cost(self, usage: Usage) -> float:
+        """Return what `usage` cost: uncached input, cached input and output at their prices."""
+        uncached = max(0, usage.input_tokens - usage.cached_tokens)
+        return (uncached * self.input + usage.cached_tokens * self.cached_input + usage.output_tokens * self.output) / 1e6
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
-    """One model answer: text, tool calls, or both."""
+    """One model answer: text, tool calls, or both.
+
+    `usage` is None when the provider reported none; it is not part of equality (the same
+    answer streamed or not, or from a cache, is the same answer).
+    """
 
     text: str | None
     tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = field(default=None, compare=False)
     # Set by a failover chain: the link that answered (None = the binding's own provider and model).
     provider: str | None = None
     model: str | None = None
@@ -76,6 +115,10 @@ class ModelBinding:
     max_retries: int
     # Tried in order when this endpoint fails structurally (see `FailoverProvider`); each has none of its own.
     fallback: tuple[ModelBinding, ...] = ()
+    # `[providers.X.prices]`: turns recorded usage into cost (None = no cost recorded).
+    prices: Prices | None = None
+    # OpenAI kind: ask a streamed answer for its usage (`stream_options.include_usage`).
+    stream_usage: bool = True
 
     @property
     def overrides(self) -> ProviderOverrides:

@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from orchestrator.providers.base import Completion, ToolCall
+from orchestrator.providers.base import Completion, ToolCall, Usage
 from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
 from orchestrator.redaction import redact
 
@@ -48,6 +48,7 @@ class OpenAICompatProvider:
         "_sdk_error",
         "_status_error",
         "_stream_cls",
+        "_stream_usage",
         "_timed_out",
         "_timeout_s",
         "_unreachable",
@@ -63,6 +64,7 @@ class OpenAICompatProvider:
         timeout_s: float,
         max_retries: int,
         overrides: ProviderOverrides | None = None,
+        stream_usage: bool = True,
     ) -> None:
         # Imported here, not at module level: the SDK is slow to import and `--help` must not pay for it.
         import openai
@@ -72,6 +74,7 @@ class OpenAICompatProvider:
         self._url = base_url
         self._key = api_key
         self._timeout_s = timeout_s
+        self._stream_usage = stream_usage
         self._timed_out: type[Exception] = openai.APITimeoutError
         self._unreachable: type[Exception] = openai.APIConnectionError  # includes APITimeoutError
         self._status_error: type[Exception] = openai.APIStatusError
@@ -136,8 +139,11 @@ class OpenAICompatProvider:
             raise self._malformed(exc) from exc
 
     async def _stream(self, body: dict[str, Any], on_text: Callable[[str], Awaitable[None]]) -> Completion:
-        # No `stream_options`: many OpenAI-compatible servers reject the member.
         body["stream"] = True
+        # A streamed answer reports its usage only when asked (a last chunk with no choices);
+        # `[providers.X] stream_usage = false` for a server that rejects the member.
+        if self._stream_usage:
+            body["stream_options"] = {"include_usage": True}
         try:
             stream = await self._client.post(
                 "/chat/completions", body=body, cast_to=self._cast, stream=True, stream_cls=self._stream_cls
@@ -205,9 +211,23 @@ def _to_completion(response: Any) -> Completion:
         raise IndexError("the response has no choices")
     message = response.choices[0].message
     calls = message.tool_calls
+    usage = _to_usage(getattr(response, "usage", None))
     if not calls:
-        return Completion(text=message.content)
-    return Completion(text=message.content, tool_calls=tuple(_to_tool_call(call) for call in calls))
+        return Completion(text=message.content, usage=usage)
+    return Completion(text=message.content, tool_calls=tuple(_to_tool_call(call) for call in calls), usage=usage)
+
+
+def _to_usage(usage: Any) -> Usage | None:
+    """Map `usage` (`prompt_tokens` counts the cached part too); None when absent or not numbers."""
+    if usage is None:
+        return None
+    prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None  # a server that reports no usable figures: the budget falls back to an estimate
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    cached = cached if isinstance(cached, int) else 0
+    return Usage(input_tokens=max(0, prompt), output_tokens=max(0, completion), cached_tokens=min(max(0, cached), max(0, prompt)))
 
 
 def _to_tool_call(call: Any) -> ToolCall:
@@ -231,9 +251,10 @@ class _StreamedReply:
     on every chunk and raises on `finish_reason: "length"`, which the unstreamed path does not.
     """
 
-    __slots__ = ("_calls", "_has_text", "_seen", "_text")
+    __slots__ = ("_calls", "_has_text", "_seen", "_text", "_usage")
 
     def __init__(self) -> None:
+        self._usage: Usage | None = None
         self._text: list[str] = []
         self._has_text = False  # content `null` throughout means text None, as unstreamed
         self._seen = False
@@ -242,6 +263,9 @@ class _StreamedReply:
     def add(self, chunk: Any) -> str:
         """Take one chunk; return the text it adds ("" when none)."""
         piece = ""
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:  # the last chunk (`include_usage`), or every chunk on some servers
+            self._usage = _to_usage(usage) or self._usage
         for choice in chunk.choices or ():
             if getattr(choice, "index", 0) != 0:  # the first choice, as the unstreamed path reads
                 continue
@@ -282,7 +306,7 @@ class _StreamedReply:
             if not (partial.id and partial.name):
                 raise TypeError(f"streamed tool call {index} has no id or no function name")
             calls.append(ToolCall(id=partial.id, name=partial.name, arguments="".join(partial.arguments)))
-        return Completion(text=text, tool_calls=tuple(calls))
+        return Completion(text=text, tool_calls=tuple(calls), usage=self._usage)
 
 
 def _unreachable_reason(exc: Exception) -> str:

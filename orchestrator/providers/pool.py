@@ -41,6 +41,7 @@ def provider_factory(secrets_base: Path | None = None) -> ProviderFactory:
             timeout_s=binding.timeout_s,
             max_retries=binding.max_retries,
             overrides=binding.overrides,
+            stream_usage=binding.stream_usage,
         )
 
     return build
@@ -138,4 +139,4 @@ class ProviderPool:
 
 def _endpoint_key(binding: ModelBinding) -> tuple[object, ...]:
     return (binding.provider, binding.kind, binding.base_url, binding.api_key, binding.api_key_env,
-            binding.timeout_s, binding.max_retries, binding.overrides)
+            binding.timeout_s, binding.max_retries, binding.overrides, binding.stream_usage)

@@ -37,9 +37,11 @@ from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnCo
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
 from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
+from orchestrator.seam.usage import DAY_S, UsageMeter, budget_key
 from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn, enter_turn, leave_turn
 
 __all__ = [
+    "DAY_S",
     "APPROVAL_COMMANDS",
     "DEFAULT_BUILDERS",
     "PATH_PROFILES",
@@ -64,8 +66,10 @@ __all__ = [
     "ScopedToolRegistry",
     "Services",
     "TurnContext",
+    "UsageMeter",
     "agent_matrix",
     "assemble",
+    "budget_key",
     "build_acp",
     "build_channel",
     "build_cli_run",

@@ -3,8 +3,8 @@
 Every chat command is authorised by the route that admitted the message, resolved here and
 nowhere else (dispatch asks, `orchestrator route` shows, `policy matrix` checks):
 
-- `/new` and `/stop` act only on the sender's own session, and `/help` lists what the route
-  grants: every route has them.
+- `/new` and `/stop` act only on the sender's own session, `/usage` shows only the sender's
+  own usage with the routed agent, and `/help` lists what the route grants: every route has them.
 - `/approve ID` and `/deny ID` answer only a prompt the sender may answer (`answerers`).
 - `/sop NAME` starts only an SOP the route lists in `sops` (none by default; an SOP the
   config lacks is never granted, whatever the list says).
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["APPROVAL_COMMANDS", "SESSION_COMMANDS", "SOP_COMMAND", "ChatCommands", "resolve_chat_commands"]
 
-SESSION_COMMANDS: Final = ("/new", "/stop", "/help")
+SESSION_COMMANDS: Final = ("/new", "/stop", "/usage", "/help")
 SOP_COMMAND: Final = "/sop"
 APPROVAL_COMMANDS: Final = ("/approve", "/deny")
 

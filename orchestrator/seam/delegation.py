@@ -75,6 +75,9 @@ class _SeamDelegation:
             max_tool_result_chars=caller.knobs.max_tool_result_chars,
             max_history_messages=_UNCAPPED,
             max_actions_per_hour=_UNCAPPED,
+            # the child's tokens come out of the caller's turn: it gets what is left of it
+            max_tokens_per_turn=max(turn.remaining_tokens(), 1),
+            max_tokens_per_day=_UNCAPPED,
         )
         try:
             execution = build_delegate(

@@ -12,6 +12,7 @@ from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.ledger import ActionLedger
 from orchestrator.seam.paths import ConstructionPath, ScopedAssembly
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
+from orchestrator.seam.usage import UsageMeter
 
 __all__ = [
     "AgentIdentity",
@@ -41,6 +42,8 @@ class RuntimeKnobs:
     max_tool_result_chars: int
     max_history_messages: int
     max_actions_per_hour: int
+    max_tokens_per_turn: int
+    max_tokens_per_day: int
 
     def capped_by(self, ceiling: RuntimeKnobs | None) -> RuntimeKnobs:
         """Return these knobs, each lowered to `ceiling`'s value where that is smaller."""
@@ -53,6 +56,8 @@ class RuntimeKnobs:
             max_tool_result_chars=min(self.max_tool_result_chars, ceiling.max_tool_result_chars),
             max_history_messages=min(self.max_history_messages, ceiling.max_history_messages),
             max_actions_per_hour=min(self.max_actions_per_hour, ceiling.max_actions_per_hour),
+            max_tokens_per_turn=min(self.max_tokens_per_turn, ceiling.max_tokens_per_turn),
+            max_tokens_per_day=min(self.max_tokens_per_day, ceiling.max_tokens_per_day),
         )
 
 
@@ -82,6 +87,8 @@ class ResolvedAgentExecution:
     prompt_sections: tuple[PromptSection, ...]
     system_prompt: str
     ledger: ActionLedger
+    # Token budgets' state and the usage table every model call is recorded in.
+    usage: UsageMeter
     seal: InitVar[object]
     # Read at the start of every turn (pinned MCP resources); the engine wraps it as data.
     turn_context: tuple[TurnContext, ...] = ()
@@ -149,6 +156,8 @@ class ResolvedAgentExecution:
                 "max_tool_result_chars": self.knobs.max_tool_result_chars,
                 "max_history_messages": self.knobs.max_history_messages,
                 "max_actions_per_hour": self.knobs.max_actions_per_hour,
+                "max_tokens_per_turn": self.knobs.max_tokens_per_turn,
+                "max_tokens_per_day": self.knobs.max_tokens_per_day,
             },
             "assembly": self.assembly.describe(),
             "memory": {"mode": self.memory.mode, "read_from": list(self.memory.read_from)},

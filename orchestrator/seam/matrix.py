@@ -54,6 +54,7 @@ COLUMNS: Final = (
 BUDGETS: Final = (
     "max_tool_iterations", "turn_timeout_s", "tool_timeout_s",
     "max_tool_result_chars", "max_history_messages", "max_actions_per_hour",
+    "max_tokens_per_turn", "max_tokens_per_day",
 )
 # The grid's rows, in order, and the declared knobs that may narrow each (nothing else may change it).
 SETTINGS: Final[Mapping[str, frozenset[str]]] = {
@@ -367,6 +368,8 @@ async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[s
             max_tool_result_chars=caller.max_tool_result_chars,
             max_history_messages=_UNCAPPED,
             max_actions_per_hour=_UNCAPPED,
+            max_tokens_per_turn=caller.max_tokens_per_turn,
+            max_tokens_per_day=_UNCAPPED,
         )
         baseline, columns = matrix_columns(
             config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools

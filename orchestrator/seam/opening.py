@@ -116,7 +116,7 @@ async def open_services(
     reloadable: bool = False,
     connect_now: bool = True,
 ) -> AsyncIterator[Services]:
-    """Open the audit log, memory store, MCP servers and peripheral pool the reached turns need.
+    """Open the audit log, usage log, memory store, MCP servers and peripheral pool the reached turns need.
 
     What is reached is `service_reach(config, agents, path, sops=sops)`. The memory store
     opens only when a reached turn has memory, the MCP pool only when one has bundles
@@ -139,12 +139,14 @@ async def open_services(
     by then is closed. On exit everything closes in reverse order.
     """
     from orchestrator.peripherals import PeripheralPool
-    from orchestrator.store import AuditLog
+    from orchestrator.seam.usage import UsageMeter
+    from orchestrator.store import AuditLog, UsageLog
 
     reach = service_reach(config, agents, path, sops=sops)
     state = state_dir if state_dir is not None else config.state_path()
     async with AsyncExitStack() as stack:
         audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
+        usage = UsageMeter(log=stack.enter_context(UsageLog(state / "usage.sqlite3")))
         memory = None
         if reloadable or any(uses_memory(config, t.agent, path=t.path) for t in reach):
             from orchestrator.memory import MemoryStore
@@ -161,6 +163,6 @@ async def open_services(
             pool = await stack.enter_async_context(McpPool(config))
             if connect_now:
                 await connect_reach(pool, config, reach, require=require_mcp)
-        services = Services(audit=audit, mcp=pool, memory=memory, peripherals=peripherals)
+        services = Services(audit=audit, usage=usage, mcp=pool, memory=memory, peripherals=peripherals)
         stack.push_async_callback(services.providers.aclose)
         yield services

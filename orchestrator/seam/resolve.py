@@ -6,8 +6,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-from orchestrator.config import AgentConfig, Config
-from orchestrator.providers import ModelBinding
+from orchestrator.config import AgentConfig, Config, PricesConfig
+from orchestrator.providers import ModelBinding, Prices
 from orchestrator.errors import OrchestratorError, UnknownAgent
 from orchestrator.policy import Interactivity, SecurityPolicy
 from orchestrator.seam._seal import SEAL
@@ -129,6 +129,7 @@ def _resolve(
         turn_context=registry.turn_context,
         system_prompt="\n\n".join([agent.system_prompt, *(s.text for s in sections)]).strip(),
         ledger=services.ledger,
+        usage=services.usage,
         seal=SEAL,
     )
 
@@ -228,7 +229,16 @@ def _link(config: Config, name: str, model: str, temperature: float | None) -> M
         base_url_from_env=bool(env_url),
         timeout_s=provider.timeout_s,
         max_retries=provider.max_retries,
+        prices=_prices(provider.prices),
+        stream_usage=provider.stream_usage,
     )
+
+
+def _prices(prices: PricesConfig | None) -> Prices | None:
+    if prices is None:
+        return None
+    cached = prices.cached_input if prices.cached_input is not None else prices.input
+    return Prices(input=prices.input, output=prices.output, cached_input=cached)
 
 
 def _knobs(agent: AgentConfig) -> RuntimeKnobs:
@@ -240,6 +250,8 @@ def _knobs(agent: AgentConfig) -> RuntimeKnobs:
         max_tool_result_chars=b.max_tool_result_chars,
         max_history_messages=b.max_history_messages,
         max_actions_per_hour=b.max_actions_per_hour,
+        max_tokens_per_turn=b.max_tokens_per_turn,
+        max_tokens_per_day=b.max_tokens_per_day,
     )
 
 

@@ -9,6 +9,7 @@ from weakref import WeakKeyDictionary
 from orchestrator.providers import ProviderPool
 from orchestrator.policy import AuditSink
 from orchestrator.seam.ledger import ActionLedger
+from orchestrator.seam.usage import UsageMeter
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
@@ -22,11 +23,13 @@ __all__ = ["Services"]
 
 @dataclass(kw_only=True, eq=False)
 class Services:
-    """Provider clients, the audit sink, the action ledger and the MCP pool shared by every turn."""
+    """Provider clients, the audit sink, the action ledger, the usage meter and the MCP pool shared by every turn."""
 
     providers: ProviderPool = field(default_factory=ProviderPool)
     audit: AuditSink | None = None
     ledger: ActionLedger = field(default_factory=ActionLedger)
+    # Token budgets and the usage table (`open_services` gives it the state dir's log).
+    usage: UsageMeter = field(default_factory=UsageMeter)
     # The daemon's MCP connections; None grants no MCP tools (nothing is connected).
     mcp: McpPool | None = None
     # Every agent's memories; None grants no memory tools (no store is open).

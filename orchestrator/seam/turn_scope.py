@@ -41,6 +41,7 @@ class CurrentTurn:
     depth: int  # 0 for a top-level turn; a turn run inside another's tool call is one deeper
     runner: ChildRunner
     iteration: int = 0
+    tokens: int = 0  # model tokens the turn has used so far (the engine adds each call's)
 
     def remaining_s(self) -> float:
         """Return the seconds left before the turn's deadline (never negative)."""
@@ -49,6 +50,10 @@ class CurrentTurn:
     def remaining_iterations(self) -> int:
         """Return the tool iterations the turn may still start (never negative)."""
         return max(0, self.execution.knobs.max_tool_iterations - self.iteration)
+
+    def remaining_tokens(self) -> int:
+        """Return the model tokens the turn may still use (never negative)."""
+        return max(0, self.execution.knobs.max_tokens_per_turn - self.tokens)
 
     async def run_child(self, execution: ResolvedAgentExecution, task: str, *, session: str, parent: str) -> ChildOutcome:
         """Run `task` on `execution` (resolved by the seam) as a nested turn, with this turn's approver and actor."""

@@ -1,19 +1,32 @@
-"""SQLite-backed state: the approval audit log, sessions, transcripts, the durable inbox, schedules."""
+"""SQLite-backed state: the approval audit log, sessions, transcripts, the durable inbox, schedules, usage."""
 
 from orchestrator.store.audit import AuditLog
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
 from orchestrator.store.sqlite import Database, state_fault
+from orchestrator.store.usage import GROUPINGS, NOBODY, Grouping, UsageLog, UsageRow, UsageTotal, read_usage
+from orchestrator.store.usage_report import BadUsageQuery, UsageReport, parse_grouping, parse_since
 
 __all__ = [
+    "GROUPINGS",
+    "NOBODY",
     "AuditLog",
+    "BadUsageQuery",
     "Database",
+    "Grouping",
     "InboxRow",
     "ScheduleLog",
     "ScheduleRecord",
     "SessionStore",
     "StateDirLocked",
+    "UsageLog",
+    "UsageReport",
+    "UsageRow",
+    "UsageTotal",
     "hold_state_lock",
+    "parse_grouping",
+    "parse_since",
+    "read_usage",
     "state_fault",
 ]

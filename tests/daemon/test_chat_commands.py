@@ -180,6 +180,7 @@ async def test_help_lists_what_this_route_grants_and_nothing_more(
         "Commands here:",
         "/new - start a new session",
         "/stop - stop what is running in this session",
+        "/usage - your token usage with this agent",
         "/help - this list",
         "/sop NAME [context] - run an SOP",
         "/approve ID - allow a tool call you were asked about",

@@ -17,9 +17,17 @@ out; `fake.pending` tells how many scripted replies are still queued.
 A request with `"stream": true` gets the same scripted reply as Server-Sent Events in the
 `chat.completion.chunk` format: the role, the text in word-sized pieces, each tool call as
 a first delta (index, id, type, name, start of the arguments) followed by argument pieces,
-the finish reason, then `data: [DONE]`.  `cut_off(reply, after=N)` drops the connection
+the finish reason, then (when the request asks with `stream_options.include_usage`) a last
+chunk with no choices and the usage, as OpenAI sends it, then `data: [DONE]`.  `cut_off(reply, after=N)` drops the connection
 after N events instead, like a server that dies mid-answer.  Error replies are sent as
 plain JSON errors either way, as real servers do before a stream starts.
+
+Usage is reported like a real server's: `prompt_tokens` is the request's messages and tools
+as JSON, characters / 4 (at least 1), `completion_tokens` the reply's content and tool-call
+arguments the same way; `with_usage(reply, prompt=..., completion=..., cached=...)` fixes
+the figures instead (`cached` goes to `prompt_tokens_details.cached_tokens`), and
+`fake.report_usage = False` leaves `usage` out, as some local servers do.  `usages` keeps
+every usage reported, in order.
 
 `fake.refuse_key = True` switches on a fault: every chat request is answered 401 with a
 message quoting the API key from its `Authorization` header back, as an echoing proxy does.
@@ -52,13 +60,13 @@ __all__ = [
     "text",
     "tool_call",
     "tool_calls",
+    "with_usage",
 ]
 
 _JSON: Final = "application/json"
 _SSE: Final = "text/event-stream"
 _WORDS: Final = re.compile(r"\s*\S+|\s+")  # pieces that concatenate back to the text
 _ARGUMENT_PIECE: Final = 8  # characters of tool-call arguments per streamed delta
-_USAGE: Final = b'"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}'
 _ERROR_TYPES: Final = MappingProxyType(
     {
         400: "invalid_request_error",
@@ -84,6 +92,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes
     cut_after: int | None = None
+    usage: tuple[int, int, int] | None = None  # (prompt, completion, cached); None = estimated
 
 
 Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
@@ -95,7 +104,7 @@ _Scripted: TypeAlias = Reply | Responder
 def _completion(message: Mapping[str, Any], finish_reason: str) -> Reply:
     choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
     choices = json.dumps([choice], separators=(",", ":")).encode()
-    return Reply(body=b'"choices":' + choices + b"," + _USAGE)
+    return Reply(body=b'"choices":' + choices + b"}")
 
 
 def text(content: str) -> Reply:
@@ -164,6 +173,11 @@ def status(
     return Reply(status=code, headers=tuple(headers), body=body)
 
 
+def with_usage(reply: Reply, *, prompt: int, completion: int, cached: int = 0) -> Reply:
+    """Report exactly these token counts for `reply` instead of the estimate."""
+    return replace(reply, usage=(prompt, completion, cached))
+
+
 def cut_off(reply: Reply, *, after: int) -> Reply:
     """Stream `reply` but drop the connection after `after` events (no `[DONE]`)."""
     return replace(reply, cut_after=after)
@@ -188,6 +202,8 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
         self.refuse_key = False
+        self.report_usage = True
+        self.usages: list[dict[str, Any]] = []
         self._queue: deque[_Scripted] = deque()
         self._ids = itertools.count(1)
         self._created = b'","object":"chat.completion","created":%d,"model":' % int(time.time())
@@ -251,10 +267,26 @@ class FakeOpenAI:
             return _error_response(reply)
         head = b'{"id":"chatcmpl-fake-%d' % next(self._ids) + self._created
         model = json.dumps(body.get("model")).encode()
+        usage = self._usage(body, reply) if self.report_usage else None
         if body.get("stream"):
             chunk_head = head.replace(b'"chat.completion"', b'"chat.completion.chunk"')
-            return await _stream(request, reply, chunk_head + model)
-        return web.Response(body=head + model + b"," + reply.body, content_type=_JSON)
+            options = body.get("stream_options")
+            wanted = usage if isinstance(options, dict) and options.get("include_usage") else None
+            return await _stream(request, reply, chunk_head + model, wanted)
+        members = b',"usage":' + json.dumps(usage).encode() if usage is not None else b""
+        return web.Response(body=head + model + members + b"," + reply.body, content_type=_JSON)
+
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        if reply.usage is not None:
+            prompt, completion, cached = reply.usage
+        else:
+            sent = json.dumps(body.get("messages")) + json.dumps(body.get("tools") or [])
+            prompt, completion, cached = max(1, len(sent) // 4), max(1, _reply_chars(reply.body) // 4), 0
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        if cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        self.usages.append(usage)
+        return usage
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         scripted = self._queue.popleft() if self._queue else self.default
@@ -267,10 +299,27 @@ class FakeOpenAI:
         return web.Response(body=self._models, content_type=_JSON)
 
 
-async def _stream(request: web.Request, reply: Reply, head: bytes) -> web.StreamResponse:
+def _reply_chars(members: bytes) -> int:
+    """Count the characters of a reply's text and tool-call arguments (what the model wrote)."""
+    try:
+        reply = json.loads(b"{" + members)
+    except ValueError:
+        return 0
+    chars = 0
+    for choice in reply.get("choices") or ():
+        message = choice.get("message") or {}
+        chars += len(message.get("content") or "")
+        chars += sum(len(call["function"]["arguments"]) for call in message.get("tool_calls") or ())
+    return chars
+
+
+async def _stream(request: web.Request, reply: Reply, head: bytes, usage: dict[str, Any] | None) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": _SSE, "Cache-Control": "no-cache"})
     await response.prepare(request)
-    for sent, event in enumerate(_events(reply.body, head)):
+    events = list(_events(reply.body, head))
+    if usage is not None:
+        events.append(head + b',"choices":[],"usage":' + json.dumps(usage).encode() + b"}")
+    for sent, event in enumerate(events):
         if sent == reply.cut_after:
             assert request.transport is not None
             request.transport.close()

@@ -38,7 +38,9 @@ def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
 def fill(where: Path) -> Path:
     """Write a file until the filesystem is full; return it."""
     filler = where / "filler"
-    with open(filler, "wb") as out:
+    # Unbuffered: a buffered file would keep the last partial block and fail again on close,
+    # depending on how the free space happens to align with the buffer.
+    with open(filler, "wb", buffering=0) as out:
         try:
             while True:
                 out.write(b"\0" * 65536)

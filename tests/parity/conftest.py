@@ -47,6 +47,8 @@ tool_timeout_s = 11
 max_tool_result_chars = 4321
 max_history_messages = 17
 max_actions_per_hour = 55
+max_tokens_per_turn = 54321
+max_tokens_per_day = 987654
 
 [agents.ops.memory]
 scope = "agent"

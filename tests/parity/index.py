@@ -304,4 +304,18 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               tracking="issue #11 item 6",
               evidence="tests/daemon/test_dispatch.py::"
               "test_terminal_approval_prompt_shows_the_path_despite_a_long_first_argument"),
+    ParityRow(surface="budget", setting="max_tokens_per_turn: every turn path stops before a call that would pass it "
+              "(matrix row `budget.max_tokens_per_turn`)", owner="#16 Usage", tracking="issue #16 item 4",
+              evidence="tests/parity/test_token_budget_parity.py::"
+              "test_every_turn_path_stops_before_a_call_that_would_pass_the_turn_budget"),
+    ParityRow(surface="budget", setting="max_tokens_per_day per (agent, sender): engine and channel path",
+              owner="#16 Usage", tracking="issue #16 item 4",
+              evidence="tests/parity/test_token_budget_parity.py::test_the_channel_path_keeps_each_senders_day_and_records_the_sender"),
+    ParityRow(surface="budget", setting="delegate: the child's per-turn tokens are capped by the caller's remainder "
+              "and count for the caller", owner="#16 Usage", tracking="issue #16 item 4",
+              evidence="tests/parity/test_token_budget_parity.py::"
+              "test_a_delegated_turn_runs_on_what_is_left_of_its_callers_tokens_and_counts_for_it"),
+    ParityRow(surface="usage", setting="one usage row per model call on every turn path, naming the path",
+              owner="#16 Usage", tracking="issue #16 item 4",
+              evidence="tests/parity/test_token_budget_parity.py::test_every_turn_path_records_one_row_per_call_with_its_path"),
 )

@@ -23,7 +23,7 @@ from tests.parity.conftest import parity_toml
 from tests.parity.test_l2_paths import comparable
 
 # Budgets that are the caller's turn budgets (a delegation ceiling lowers them); the rest stay the target's.
-CEILING_KEYS = ("max_tool_iterations", "turn_timeout_s", "tool_timeout_s", "max_tool_result_chars")
+CEILING_KEYS = ("max_tool_iterations", "turn_timeout_s", "tool_timeout_s", "max_tool_result_chars", "max_tokens_per_turn")
 NARROWING = ("file_read", "arm__status", "http_fetch")
 
 

@@ -46,7 +46,7 @@ async def test_every_path_refuses_a_host_outside_the_allowed_hosts(
     config = load_config(path)
     ceiling = RuntimeKnobs(
         max_tool_iterations=1, turn_timeout_s=1, tool_timeout_s=1, max_tool_result_chars=100,
-        max_history_messages=1, max_actions_per_hour=1,
+        max_history_messages=1, max_actions_per_hour=1, max_tokens_per_turn=1, max_tokens_per_day=1,
     )
     services = dict.fromkeys(COLUMNS, Services())  # one for every column: http_fetch needs none
     _, columns = matrix_columns(config, "net", services, parent="net", ceiling=ceiling, schedule_tools=None)

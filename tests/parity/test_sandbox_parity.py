@@ -40,7 +40,8 @@ async def test_every_path_runs_shell_in_the_same_sandbox(
     config = load_config(write_config(toml))
     services = dict.fromkeys(COLUMNS, Services(peripherals=PeripheralPool()))  # shell needs no service
     ceiling = RuntimeKnobs(max_tool_iterations=5, turn_timeout_s=60, tool_timeout_s=60, max_tool_result_chars=9999,
-                           max_history_messages=99, max_actions_per_hour=99)
+                           max_history_messages=99, max_actions_per_hour=99, max_tokens_per_turn=99,
+                           max_tokens_per_day=99)
 
     baseline, columns = matrix_columns(config, "ops", services, parent="ops", ceiling=ceiling, schedule_tools=None)
 

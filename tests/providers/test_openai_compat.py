@@ -217,7 +217,10 @@ async def test_streamed_text_arrives_in_order_and_adds_up_to_the_completion(fake
     assert streamed == plain == Completion(text="the quick brown fox")
     unstreamed_body, streamed_body = fake.requests
     assert "stream" not in unstreamed_body
-    assert streamed_body == {"model": "m", "messages": list(USER), "stream": True}  # no stream_options
+    assert streamed_body == {
+        "model": "m", "messages": list(USER), "stream": True, "stream_options": {"include_usage": True}
+    }
+    assert streamed.usage == plain.usage is not None  # the last chunk's usage, as the unstreamed answer's
 
 
 async def test_streamed_tool_calls_assemble_like_the_unstreamed_answer(fake: FakeOpenAI) -> None:

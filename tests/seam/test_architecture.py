@@ -28,7 +28,7 @@ PRIVATE_MODULES = {"orchestrator.seam._seal": "orchestrator/seam/", "orchestrato
 AGENTS_KEY = "agents"
 EXECUTION_FIELDS = (
     "identity", "model", "provider", "security", "tools", "approvals", "knobs", "assembly", "memory",
-    "skills", "mcp_bundles", "prompt_sections", "system_prompt", "ledger",
+    "skills", "mcp_bundles", "prompt_sections", "system_prompt", "ledger", "usage",
 )
 
 

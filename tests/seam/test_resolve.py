@@ -80,12 +80,13 @@ def test_caller_knobs_cannot_reopen_what_a_path_withholds(load: Callable[..., Co
 def test_ceiling_only_lowers_budgets(load: Callable[..., Config]) -> None:
     ceiling = RuntimeKnobs(
         max_tool_iterations=3, turn_timeout_s=1000, tool_timeout_s=5, max_tool_result_chars=10**6,
-        max_history_messages=2, max_actions_per_hour=10**6,
+        max_history_messages=2, max_actions_per_hour=10**6, max_tokens_per_turn=500, max_tokens_per_day=10**9,
     )
     execution = resolve(load(CONFIG), "a", path=ConstructionPath.DELEGATE, services=Services(), ceiling=ceiling)
     knobs = execution.knobs
     assert (knobs.max_tool_iterations, knobs.turn_timeout_s, knobs.tool_timeout_s) == (3, 300.0, 5)
     assert (knobs.max_tool_result_chars, knobs.max_history_messages, knobs.max_actions_per_hour) == (16000, 2, 120)
+    assert (knobs.max_tokens_per_turn, knobs.max_tokens_per_day) == (500, 20_000_000)
 
 
 def test_default_workspace_is_per_agent_beside_state_dir_never_inside(load: Callable[..., Config]) -> None:

@@ -1,0 +1,114 @@
+"""UsageMeter: the runtime state behind the token budgets, and where every call's usage is recorded."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from orchestrator.store import NOBODY, Grouping, UsageReport, UsageRow
+
+if TYPE_CHECKING:
+    from orchestrator.providers import ModelBinding, Usage
+    from orchestrator.store import UsageLog
+
+__all__ = ["DAY_S", "UsageMeter", "budget_key"]
+
+DAY_S: Final = 24 * 3600.0
+
+
+def budget_key(agent: str, sender: str | None) -> str:
+    """Return the key a token budget is kept under: one per (agent, person), like the action budget."""
+    return f"{agent}:{sender or NOBODY}"
+
+
+class UsageMeter:
+    """Count model tokens per (agent, sender) over a sliding day, and record every call.
+
+    One per daemon (in `Services`). With a `log`, each call is appended to the usage table
+    and the day's spend is read back from it when the meter opens, so a restart does not
+    hand every sender a fresh day; without one (tests, throwaway services), it only counts.
+    `clock` is the wall clock (rows are stamped with it; tests pass their own).
+    """
+
+    __slots__ = ("_clock", "_log", "_spent")
+
+    def __init__(self, *, log: UsageLog | None = None, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._log = log
+        self._spent: dict[str, _Window] = {}
+        if log is not None:
+            for agent, sender, ts, tokens in log.spent_since(clock() - DAY_S):
+                self._window(budget_key(agent, sender)).add(ts, tokens)
+
+    def report_faults(self, callback: Callable[[str], None]) -> None:
+        """Hand a state fault of the usage table's writes to `callback` (the daemon stops on one)."""
+        if self._log is not None:
+            self._log.on_fault = callback
+
+    def report(
+        self, *, by: Grouping = "agent", since: float | None = None, agent: str | None = None, sender: str | None = None
+    ) -> UsageReport:
+        """Return the recorded usage per `by` group (empty without a log)."""
+        rows = self._log.totals(by=by, since=since, agent=agent, sender=sender) if self._log is not None else []
+        return UsageReport(by=by, since=since, agent=agent, sender=sender, rows=tuple(rows))
+
+    def spent_today(self, key: str) -> int:
+        """Return the tokens `key` used over the last 24 hours."""
+        window = self._spent.get(key)
+        return window.total_since(self._clock() - DAY_S) if window is not None else 0
+
+    def _window(self, key: str) -> _Window:
+        window = self._spent.get(key)
+        if window is None:
+            window = self._spent[key] = _Window()
+        return window
+
+    def record(
+        self,
+        *,
+        binding: ModelBinding,
+        provider: str,
+        model: str,
+        usage: Usage,
+        estimated: bool,
+        agent: str,
+        path: str,
+        sender: str | None,
+        session: str,
+    ) -> None:
+        """Count `usage` against (agent, sender) and append it to the log, priced by the answering link."""
+        now = self._clock()
+        self._window(budget_key(agent, sender)).add(now, usage.total)
+        if self._log is None:
+            return
+        prices = next((link.prices for link in binding.chain if link.provider == provider), None)
+        self._log.record(
+            UsageRow(
+                ts=now, agent=agent, path=path, sender=sender or NOBODY, session=session,
+                provider=provider, model=model, input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
+                estimated=estimated, cost=prices.cost(usage) if prices is not None else None,
+            )
+        )
+
+
+class _Window:
+    """One key's calls over the sliding day, with their running sum (a check costs no re-count)."""
+
+    __slots__ = ("_events", "_total")
+
+    def __init__(self) -> None:
+        self._events: deque[tuple[float, int]] = deque()
+        self._total = 0
+
+    def add(self, ts: float, tokens: int) -> None:
+        self._events.append((ts, tokens))
+        self._total += tokens
+
+    def total_since(self, horizon: float) -> int:
+        events = self._events
+        while events and events[0][0] < horizon:
+            self._total -= events.popleft()[1]
+        return self._total

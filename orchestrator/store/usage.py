@@ -1,0 +1,230 @@
+"""UsageLog: every model call's token usage and cost, in `<state_dir>/usage.sqlite3` (WAL)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from loguru import logger
+
+from orchestrator.errors import StateError
+from orchestrator.store.sqlite import Database, state_fault
+
+__all__ = ["GROUPINGS", "NOBODY", "Grouping", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
+
+# Version 1: the `usage` table. A later version adds its own `ALTER TABLE` steps under a
+# `PRAGMA user_version` check, so an existing state dir is upgraded in place, never rebuilt.
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,
+    agent TEXT NOT NULL,
+    path TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    session TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    estimated INTEGER NOT NULL DEFAULT 0,
+    cost REAL
+);
+CREATE INDEX IF NOT EXISTS usage_ts ON usage (ts);
+CREATE INDEX IF NOT EXISTS usage_agent_sender ON usage (agent, sender, ts);
+PRAGMA user_version = 1;
+"""
+_INSERT: Final = (
+    "INSERT INTO usage (ts, agent, path, sender, session, provider, model, input_tokens, output_tokens,"
+    " cached_tokens, estimated, cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+GROUPINGS: Final = ("agent", "sender", "model")
+Grouping = Literal["agent", "sender", "model"]
+# Who a call was for when the turn names nobody (an anonymous library or schedule turn).
+NOBODY: Final = "-"
+# Rows wait at most this long (or until this many are pending) before one transaction writes them.
+_FLUSH_AFTER_S: Final = 0.5
+_FLUSH_ROWS: Final = 256
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageRow:
+    """One model call: who it was for, which link answered, what it used and cost.
+
+    `estimated`: the provider reported no usage, so the tokens are the engine's estimate.
+    `cost` is None when the answering provider has no `prices`.
+    """
+
+    ts: float
+    agent: str
+    path: str
+    sender: str
+    session: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    estimated: bool = False
+    cost: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageTotal:
+    """The sum over one group's calls (`key` is the agent, sender or `provider/model`)."""
+
+    key: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost: float | None  # None when no call of the group had a price
+    estimated_calls: int
+
+    def describe(self) -> dict[str, object]:
+        """Return the total as plain data (`--json`, `GET /api/usage`)."""
+        return {
+            "key": self.key,
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+            "cost": None if self.cost is None else round(self.cost, 6),
+            "estimated_calls": self.estimated_calls,
+        }
+
+
+class UsageLog(Database):
+    """The append-only `usage` table; a context manager.
+
+    Off the hot path: `record` only queues the row; the queue is written in one transaction
+    half a second after its first row (an event-loop timer, not a task), at 256 rows, before
+    every read through this log, and on close, so a turn never waits for a commit. A crash
+    loses at most that half second of rows. A failed write (disk full, a file locked past
+    the busy timeout) is logged and its rows dropped, never raised into a turn; one no retry
+    fixes (`state_fault`: damage, an I/O error, a read-only store) is also handed to
+    `on_fault`, which the daemon sets to stop itself.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, _SCHEMA)
+        self._pending: list[tuple[object, ...]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self.on_fault: Callable[[str], None] | None = None
+
+    def record(self, row: UsageRow) -> None:
+        """Queue one call's usage for the next write."""
+        self._pending.append(_values(row))
+        if len(self._pending) >= _FLUSH_ROWS:
+            self.flush()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no event loop (a synchronous caller): write now
+                self.flush()
+                return
+            self._timer = loop.call_later(_FLUSH_AFTER_S, self.flush)
+
+    def flush(self) -> None:
+        """Write every queued row in one transaction; log and drop them when the write fails."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        rows, self._pending = self._pending, []
+        if not rows:
+            return
+        try:
+            with self._db:  # one transaction: one commit for the batch
+                self._db.execute("BEGIN")
+                self._db.executemany(_INSERT, rows)
+        except sqlite3.Error as exc:
+            logger.warning("usage of {} model calls not recorded: {}", len(rows), exc)
+            reason = state_fault(exc)
+            if reason is not None and self.on_fault is not None:
+                self.on_fault(reason)
+
+    def close(self) -> None:
+        """Write what is queued, then close."""
+        self.flush()
+        super().close()
+
+    def spent_since(self, since: float) -> Iterator[tuple[str, str, float, int]]:
+        """Yield (agent, sender, ts, input + output tokens) of every call since `since`, oldest first."""
+        self.flush()
+        yield from self._db.execute(
+            "SELECT agent, sender, ts, input_tokens + output_tokens FROM usage WHERE ts >= ? ORDER BY ts", (since,)
+        )
+
+    def totals(
+        self, *, by: Grouping = "agent", since: float | None = None, agent: str | None = None, sender: str | None = None
+    ) -> list[UsageTotal]:
+        """Return the sums per `by` group, biggest token count first."""
+        self.flush()
+        return _totals(self._db, by=by, since=since, agent=agent, sender=sender)
+
+
+def read_usage(
+    path: Path, *, by: Grouping = "agent", since: float | None = None, agent: str | None = None, sender: str | None = None
+) -> list[UsageTotal]:
+    """Return the sums from the usage file at `path` read-only (a running daemon may be writing it).
+
+    A missing file is no usage (nothing is created). Raises `StateError` for a file that
+    cannot be read.
+    """
+    if not path.exists():
+        return []
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StateError(str(path), str(exc)) from exc
+    try:
+        db.execute("PRAGMA busy_timeout=5000")
+        return _totals(db, by=by, since=since, agent=agent, sender=sender)
+    except sqlite3.Error as exc:
+        raise StateError(str(path), str(exc)) from exc
+    finally:
+        db.close()
+
+
+def _totals(
+    db: sqlite3.Connection, *, by: Grouping, since: float | None, agent: str | None, sender: str | None
+) -> list[UsageTotal]:
+    if by not in GROUPINGS:
+        raise ValueError(f"cannot group usage by {by!r}")
+    key = "provider || '/' || model" if by == "model" else by
+    where: list[str] = []
+    params: list[object] = []
+    for column, value in (("agent", agent), ("sender", sender)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("ts >= ?")
+        params.append(since)
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    rows = db.execute(
+        f"SELECT {key}, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cost),"
+        f" SUM(estimated) FROM usage{clause} GROUP BY 1"
+        " ORDER BY SUM(input_tokens) + SUM(output_tokens) DESC, 1",
+        params,
+    )
+    return [
+        UsageTotal(
+            key=str(group), calls=calls, input_tokens=inp, output_tokens=out, cached_tokens=cached,
+            cost=cost, estimated_calls=estimated,
+        )
+        for group, calls, inp, out, cached, cost, estimated in rows
+    ]
+
+
+def _values(row: UsageRow) -> tuple[object, ...]:
+    return (
+        row.ts, row.agent, row.path, row.sender, row.session, row.provider, row.model,
+        row.input_tokens, row.output_tokens, row.cached_tokens, int(row.estimated), row.cost,
+    )
+
