@@ -31,12 +31,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeVar, runtime_checkable
 
 from channels.base import ChannelError, ChannelRefused, ReplyProgress
 from channels.chunking import chunk_text
 
-__all__ = ["ChatPacer", "EditStream", "PacerBook", "StreamRateLimited", "split_to_limit"]
+__all__ = ["ChatPacer", "EditStream", "PacerBook", "StreamRateLimited", "StreamStatus", "split_to_limit"]
 
 _log: Final = logging.getLogger(__name__)
 # How often `finish` and `abort` wait out a rate limit before giving up with ChannelError.
@@ -51,6 +51,18 @@ Measure = Callable[[str], int]
 _R = TypeVar("_R")
 # Consecutive failed intermediate calls after which the flusher rests until the next update.
 _MAX_FAILURES: Final = 3
+
+
+@runtime_checkable
+class StreamStatus(Protocol):
+    """A stream that can show a status beside the text (Slack's assistant status); optional.
+
+    The core checks with `isinstance` and calls `status("is thinking...")`, then
+    `status("running file_read...")` while a tool runs; it never raises, and `finish` / `abort`
+    clear what it set.
+    """
+
+    async def status(self, text: str) -> None: ...
 
 
 class StreamRateLimited(ChannelError):
@@ -193,6 +205,9 @@ class EditStream:
                 except ChannelError as exc:
                     # the next flush retries with the newest text; the final text is what counts
                     _log.warning("%s: stream update failed: %s", self._channel, exc)
+                    failures += 1
+                except Exception:  # an adapter bug must not kill the turn: `update` never raises
+                    _log.exception("%s: stream update failed unexpectedly", self._channel)
                     failures += 1
 
     async def _show(self, index: int, chunk: str) -> None:

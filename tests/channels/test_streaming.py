@@ -343,3 +343,23 @@ async def test_render_is_applied_before_measuring() -> None:
     await stream.finish("a & b & c & d & e & f")
     assert all(len(text) <= 20 for text in platform.visible())
     assert "".join(platform.visible()).count("&amp;") == 5
+
+
+async def test_an_unexpected_error_in_an_intermediate_call_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    platform = Platform()
+    calls = 0
+
+    async def broken_post(text: str) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("adapter bug")
+        return await platform.post(text)
+
+    stream = EditStream(channel="fake", post=broken_post, edit=platform.edit, limit=100, pacer=PacerBook(INTERVAL).pacer("c"))
+    with caplog.at_level(logging.ERROR, logger="channels.streaming"):
+        await stream.update("first")
+        await asyncio.sleep(INTERVAL * 3)
+    assert "failed unexpectedly" in caplog.text
+    await stream.finish("final")
+    assert platform.visible() == ["final"]
