@@ -291,9 +291,13 @@ class DiscordAdapter:
         """Return a send-then-edit stream into the reply's channel or thread (None with `stream = false`)."""
         if not self._stream:
             return None
+        try:
+            channel = self._channel(message.chat, message.thread)
+        except ChannelError:
+            return None  # not connected or not a channel id: `send` reports it (and is retried)
         return open_edit_stream(
             name=self.name,
-            channel=self._channel(message.chat, message.thread),
+            channel=channel,
             reply_to=message.reply_to,
             pacers=self._pacers,
             call=self._call,

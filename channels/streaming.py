@@ -151,7 +151,8 @@ class EditStream:
         self._render = render or (lambda text: text)
         self._ids: list[str] = []
         self._shown: list[str] = []  # what each message in `_ids` shows now
-        self._latest: list[str] = []  # the chunks of the newest text from `update`
+        self._latest_text = ""  # the newest text from `update`
+        self._latest_chunks: list[str] | None = []  # its chunks (None: not split yet)
         self._lock = asyncio.Lock()  # one platform call of this stream at a time
         self._flusher: asyncio.Task[None] | None = None
         self._ended = False
@@ -172,12 +173,19 @@ class EditStream:
         """Record `text` as the newest visible text; the flusher shows it when the chat may."""
         if self._ended:
             return
-        chunks = split_to_limit(self._render(text), self._limit, self._measure)
-        if not chunks or not "".join(chunks).strip():
+        if not text.strip():
             return  # platforms refuse empty messages; nothing worth showing yet
-        self._latest = chunks
+        # split only when a flush shows it: most texts are superseded before that (coalesced)
+        self._latest_text, self._latest_chunks = text, None
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    @property
+    def _latest(self) -> list[str]:
+        """Return the chunks of the newest text from `update`, split on first use."""
+        if self._latest_chunks is None:
+            self._latest_chunks = split_to_limit(self._render(self._latest_text), self._limit, self._measure)
+        return self._latest_chunks
 
     def _pending(self) -> int | None:
         """Return the index of the first message that does not show the newest text, or None."""
