@@ -55,7 +55,7 @@ from channels.base import (
 )
 from channels.chunking import chunk_text
 from channels.slack_payloads import approval_message, escape, from_block_actions, from_event
-from channels.slack_stream import Askers, SlackStream, StreamSupport, close_abandoned_stream
+from channels.slack_stream import Askers, SlackStream, StreamSupport, close_abandoned_stream, set_thread_status
 from channels.streaming import PacerBook
 
 if TYPE_CHECKING:
@@ -268,6 +268,8 @@ class SlackAdapter:
             )
             if progress is not None:
                 progress.advance()
+        if message.thread is not None:  # Slack clears a thread's assistant status when the app replies
+            self._stream_support.statuses.discard((message.chat, message.thread))
 
     def open_stream(self, message: Outbound) -> SlackStream | None:
         """Return a stream for this reply: a chat stream in a thread, post + edit elsewhere (see slack_stream).
@@ -306,7 +308,14 @@ class SlackAdapter:
         )
 
     async def typing(self, chat: str, thread: str | None) -> None:
-        """Do nothing: Slack offers apps no typing indicator (only the legacy RTM API had one)."""
+        """Show "is thinking..." as the thread's assistant status (Slack has no typing indicator
+        for apps); outside threads do nothing. Never raises: a refused status is logged once."""
+        if thread is None:
+            return
+        await set_thread_status(
+            name=self.name, client=self._web_client(), api=self._api, support=self._stream_support,
+            chat=chat, thread=thread, text="is thinking...",
+        )
 
     # -- Web API -----------------------------------------------------------------------------
 

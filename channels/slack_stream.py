@@ -20,8 +20,9 @@ posted and edited from the start. Either way the pacing, coalescing, overflow (4
 per message, like `send`) and the endings are `EditStream`'s; text is escaped like `send`.
 
 `status(text)` sets the assistant thread status (`assistant.threads.setStatus`, scope
-`assistant:write`): "is thinking..." and the running tool, the typing indicator Slack lacks. A
-refused status is logged once and the adapter stops asking.
+`assistant:write`), and the adapter's `typing` sets "is thinking..." in a thread the same way:
+the typing indicator Slack lacks. The end of a stream clears it (a posted reply clears it on
+Slack's side). A refused status is logged once and the adapter stops asking.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from channels.base import ChannelError, ReplyProgress
 from channels.slack_payloads import escape
 from channels.streaming import ChatPacer, EditStream, StreamRateLimited
 
-__all__ = ["Askers", "SlackStream", "StreamSupport", "close_abandoned_stream"]
+__all__ = ["Askers", "SlackStream", "StreamSupport", "close_abandoned_stream", "set_thread_status"]
 
 TEXT_LIMIT: Final = 4000
 _ASKERS_KEPT: Final = 2048
@@ -67,10 +68,37 @@ Api = Callable[[str, Awaitable[Any]], Awaitable[Any]]
 
 @dataclass(slots=True)
 class StreamSupport:
-    """What this adapter learnt the workspace refuses (kept for the adapter's life)."""
+    """What this adapter learnt the workspace refuses (kept for the adapter's life), and the
+    threads whose assistant status it set and has not cleared."""
 
     streams: bool = True
     status: bool = True
+    statuses: set[tuple[str, str]] = field(default_factory=set)
+
+
+async def set_thread_status(
+    *, name: str, client: AsyncWebClient, api: Api, support: StreamSupport, chat: str, thread: str, text: str
+) -> None:
+    """Set (or with "" clear) a thread's assistant status; never raises (a refusal is logged once)."""
+    if not support.status:
+        return
+    try:
+        await api(
+            "assistant.threads.setStatus",
+            client.assistant_threads_setStatus(channel_id=chat, thread_ts=thread, status=text),
+        )
+    except ChannelError as exc:
+        code, _ = _error_code(exc)
+        if code in _NO_STREAMS:
+            support.status = False
+            _log.warning("%s: assistant status refused (%s); grant assistant:write to show it", name, code)
+        else:
+            _log.info("%s: assistant status not set: %s", name, exc)
+        return
+    if text:
+        support.statuses.add((chat, thread))
+    else:
+        support.statuses.discard((chat, thread))
 
 
 @dataclass(slots=True)
@@ -125,7 +153,6 @@ class SlackStream:
         self._support = support
         self._native = thread is not None and recipient is not None and support.streams
         self._streaming: dict[str, str] = {}  # ts of a live chat stream -> the text appended so far
-        self._status_set = False
         self._edits = EditStream(
             channel=name,
             post=self._post,
@@ -169,21 +196,12 @@ class SlackStream:
 
         Outside a thread there is no status to set; an empty `text` clears it.
         """
-        if self._thread is None or not self._support.status:
+        if self._thread is None:
             return
-        try:
-            await self._api(
-                "assistant.threads.setStatus",
-                self._client.assistant_threads_setStatus(channel_id=self._chat, thread_ts=self._thread, status=text),
-            )
-            self._status_set = bool(text)
-        except ChannelError as exc:
-            code, _ = _error_code(exc)
-            if code in _NO_STREAMS:
-                self._support.status = False
-                _log.warning("%s: assistant status refused (%s); grant assistant:write to show it", self._name, code)
-            else:
-                _log.info("%s: assistant status not set: %s", self._name, exc)
+        await set_thread_status(
+            name=self._name, client=self._client, api=self._api, support=self._support,
+            chat=self._chat, thread=self._thread, text=text,
+        )
 
     # -- the three platform calls EditStream makes ------------------------------------------------
 
@@ -254,8 +272,8 @@ class SlackStream:
     async def _end(self) -> None:
         for ts in list(self._streaming):
             await self._stop(ts)
-        if self._status_set:
-            await self.status("")
+        if self._thread is not None and (self._chat, self._thread) in self._support.statuses:
+            await self.status("")  # a chat stream's end does not clear it, unlike a posted reply
 
     async def _guard(self, method: str, call: Awaitable[_T]) -> _T:
         """Run one Web API call: a 429 becomes `StreamRateLimited`, a stream refusal `_Refused`."""

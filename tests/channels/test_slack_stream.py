@@ -86,6 +86,15 @@ async def test_a_thread_reply_is_a_chat_stream_appended_then_stopped(fake: FakeS
     assert [status for _, _, _, status in fake.messages.statuses] == ["is thinking...", ""]
 
 
+async def test_the_typing_status_is_cleared_when_the_stream_ends(fake: FakeSlack) -> None:
+    async with asked(fake) as (adapter, question):
+        stream = open_for(adapter, question)
+        await adapter.typing(question.chat, question.thread)
+        await stream.update("the answer so far")
+        await stream.finish("the answer")
+    assert [status for _, _, _, status in fake.messages.statuses] == ["is thinking...", ""]
+
+
 async def test_a_replaced_tool_line_stops_the_stream_and_edits_the_message(fake: FakeSlack) -> None:
     async with asked(fake) as (adapter, question):
         stream = open_for(adapter, question)
