@@ -177,3 +177,20 @@ async def test_stream_false_opens_no_stream(make: Make) -> None:
     assert isinstance(adapter, StreamingAdapter)
     async with connected(adapter):
         assert adapter.open_stream(Outbound(chat=DM, text="")) is None
+
+
+async def test_two_replies_streaming_in_one_channel_share_its_pace_and_never_mix(fake: FakeDiscord, make: Make) -> None:
+    adapter = make()
+    first_text, second_text = words(60), " ".join(f"other{n}" for n in range(60))
+    async with connected(adapter):
+        first = stream_of(adapter, Outbound(chat=DM, text=""))
+        second = stream_of(adapter, Outbound(chat=DM, text=""))
+
+        async def run(stream: EditStream, text: str) -> None:
+            await feed(stream, text, steps=15, seconds=0.8)
+            await stream.finish(text)
+
+        await asyncio.gather(run(first, first_text), run(second, second_text))
+    assert sorted(fake.messages.visible(DM)) == sorted([first_text, second_text])
+    assert set(first.message_ids).isdisjoint(second.message_ids)
+    assert paced(fake.messages.changes), "the two streams together kept to one change per interval"

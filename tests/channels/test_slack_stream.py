@@ -201,3 +201,15 @@ async def test_a_crashed_stream_is_stopped_and_followed_up(fake: FakeSlack) -> N
 async def test_stream_false_opens_no_stream(fake: FakeSlack) -> None:
     adapter = make_adapter(fake, stream=False)
     assert adapter.open_stream(Outbound(chat="D0001", text="", thread=THREAD)) is None
+
+
+async def test_a_429_on_chat_update_is_waited_out_not_shown(fake: FakeSlack) -> None:
+    async with asked(fake, thread=None) as (adapter, question):
+        stream = open_for(adapter, question)
+        await stream.update("first words")
+        while not stream.message_ids:
+            await asyncio.sleep(0.01)
+        fake.fail_next("chat.update", status=429, retry_after=1)
+        await stream.finish("first words and the rest")
+    assert len(fake.calls("chat.update")) == 2, "slack_sdk retried after Retry-After"
+    assert fake.messages.visible() == ["first words and the rest"]
