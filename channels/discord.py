@@ -274,6 +274,7 @@ class DiscordAdapter:
         raises `ChannelError` when it gives up, `ChannelRefused` for a 4xx."""
         skip = progress.done if progress is not None else 0
         channel = self._channel(message.chat, message.thread)
+        self._pacers.pacer(str(channel.id)).posted_by_other()  # a reply streaming above moves below it
         reference = (
             discord.MessageReference(message_id=int(message.reply_to), channel_id=channel.id, fail_if_not_exists=False)
             if message.reply_to and message.reply_to.isdigit()
@@ -312,6 +313,7 @@ class DiscordAdapter:
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat or thread."""
         channel = self._channel(prompt.chat, prompt.thread)
+        self._pacers.pacer(str(channel.id)).posted_by_other()
         await self._call("post an approval prompt", channel.send(_prompt_text(prompt), view=_buttons(prompt.request_id)))
 
     async def typing(self, chat: str, thread: str | None) -> None:

@@ -48,13 +48,16 @@ def open_edit_stream(
                 raise StreamRateLimited(name, _retry_after(cause)) from cause
             raise
 
+    posted: list[str] = []
+
     async def post(text: str) -> str:
         kwargs: dict[str, Any] = {}
-        if reply_to is not None and reply_to.isdigit():
+        if not posted and reply_to is not None and reply_to.isdigit():  # only the first message replies
             kwargs["reference"] = discord.MessageReference(
                 message_id=int(reply_to), channel_id=channel.id, fail_if_not_exists=False
             )
         message: discord.Message = await guarded("stream a reply", channel.send(text, **kwargs))
+        posted.append(str(message.id))
         return str(message.id)
 
     async def edit(message_id: str, text: str) -> None:

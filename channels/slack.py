@@ -260,6 +260,7 @@ class SlackAdapter:
         """
         client = self._web_client()
         skip = progress.done if progress is not None else 0
+        self._pacers.pacer(message.chat).posted_by_other()  # a reply streaming above moves below it
         for index, chunk in enumerate(chunk_text(escape(message.text), self.max_message_chars)):
             if index < skip:
                 continue
@@ -276,12 +277,13 @@ class SlackAdapter:
 
         None with `stream = false`.
         """
-        if not self._config.stream:
-            return None
+        client = self._client
+        if not self._config.stream or client is None:
+            return None  # not running (or closed): `send` reports it, and is retried
         thread = message.thread
         return SlackStream(
             name=self.name,
-            client=self._web_client(),
+            client=client,
             api=self._api,
             chat=message.chat,
             thread=thread,
@@ -300,6 +302,7 @@ class SlackAdapter:
         """Post the tool name, an argument preview and Approve / Deny buttons in the chat."""
         client = self._web_client()
         message = approval_message(prompt)
+        self._pacers.pacer(prompt.chat).posted_by_other()
         await self._api(
             "chat.postMessage",
             client.chat_postMessage(
@@ -310,10 +313,11 @@ class SlackAdapter:
     async def typing(self, chat: str, thread: str | None) -> None:
         """Show "is thinking..." as the thread's assistant status (Slack has no typing indicator
         for apps); outside threads do nothing. Never raises: a refused status is logged once."""
-        if thread is None:
+        client = self._client
+        if thread is None or client is None:  # no status outside threads; none once closed
             return
         await set_thread_status(
-            name=self.name, client=self._web_client(), api=self._api, support=self._stream_support,
+            name=self.name, client=client, api=self._api, support=self._stream_support,
             chat=chat, thread=thread, text="is thinking...",
         )
 

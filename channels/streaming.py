@@ -15,6 +15,9 @@ measures it (characters for Discord and Slack, UTF-16 units for Telegram). The r
   chat for `retry_after` seconds.
 - Overflow: past the limit the text continues in a new message, split like `send` splits
   (paragraph, line, word; a code fence cut in two is closed and reopened).
+- Order: when the adapter posts a message of its own into the chat while a reply streams (an
+  approval prompt, a notice; `ChatPacer.posted_by_other`), the streamed messages are removed at
+  the next change and the text goes on below it, so the answer is always the last message.
 - `finish` edits the first message into chunk 1 of the final text and continues with the
   following messages (edited, or posted when the stream had fewer), following the
   `ReplyProgress` protocol; messages the final text no longer needs are deleted (or, without
@@ -76,13 +79,19 @@ class StreamRateLimited(ChannelError):
 class ChatPacer:
     """Space the platform calls of one chat at least `interval_s` apart (a shared clock)."""
 
-    __slots__ = ("interval_s", "_next_at", "_lock", "calls")
+    __slots__ = ("interval_s", "_next_at", "_lock", "calls", "others")
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self._next_at = 0.0
         self._lock = asyncio.Lock()
         self.calls = 0
+        self.others = 0  # messages posted into the chat by anything but a stream (see `posted_by_other`)
+
+    def posted_by_other(self) -> None:
+        """Record that the adapter posted a message of its own into this chat (an approval
+        prompt, a notice, a plain reply): a stream shown above it moves below it."""
+        self.others += 1
 
     async def slot(self) -> None:
         """Wait for this chat's next free slot and take it (cancellable while waiting)."""
@@ -156,6 +165,7 @@ class EditStream:
         self._lock = asyncio.Lock()  # one platform call of this stream at a time
         self._flusher: asyncio.Task[None] | None = None
         self._ended = False
+        self._others_seen = pacer.others
 
     @property
     def message_ids(self) -> Sequence[str]:
@@ -201,10 +211,12 @@ class EditStream:
             async with self._lock:
                 if self._ended:
                     return
-                index = self._pending()
-                if index is None:
-                    return
                 try:
+                    if await self._unbury():
+                        await self._pacer.slot()  # the removal took this turn's slot
+                    index = self._pending()
+                    if index is None:
+                        return
                     await self._show(index, self._latest[index])
                     failures = 0
                 except StreamRateLimited as exc:
@@ -217,6 +229,22 @@ class EditStream:
                 except Exception:  # an adapter bug must not kill the turn: `update` never raises
                     _log.exception("%s: stream update failed unexpectedly", self._channel)
                     failures += 1
+
+    async def _unbury(self) -> bool:
+        """If another message was posted into the chat below ours (an approval prompt), remove
+        ours, so the text goes on in a new message under it: the answer ends up last.
+
+        Returns True when it removed messages."""
+        if self._pacer.others == self._others_seen:
+            return False
+        self._others_seen = self._pacer.others
+        if not self._ids:
+            return False
+        for index in range(len(self._ids)):
+            await self._retire(index, retry=False)
+        self._ids.clear()
+        self._shown.clear()
+        return True
 
     async def _show(self, index: int, chunk: str) -> None:
         """Make message `index` show `chunk`: an edit, or a post when it does not exist yet."""
@@ -251,6 +279,8 @@ class EditStream:
         chunks = split_to_limit(self._render(text), self._limit, self._measure)
         skip = progress.done if progress is not None else 0
         async with self._lock:
+            if skip == 0:
+                await self._unbury()
             for index, chunk in enumerate(chunks):
                 if index < skip:
                     continue
@@ -272,14 +302,15 @@ class EditStream:
             message_id = await self._paced(lambda: self._post(chunk))
             self._ids[index], self._shown[index] = message_id, chunk
 
-    async def _retire(self, index: int) -> None:
-        """Remove message `index`, which the final text no longer needs."""
+    async def _retire(self, index: int, *, retry: bool = True) -> None:
+        """Remove message `index`, which the text no longer needs (without `delete`: empty it)."""
         message_id = self._ids[index]
+        run = self._paced if retry else self._once
         try:
             if self._delete is not None:
-                await self._paced(lambda: self._delete_one(message_id))
+                await run(lambda: self._delete_one(message_id))
             elif self._shown[index] != _EMPTIED:
-                await self._paced(lambda: self._edit(message_id, _EMPTIED))
+                await run(lambda: self._edit(message_id, _EMPTIED))
                 self._shown[index] = _EMPTIED
         except ChannelError as exc:
             _log.warning("%s: could not remove streamed message %s: %s", self._channel, message_id, exc)
@@ -303,6 +334,11 @@ class EditStream:
                         _log.warning("%s: could not append the ending: %s", self._channel, exc)
             for chunk in split_to_limit(self._render(ending), self._limit, self._measure):
                 await self._paced(lambda: self._show(len(self._ids), chunk))
+
+    async def _once(self, call: Callable[[], Awaitable[_R]]) -> _R:
+        """Run one call in the chat's pace, without retrying a rate limit."""
+        await self._pacer.slot()
+        return await call()
 
     async def _paced(self, call: Callable[[], Awaitable[_R]]) -> _R:
         """Run one final call in the chat's pace, waiting out rate limits a few times."""

@@ -363,3 +363,34 @@ async def test_an_unexpected_error_in_an_intermediate_call_is_logged_not_raised(
     assert "failed unexpectedly" in caplog.text
     await stream.finish("final")
     assert platform.visible() == ["final"]
+
+
+async def test_a_message_posted_below_the_stream_moves_the_reply_under_it() -> None:
+    platform = Platform()
+    book = PacerBook(INTERVAL)
+    stream = make_stream(platform, book)
+    await stream.update("running file_write...")
+    while not stream.message_ids:
+        await asyncio.sleep(0.005)
+    prompt = await platform.post("Approve file_write?")  # the adapter's own message, below the stream
+    book.pacer("c1").posted_by_other()
+    await stream.update("done, the file is written")
+    async with asyncio.timeout(5):  # the removal and the new post take one pacer slot each
+        while platform.visible() != ["Approve file_write?", "done, the file is written"]:
+            await asyncio.sleep(INTERVAL / 2)
+    await stream.finish("Done: the file is written.")
+    assert platform.visible() == ["Approve file_write?", "Done: the file is written."]
+    assert prompt not in stream.message_ids and len(stream.message_ids) == 1
+
+
+async def test_finish_moves_the_reply_below_a_message_posted_after_it() -> None:
+    platform = Platform()
+    book = PacerBook(INTERVAL)
+    stream = make_stream(platform, book, with_delete=False)
+    await stream.update("partial")
+    while not stream.message_ids:
+        await asyncio.sleep(0.005)
+    await platform.post("Only the person who asked can answer.")
+    book.pacer("c1").posted_by_other()
+    await stream.finish("final")
+    assert platform.visible() == ["…", "Only the person who asked can answer.", "final"]
