@@ -20,7 +20,7 @@ import asyncio
 import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -51,6 +51,8 @@ from channels.approval_codec import (
     parse_approval_command,
 )
 from channels.chunking import chunk_text
+from channels.discord_stream import close_abandoned_stream, open_edit_stream
+from channels.streaming import EditStream, PacerBook
 from orchestrator.config.channels import DiscordChannelConfig
 from orchestrator.config.secrets import SecretRef
 from orchestrator.errors import ConfigError, ConfigProblem
@@ -115,6 +117,8 @@ def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[Secret
         endpoints=endpoints,
         mention_only=config.mention_only,
         guild_ready_timeout_s=config.guild_ready_timeout_s,
+        stream=config.stream,
+        stream_edit_interval_s=config.stream_edit_interval_s,
     )
     _live.add(adapter)
     return adapter
@@ -141,6 +145,8 @@ class DiscordAdapter:
         endpoints: _Endpoints,
         mention_only: bool,
         guild_ready_timeout_s: float,
+        stream: bool = True,
+        stream_edit_interval_s: float = 1.0,
     ) -> None:
         self.name = name
         self.endpoints = endpoints
@@ -149,6 +155,8 @@ class DiscordAdapter:
         self._guild_ready_timeout_s = guild_ready_timeout_s
         self._client: _GatewayClient | None = None
         self._closed = False
+        self._stream = stream
+        self._pacers = PacerBook(stream_edit_interval_s)  # one edit pace per channel, shared by its streams
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -266,6 +274,7 @@ class DiscordAdapter:
         raises `ChannelError` when it gives up, `ChannelRefused` for a 4xx."""
         skip = progress.done if progress is not None else 0
         channel = self._channel(message.chat, message.thread)
+        self._pacers.pacer(str(channel.id)).posted_by_other()  # a reply streaming above moves below it
         reference = (
             discord.MessageReference(message_id=int(message.reply_to), channel_id=channel.id, fail_if_not_exists=False)
             if message.reply_to and message.reply_to.isdigit()
@@ -279,9 +288,32 @@ class DiscordAdapter:
             if progress is not None:
                 progress.advance()
 
+    def open_stream(self, message: Outbound) -> EditStream | None:
+        """Return a send-then-edit stream into the reply's channel or thread (None with `stream = false`)."""
+        if not self._stream:
+            return None
+        try:
+            channel = self._channel(message.chat, message.thread)
+        except ChannelError:
+            return None  # not connected or not a channel id: `send` reports it (and is retried)
+        return open_edit_stream(
+            name=self.name,
+            channel=channel,
+            reply_to=message.reply_to,
+            pacers=self._pacers,
+            call=self._call,
+        )
+
+    async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
+        """Reply to the last message a crashed stream left with `ending` (raises like `send`)."""
+        await close_abandoned_stream(
+            channel=self._channel(chat, thread), message_ids=message_ids, ending=ending, call=self._call
+        )
+
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat or thread."""
         channel = self._channel(prompt.chat, prompt.thread)
+        self._pacers.pacer(str(channel.id)).posted_by_other()
         await self._call("post an approval prompt", channel.send(_prompt_text(prompt), view=_buttons(prompt.request_id)))
 
     async def typing(self, chat: str, thread: str | None) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -48,12 +48,15 @@ from channels.base import (
     ChannelError,
     ChannelRefused,
     Deliver,
+    Inbound,
     Outbound,
     Ready,
     ReplyProgress,
 )
 from channels.chunking import chunk_text
 from channels.slack_payloads import approval_message, escape, from_block_actions, from_event
+from channels.slack_stream import Askers, SlackStream, StreamSupport, close_abandoned_stream, set_thread_status
+from channels.streaming import PacerBook
 
 if TYPE_CHECKING:
     from orchestrator.config import SecretRef
@@ -117,6 +120,9 @@ class SlackAdapter:
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._http_url: str | None = None
+        self._askers = Askers()  # who asked in which thread: a chat stream names its recipient
+        self._stream_support = StreamSupport()
+        self._pacers = PacerBook(config.stream_edit_interval_s)
 
     @property
     def http_url(self) -> str | None:
@@ -147,6 +153,8 @@ class SlackAdapter:
         """
         client = self._web_client()
         auth = await self._api("auth.test", client.auth_test())
+        team_id = auth.get("team_id")
+        self._askers.team_id = team_id if isinstance(team_id, str) and team_id else self._askers.team_id
         bot_user_id = auth.get("user_id")
         app = self._bolt_app(client, deliver, bot_user_id if isinstance(bot_user_id, str) else None)
         if self._config.mode == "http":
@@ -166,6 +174,11 @@ class SlackAdapter:
 
         async def on_event(body: dict[str, Any]) -> None:
             item = from_event(channel, body, bot_user_id=bot_user_id)
+            if isinstance(item, Inbound):
+                team = body.get("team_id")
+                self._askers.remember(
+                    item.chat, item.thread or item.message_id or "", item.sender, team if isinstance(team, str) else None
+                )
             if item is not None:
                 await deliver(item)
 
@@ -247,6 +260,7 @@ class SlackAdapter:
         """
         client = self._web_client()
         skip = progress.done if progress is not None else 0
+        self._pacers.pacer(message.chat).posted_by_other()  # a reply streaming above moves below it
         for index, chunk in enumerate(chunk_text(escape(message.text), self.max_message_chars)):
             if index < skip:
                 continue
@@ -255,11 +269,40 @@ class SlackAdapter:
             )
             if progress is not None:
                 progress.advance()
+        if message.thread is not None:  # Slack clears a thread's assistant status when the app replies
+            self._stream_support.statuses.discard((message.chat, message.thread))
+
+    def open_stream(self, message: Outbound) -> SlackStream | None:
+        """Return a stream for this reply: a chat stream in a thread, post + edit elsewhere (see slack_stream).
+
+        None with `stream = false`.
+        """
+        client = self._client
+        if not self._config.stream or client is None:
+            return None  # not running (or closed): `send` reports it, and is retried
+        thread = message.thread
+        return SlackStream(
+            name=self.name,
+            client=client,
+            api=self._api,
+            chat=message.chat,
+            thread=thread,
+            recipient=None if thread is None else self._askers.recipient(message.chat, thread),
+            pacer=self._pacers.pacer(message.chat),
+            support=self._stream_support,
+        )
+
+    async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
+        """Stop a stream a crash left live and follow it up with `ending` (raises like `send`)."""
+        await close_abandoned_stream(
+            client=self._web_client(), api=self._api, chat=chat, thread=thread, message_ids=message_ids, ending=ending
+        )
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the tool name, an argument preview and Approve / Deny buttons in the chat."""
         client = self._web_client()
         message = approval_message(prompt)
+        self._pacers.pacer(prompt.chat).posted_by_other()
         await self._api(
             "chat.postMessage",
             client.chat_postMessage(
@@ -268,7 +311,15 @@ class SlackAdapter:
         )
 
     async def typing(self, chat: str, thread: str | None) -> None:
-        """Do nothing: Slack offers apps no typing indicator (only the legacy RTM API had one)."""
+        """Show "is thinking..." as the thread's assistant status (Slack has no typing indicator
+        for apps); outside threads do nothing. Never raises: a refused status is logged once."""
+        client = self._client
+        if thread is None or client is None:  # no status outside threads; none once closed
+            return
+        await set_thread_status(
+            name=self.name, client=client, api=self._api, support=self._stream_support,
+            chat=chat, thread=thread, text="is thinking...",
+        )
 
     # -- Web API -----------------------------------------------------------------------------
 

@@ -239,10 +239,28 @@ async def test_send_gives_up_after_bounded_rate_limit_retries(fake: FakeSlack) -
     assert fake.posted == []
 
 
-async def test_typing_is_a_no_op(fake: FakeSlack) -> None:
+async def test_typing_outside_a_thread_is_a_no_op(fake: FakeSlack) -> None:
     async with make_adapter(fake) as adapter:
         await adapter.typing("D0001", None)
     assert fake.requests == []
+
+
+async def test_typing_in_a_thread_sets_the_assistant_status(fake: FakeSlack) -> None:
+    adapter = make_adapter(fake)
+    async with running(adapter, Inbox()):
+        await adapter.typing("D0001", "1700000000.000100")
+    assert [(c.args["channel_id"], c.args["thread_ts"], c.args["status"])
+            for c in fake.calls("assistant.threads.setStatus")] == [("D0001", "1700000000.000100", "is thinking...")]
+
+
+async def test_typing_without_the_status_scope_is_logged_once_and_never_raises(fake: FakeSlack) -> None:
+    fake.messages.status_scope = False
+    adapter = make_adapter(fake)
+    async with running(adapter, Inbox()):
+        await adapter.typing("D0001", "1700000000.000100")
+        await adapter.typing("D0001", "1700000000.000100")
+    await adapter.typing("D0001", "1700000000.000100")  # closed: nothing, and no new HTTP session
+    assert len(fake.calls("assistant.threads.setStatus")) == 1
 
 
 # -- approvals --------------------------------------------------------------------------------------

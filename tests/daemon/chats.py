@@ -124,8 +124,10 @@ typing_after_s = {typing_after_s}
 
 
 def posts(discord: FakeDiscord) -> list[dict[str, Any]]:
-    """Return the plain messages the bot created (approval prompts, which carry buttons, excluded)."""
-    return [m for m in discord.created_messages if not custom_ids(m)]
+    """Return the plain messages the bot created as a user sees them now (a streamed reply's
+    edits applied, deleted ones gone; approval prompts, which carry buttons, excluded)."""
+    shown = discord.messages.contents
+    return [m | {"content": shown[m["id"]]} for m in discord.created_messages if not custom_ids(m) and m["id"] in shown]
 
 
 def discord_prompts(discord: FakeDiscord) -> list[dict[str, Any]]:
@@ -265,9 +267,25 @@ socket_ping_interval_s = 0.5
 """
 
 
+def plain_posts(slack: FakeSlack) -> list[dict[str, Any]]:
+    """Return the bot's plain messages as a user sees them now, oldest first: posted ones and
+    chat streams, a streamed reply's edits and appends applied, deleted ones gone (approval
+    prompts, which carry blocks, excluded)."""
+    payloads = {m["ts"]: m for m in slack.posted}
+    shown: list[dict[str, Any]] = []
+    for message in slack.messages.messages.values():
+        payload = payloads.get(message.ts)
+        if message.deleted or (payload is not None and payload.get("blocks")):
+            continue
+        if payload is None:  # a chat stream: always in a thread
+            payload = {"channel": message.channel, "ts": message.ts, "thread_ts": message.thread_ts}
+        shown.append(payload | {"text": message.visible})
+    return shown
+
+
 def texts(slack: FakeSlack) -> list[str]:
-    """Return the text of every plain message the bot posted (approval prompts excluded)."""
-    return [m["text"] for m in slack.posted if not m.get("blocks")]
+    """Return the text of every plain message the bot posted, as shown now (approval prompts excluded)."""
+    return [m["text"] for m in plain_posts(slack)]
 
 
 def slack_prompts(slack: FakeSlack) -> list[dict[str, Any]]:
@@ -281,16 +299,14 @@ def request_id(prompt: dict[str, Any]) -> str:
 
 
 async def wait_posts(slack: FakeSlack, predicate: Callable[[], bool], *, timeout: float = 10.0) -> None:
-    """Wait until `predicate()` holds, re-checking after every chat.postMessage."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await slack.wait_posted(len(slack.posted) + 1, timeout=timeout)
+    """Wait until `predicate()` holds, re-checking after every Web API call (posts and edits)."""
+    await slack.wait_until(predicate, "the expected posts", timeout=timeout)
 
 
 async def wait_text(slack: FakeSlack, fragment: str, *, timeout: float = 10.0) -> dict[str, Any]:
     """Wait for a plain post containing `fragment`; return the first such post."""
     await wait_posts(slack, lambda: any(fragment in t for t in texts(slack)), timeout=timeout)
-    return next(m for m in slack.posted if not m.get("blocks") and fragment in m["text"])
+    return next(m for m in plain_posts(slack) if fragment in m["text"])
 
 
 async def slack_ask_for_approval(slack: FakeSlack, fake_llm: FakeOpenAI, file: str) -> str:
@@ -347,7 +363,7 @@ class SlackChat:
         return prompt
 
     def posts(self) -> list[dict[str, Any]]:
-        return [m for m in self.fake.posted if not m.get("blocks")]
+        return plain_posts(self.fake)
 
     def texts(self) -> list[str]:
         return texts(self.fake)

@@ -21,6 +21,10 @@ replay of missed dispatches + RESUMED, sequence numbers per session, JSON encodi
 one zlib context, each flushed with Z_SYNC_FLUSH, like Discord). Dispatches pushed while the
 client is disconnected are kept in the session and replayed on RESUME, as Discord does.
 A bad token gets 401 on REST and close code 4004 on IDENTIFY.
+
+Bot messages can be edited (PATCH) and deleted within Discord's per-channel edit rate limit,
+with the `X-RateLimit-*` headers and 429 answers Discord sends; `messages`
+(`discord_messages.DiscordMessages`) holds what a user sees and when each change happened.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any, Final
 from aiohttp import WSMsgType, web
 
 from tests.fakes import discord_payloads as payloads
+from tests.fakes.discord_messages import DiscordMessages
 from tests.fakes.loopback import start_app
 
 __all__ = ["FakeDiscord", "RecordedRequest"]
@@ -128,6 +133,8 @@ class FakeDiscord:
         self.gateway_connections: list[dict[str, Any]] = []
         self.identify_payloads: list[dict[str, Any]] = []
         self._bot_messages: list[dict[str, Any]] = []
+        # bot messages as a user sees them, edits and their per-channel rate limits (discord_messages.py)
+        self.messages = DiscordMessages()
         self._guilds: dict[str, dict[str, Any]] = {}
         self._channels: dict[str, dict[str, Any]] = {}
         self._failures: list[_Failure] = []
@@ -345,8 +352,13 @@ class FakeDiscord:
                 answer |= {"shards": 1, "session_start_limit": {
                     "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1}}
             return _json(answer)
+        if match := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
+            return self._message_route(method, match[1], match[2], body)
         if match := re.fullmatch(r"/channels/(\d+)/messages", path):
             if method == "POST" and isinstance(body, dict):
+                headers, retry_after = self.messages.limit("post", match[1])
+                if retry_after is not None:
+                    return _rate_limited(retry_after, headers)
                 if len(str(body.get("content") or "")) > MAX_CONTENT_CHARS:  # as Discord: the form is refused
                     return _json(
                         {"code": 50035, "message": "Invalid Form Body", "errors": {"content": {"_errors": [
@@ -359,7 +371,8 @@ class FakeDiscord:
                 )
                 self._bot_messages.append(message)
                 self.created_messages.append(dict(body) | {"channel_id": match[1], "id": message["id"]})
-                return _json(message)
+                self.messages.created(match[1], message["id"], str(body.get("content") or ""))
+                return _json(message, headers=headers)
         if (match := re.fullmatch(r"/channels/(\d+)/typing", path)) and method == "POST":
             self.typing.append(match[1])
             return web.Response(status=204)
@@ -379,6 +392,26 @@ class FakeDiscord:
                 )
             return web.Response(status=204)
         return _json({"message": "404: Not Found", "code": 0}, status=404)
+
+    def _message_route(self, method: str, channel_id: str, message_id: str, body: Any) -> web.Response:
+        """PATCH (edit) or DELETE one bot message, inside the channel's edit rate limit."""
+        if method not in ("PATCH", "DELETE"):
+            return _json({"message": "405: Method Not Allowed", "code": 0}, status=405)
+        headers, retry_after = self.messages.limit("edit", channel_id)
+        if retry_after is not None:
+            return _rate_limited(retry_after, headers)
+        if method == "DELETE":
+            status = self.messages.delete(channel_id, message_id)
+            if status == 404:
+                return _json({"message": "Unknown Message", "code": 10008}, status=404, headers=headers)
+            return web.Response(status=204, headers=headers)
+        status, answer = self.messages.edit(channel_id, message_id, body)
+        if status != 200:
+            return _json(answer, status=status, headers=headers)
+        message = next(m for m in reversed(self._bot_messages) if m["id"] == message_id)
+        message["content"] = answer["content"]
+        message["edited_timestamp"] = "2026-01-01T00:00:00.000000+00:00"
+        return _json(message, headers=headers)
 
     def _take_failure(self, method: str, path: str) -> web.Response | None:
         for failure in self._failures:
@@ -486,6 +519,11 @@ class FakeDiscord:
         session.events.append((session.seq, event, payload))
         if session.socket is not None:
             await session.socket.send({"op": 0, "s": session.seq, "t": event, "d": payload})
+
+
+def _rate_limited(retry_after: float, headers: dict[str, str]) -> web.Response:
+    body = {"message": "You are being rate limited.", "retry_after": round(retry_after, 3), "global": False}
+    return _json(body, status=429, headers=headers)
 
 
 def _json(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

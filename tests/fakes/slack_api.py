@@ -12,8 +12,9 @@ Usage::
         fake.fail_next("chat.postMessage", status=429, retry_after=1)
         await fake.drop_socket(); await fake.wait_connections(2)     # the client reconnected
 
-Web API: `POST /api/<method>` for `auth.test`, `chat.postMessage` and `apps.connections.open`
-(other methods answer `unknown_method`); every call is recorded in `requests`. Tokens other
+Web API: `POST /api/<method>` for `auth.test`, `chat.postMessage` and `apps.connections.open`,
+and, through `messages` (`slack_streams.SlackMessages`), `chat.update`, `chat.delete`, the chat
+stream methods and `assistant.threads.setStatus` (other methods answer `unknown_method`); every call is recorded in `requests`. Tokens other
 than `bot_token` / `app_token` get `invalid_auth`, a missing one `not_authed`, the bot token on
 `apps.connections.open` `not_allowed_token_type`, like Slack (HTTP 200 with `ok: false`).
 
@@ -47,6 +48,8 @@ import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from tests.fakes.loopback import start_app
+from tests.fakes.slack_streams import METHODS as MESSAGE_METHODS
+from tests.fakes.slack_streams import SlackMessages
 
 __all__ = [
     "ApiCall",
@@ -209,6 +212,8 @@ class FakeSlack:
         self.acked: list[str] = []
         self.connections = 0
         self.socket_available = True
+        # posts, edits, chat streams and the assistant status as a user sees them (slack_streams.py)
+        self.messages = SlackMessages()
         self._failures: defaultdict[str, deque[_Failure]] = defaultdict(deque)
         self._delays: defaultdict[str, deque[float]] = defaultdict(deque)
         self._sockets: set[web.WebSocketResponse] = set()
@@ -282,6 +287,10 @@ class FakeSlack:
     async def wait_posted(self, count: int, *, timeout: float = 10.0) -> None:
         """Wait until at least `count` messages were posted with chat.postMessage."""
         await self._wait(lambda: len(self.posted) >= count, f"{count} posted messages", timeout)
+
+    async def wait_until(self, predicate: Callable[[], bool], what: str, *, timeout: float = 10.0) -> None:
+        """Wait until `predicate()` holds (checked after every Web API call)."""
+        await self._wait(predicate, what, timeout)
 
     async def wait_acked(self, envelope_id: str, *, timeout: float = 10.0) -> None:
         """Wait until the adapter acknowledged the envelope."""
@@ -405,6 +414,10 @@ class FakeSlack:
             return web.json_response({"ok": True, "url": f"{self._require_origin('ws')}/socket"})
         if method == "chat.postMessage":
             return await self._post_message(args)
+        if method in MESSAGE_METHODS:
+            status, body, headers = self.messages.answer(method, args)
+            await self._notify()
+            return web.json_response(body, status=status, headers=headers)
         return _error("unknown_method")
 
     async def _post_message(self, args: dict[str, Any]) -> web.Response:
@@ -419,6 +432,8 @@ class FakeSlack:
         ts = f"{time.time():.6f}"
         message = {**args, "ts": ts}
         self.posted.append(message)
+        thread_ts = args.get("thread_ts")
+        self.messages.record_post(args["channel"], ts, str(args.get("text", "")), thread_ts if thread_ts else None)
         await self._notify()
         text = args.get("text", "")
         reply = {"type": "message", "user": self.bot_user_id, "bot_id": "B0001", "text": text, "ts": ts}
