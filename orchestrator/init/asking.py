@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -26,7 +25,7 @@ class Asker:
     wizard naming the flag that answers it. End of input stops the wizard too.
     """
 
-    def __init__(self, *, interactive: bool, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> None:
+    def __init__(self, *, interactive: bool, stdin: TextIO, out: TextIO) -> None:
         self.interactive = interactive
         self._in = stdin
         self.out = out

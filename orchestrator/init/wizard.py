@@ -24,12 +24,15 @@ __all__ = ["run_init"]
 DEFAULT_BASE_URL: Final = "http://127.0.0.1:11434/v1"  # a local Ollama
 
 
-def run_init(options: InitOptions, *, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_init(
+    options: InitOptions, *, stdin: TextIO | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Run the wizard; return the doctor's exit code (0: the config works), or raise `InitAborted`.
 
     Nothing is written before the last question is answered; Ctrl-C before then leaves the
     disk as it was (KeyboardInterrupt propagates after one line saying so).
     """
+    stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     asker = Asker(interactive=not options.non_interactive, stdin=stdin, out=out)
     path = Path(options.config)
     try:
