@@ -92,6 +92,7 @@ def telegram_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
                 sender = user_id
     if sender is None:
         sender = asker.ask("Your Telegram user id (for `senders`)", flag="--telegram-sender")
+    asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
         name="telegram", kind="telegram",
         keys=(("token", secret_ref("telegram_token")), *_base_url_key(api)),
@@ -157,6 +158,7 @@ def slack_step(asker: Asker, options: InitOptions, folder: Path) -> ChannelPlan 
     sender = options.slack_sender or asker.ask(
         "Your Slack member id (your profile -> the ... menu -> Copy member ID, like U012AB3CD)", flag="--slack-sender"
     )
+    asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
         name="slack", kind="slack",
         keys=(("bot_token", secret_ref("slack_bot_token")), ("app_token", secret_ref("slack_app_token")),
@@ -194,6 +196,7 @@ def discord_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
         "Your Discord user id (Settings -> Advanced -> Developer Mode on; right-click your name -> Copy User ID)",
         flag="--discord-sender",
     )
+    asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
         name="discord", kind="discord",
         keys=(("token", secret_ref("discord_token")), *_base_url_key(api)),

@@ -22,6 +22,7 @@ from orchestrator.init.writing import ChannelPlan, ConfigPlan, render_config, se
 __all__ = ["run_init"]
 
 DEFAULT_BASE_URL: Final = "http://127.0.0.1:11434/v1"  # a local Ollama
+BASE_URL_ENV: Final = "ORCHESTRATOR_BASE_URL"  # the example config's override, here the default answer
 
 
 def run_init(
@@ -84,9 +85,10 @@ def _provider(asker: Asker, options: InitOptions) -> tuple[str, str | None, str 
     """Return (base URL, key reference, key value, model, secrets to write) once the server answered."""
     while True:
         base_url = options.provider_url or asker.ask(
-            "  base URL (usually ends in /v1)", default=DEFAULT_BASE_URL
+            "  base URL (usually ends in /v1)", default=os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
         )
         key_ref, key, secrets = _api_key(asker, options)
+        asker.say(f"  asking {base_url} for its models")
         try:
             models = sorted(asyncio.run(openai_models(base_url, key, timeout_s=TIMEOUT_S)))
             break

@@ -35,7 +35,8 @@ async def wizard(
     master, slave = os.openpty()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "orchestrator.cli", "init", "--config", str(config), *args,
-        stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=os.environ | env,
+        stdin=slave, stdout=slave, stderr=slave, cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "ORCHESTRATOR_BASE_URL"} | env,
         start_new_session=True, preexec_fn=_controlling_terminal,
     )
     os.close(slave)
