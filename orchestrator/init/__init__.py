@@ -12,12 +12,15 @@ from orchestrator.init.options import API_ENVS, InitOptions
 from orchestrator.init.platforms import DISCORD_PERMISSIONS
 from orchestrator.init.slack_manifest import SLACK_BOT_EVENTS, SLACK_BOT_SCOPES, slack_manifest
 from orchestrator.init.wizard import run_init
+from orchestrator.init.writing import SECRET_FILES, SECRETS_DIR
 
 __all__ = [
     "API_ENVS",
     "DISCORD_PERMISSIONS",
     "SLACK_BOT_EVENTS",
     "SLACK_BOT_SCOPES",
+    "SECRETS_DIR",
+    "SECRET_FILES",
     "InitAborted",
     "InitOptions",
     "run_init",

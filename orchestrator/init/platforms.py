@@ -26,7 +26,7 @@ from orchestrator.init.asking import Asker, InitAborted
 from orchestrator.init.online import online
 from orchestrator.init.options import API_ENVS, InitOptions, read_token_file
 from orchestrator.init.slack_manifest import slack_manifest
-from orchestrator.init.writing import ChannelPlan, secret_ref, write_file
+from orchestrator.init.writing import SECRET_FILES, ChannelPlan, secret_ref, write_file
 
 __all__ = ["DISCORD_PERMISSIONS", "SLACK_MANIFEST_FILE", "discord_step", "slack_step", "telegram_step"]
 
@@ -95,8 +95,8 @@ def telegram_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
     asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
         name="telegram", kind="telegram",
-        keys=(("token", secret_ref("telegram_token")), *_base_url_key(api)),
-        senders=(sender,), secrets=MappingProxyType({"telegram_token": token}),
+        keys=(("token", secret_ref(SECRET_FILES["telegram token"])), *_base_url_key(api)),
+        senders=(sender,), secrets=MappingProxyType({SECRET_FILES["telegram token"]: token}),
     )
 
 
@@ -161,10 +161,10 @@ def slack_step(asker: Asker, options: InitOptions, folder: Path) -> ChannelPlan 
     asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
         name="slack", kind="slack",
-        keys=(("bot_token", secret_ref("slack_bot_token")), ("app_token", secret_ref("slack_app_token")),
+        keys=(("bot_token", secret_ref(SECRET_FILES["slack bot token"])), ("app_token", secret_ref(SECRET_FILES["slack app token"])),
               *_base_url_key(api)),
         senders=(sender,),
-        secrets=MappingProxyType({"slack_bot_token": bot_token, "slack_app_token": tokens["app"]}),
+        secrets=MappingProxyType({SECRET_FILES["slack bot token"]: bot_token, SECRET_FILES["slack app token"]: tokens["app"]}),
     )
 
 
@@ -199,8 +199,8 @@ def discord_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
     asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
         name="discord", kind="discord",
-        keys=(("token", secret_ref("discord_token")), *_base_url_key(api)),
-        senders=(sender,), secrets=MappingProxyType({"discord_token": token}),
+        keys=(("token", secret_ref(SECRET_FILES["discord token"])), *_base_url_key(api)),
+        senders=(sender,), secrets=MappingProxyType({SECRET_FILES["discord token"]: token}),
     )
 
 

@@ -17,7 +17,7 @@ from orchestrator.init.asking import Asker, InitAborted
 from orchestrator.init.online import TIMEOUT_S
 from orchestrator.init.options import InitOptions, read_token_file
 from orchestrator.init.platforms import discord_step, slack_step, telegram_step
-from orchestrator.init.writing import ChannelPlan, ConfigPlan, render_config, secret_ref, write_plan
+from orchestrator.init.writing import SECRET_FILES, ChannelPlan, ConfigPlan, render_config, secret_ref, write_plan
 
 __all__ = ["run_init"]
 
@@ -117,7 +117,7 @@ def _api_key(asker: Asker, options: InitOptions) -> tuple[str | None, str | None
         return f"env:{options.api_key_env}", os.environ.get(options.api_key_env), {}
     if options.api_key_file is not None:
         key = read_token_file(options.api_key_file, "--api-key-file")
-        return secret_ref("provider_api_key"), key, {"provider_api_key": key}
+        return secret_ref(SECRET_FILES["provider key"]), key, {SECRET_FILES["provider key"]: key}
     if not asker.interactive:
         return None, None, {}
     answer = asker.secret(
@@ -127,5 +127,5 @@ def _api_key(asker: Asker, options: InitOptions) -> tuple[str | None, str | None
     if answer.startswith("env:") and len(answer) > 4:
         return answer, os.environ.get(answer[4:]), {}
     if answer:
-        return secret_ref("provider_api_key"), answer, {"provider_api_key": answer}
+        return secret_ref(SECRET_FILES["provider key"]), answer, {SECRET_FILES["provider key"]: answer}
     return None, None, {}

@@ -18,9 +18,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["SECRETS_DIR", "ChannelPlan", "ConfigPlan", "render_config", "write_plan"]
+__all__ = ["SECRETS_DIR", "SECRET_FILES", "ChannelPlan", "ConfigPlan", "render_config", "write_plan"]
 
 SECRETS_DIR: Final = "secrets"
+# The secret files init may write, by what they hold; the systemd unit's LoadCredential=
+# names are these (a test checks), so the same names work in $CREDENTIALS_DIRECTORY.
+SECRET_FILES: Final = MappingProxyType({
+    "provider key": "provider_api_key",
+    "telegram token": "telegram_token",
+    "slack bot token": "slack_bot_token",
+    "slack app token": "slack_app_token",
+    "discord token": "discord_token",
+})
 AGENT: Final = "assistant"
 PROVIDER: Final = "main"
 
