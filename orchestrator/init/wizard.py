@@ -69,7 +69,7 @@ def _ask_everything(asker: Asker, options: InitOptions, path: Path) -> ConfigPla
     if path.parent != Path() and not path.parent.is_dir():
         raise InitAborted(f"{path.parent}: no such folder")
     asker.say("The model server (any OpenAI-compatible API: Ollama, vLLM, llama.cpp, OpenAI, ...)")
-    base_url, key_ref, key, model, provider_secrets = _provider(asker, options)
+    base_url, key_ref, model, provider_secrets = _provider(asker, options)
     found = (telegram_step(asker, options), slack_step(asker, options, path.parent), discord_step(asker, options))
     channels = [channel for channel in found if channel is not None]
     if not channels:
@@ -81,8 +81,8 @@ def _ask_everything(asker: Asker, options: InitOptions, path: Path) -> ConfigPla
     )
 
 
-def _provider(asker: Asker, options: InitOptions) -> tuple[str, str | None, str | None, str, dict[str, str]]:
-    """Return (base URL, key reference, key value, model, secrets to write) once the server answered."""
+def _provider(asker: Asker, options: InitOptions) -> tuple[str, str | None, str, dict[str, str]]:
+    """Return (base URL, key reference, model, secrets to write) once the server answered."""
     while True:
         base_url = options.provider_url or asker.ask(
             "  base URL (usually ends in /v1)", default=os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
@@ -108,7 +108,7 @@ def _provider(asker: Asker, options: InitOptions) -> tuple[str, str | None, str 
         model = asker.choose("  model (number or name)", models, default=models[0])
     else:
         model = asker.ask("  model name (the server lists none)", flag="--model")
-    return base_url, key_ref, key, model, secrets
+    return base_url, key_ref, model, secrets
 
 
 def _api_key(asker: Asker, options: InitOptions) -> tuple[str | None, str | None, dict[str, str]]:
