@@ -89,7 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     init.add_argument("--non-interactive", action="store_true", help="ask nothing: take every answer from flags")
     init.add_argument("--force", action="store_true", help="replace an existing config file without asking")
-    init.add_argument("--provider-url", help="OpenAI-compatible base URL (default http://127.0.0.1:11434/v1)")
+    init.add_argument(
+        "--provider-url", help="OpenAI-compatible base URL (default $ORCHESTRATOR_BASE_URL, else http://127.0.0.1:11434/v1)"
+    )
     init.add_argument("--api-key-env", metavar="NAME", help="the provider key is in this environment variable")
     init.add_argument("--api-key-file", metavar="PATH", help="the provider key is in this file (copied to secrets/)")
     init.add_argument("--model", help="the model (default: the first the server lists)")
