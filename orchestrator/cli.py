@@ -82,6 +82,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=_cmd_check)
 
+    init = command(
+        "init",
+        "write a first config.toml by asking (model server, then Telegram, Slack, Discord), checking each "
+        "answer against its endpoint; secrets go to 0600 files; ends with the doctor",
+    )
+    init.add_argument("--non-interactive", action="store_true", help="ask nothing: take every answer from flags")
+    init.add_argument("--force", action="store_true", help="replace an existing config file without asking")
+    init.add_argument(
+        "--provider-url", help="OpenAI-compatible base URL (default $ORCHESTRATOR_BASE_URL, else http://127.0.0.1:11434/v1)"
+    )
+    init.add_argument("--api-key-env", metavar="NAME", help="the provider key is in this environment variable")
+    init.add_argument("--api-key-file", metavar="PATH", help="the provider key is in this file (copied to secrets/)")
+    init.add_argument("--model", help="the model (default: the first the server lists)")
+    for platform, what in (("telegram", "bot token"), ("discord", "bot token")):
+        init.add_argument(f"--{platform}-token-file", metavar="PATH", help=f"add {platform}: the {what} file")
+        init.add_argument(f"--{platform}-sender", metavar="ID", help=f"the {platform} user id allowed to talk to it")
+    init.add_argument("--slack-bot-token-file", metavar="PATH", help="add slack: the xoxb- bot token file")
+    init.add_argument("--slack-app-token-file", metavar="PATH", help="the xapp- app-level token file")
+    init.add_argument("--slack-sender", metavar="ID", help="the slack member id allowed to talk to it")
+    init.add_argument(
+        "--wait-s", type=float, default=120.0,
+        help="how long to wait for your first Telegram message, which names your user id (default 120)",
+    )
+    init.set_defaults(handler=_cmd_init)
+
     agent = command("agent", "run one turn of an agent (the cli-run path) and print the reply")
     agent.add_argument("name", help="agent name")
     agent.add_argument("-m", "--message", required=True, help="the user message")
@@ -233,6 +258,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
         return asyncio.run(run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok))
     return 0
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from orchestrator.init import InitOptions, run_init
+
+    return run_init(InitOptions.from_arguments(args))
 
 
 def _cmd_agent(args: argparse.Namespace) -> int:

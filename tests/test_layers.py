@@ -36,6 +36,8 @@ LAYERS: Final = (
     ("checks", ("checks",)),
     # `check --connect`: secrets, MCP, providers and channels probed once, from this environment.
     ("doctor", ("doctor",)),
+    # `orchestrator init`: questions, each answer checked with the doctor's probes, then the doctor.
+    ("init", ("init",)),
     ("seam", ("seam",)),
     ("engine", ("engine",)),
     # The one turn runner: session lock, transcript, engine, persist, turn hooks.
@@ -61,6 +63,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.doctor",
     "orchestrator.engine",
     "orchestrator.errors",
+    "orchestrator.init",
     "orchestrator.logs",
     "orchestrator.policy",
     "orchestrator.redaction",

@@ -14,10 +14,11 @@ from urllib.parse import urlsplit
 
 from orchestrator.checks import ModelUse, models_in_use
 from orchestrator.config import Config, ProviderConfig, SecretRef, resolve_secret
+from orchestrator.doctor.refused import ProbeRefused
 from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.text import suggest
 
-__all__ = ["ProviderProbe", "probe_provider", "providers_in_use"]
+__all__ = ["ProviderProbe", "openai_models", "probe_provider", "providers_in_use"]
 
 # What the SDKs insist on when no key is configured (local servers ignore it).
 _PLACEHOLDER_KEY: Final = "unused"
@@ -64,7 +65,7 @@ async def probe_provider(probe: ProviderProbe, *, shown: str, timeout_s: float) 
     where = f"providers.{probe.name}"
     try:
         offered = await (_anthropic_has if probe.config.kind == "anthropic" else _openai_models)(probe, timeout_s)
-    except _Refused as exc:
+    except ProbeRefused as exc:
         return None, [ConfigProblem(shown, where, f"{probe.config.kind} endpoint {probe.base_url}: {exc}{_overrides(probe)}")]
     problems = []
     for use in dict.fromkeys(probe.models):
@@ -84,10 +85,6 @@ async def probe_provider(probe: ProviderProbe, *, shown: str, timeout_s: float) 
     return f"provider {probe.name} ({probe.config.kind}) at {probe.base_url}: serves {served}", []
 
 
-class _Refused(Exception):
-    """The endpoint could not be asked, or refused; the text says why and what to change."""
-
-
 def _overrides(probe: ProviderProbe) -> str:
     """Name the keys, and the environment variables that override the URL, key and model."""
     config = probe.config
@@ -104,28 +101,33 @@ def _overrides(probe: ProviderProbe) -> str:
     return text + ")"
 
 
-def _no_v1_hint(probe: ProviderProbe, status: int) -> str:
-    path = urlsplit(probe.base_url).path.rstrip("/")
-    if status == 404 and probe.config.kind == "openai" and not path.endswith("/v1"):
-        return f"; OpenAI-compatible base URLs usually end in /v1: try {probe.base_url.rstrip('/')}/v1"
+def _no_v1_hint(base_url: str, status: int) -> str:
+    path = urlsplit(base_url).path.rstrip("/")
+    if status == 404 and not path.endswith("/v1"):
+        return f"; OpenAI-compatible base URLs usually end in /v1: try {base_url.rstrip('/')}/v1"
     return ""
 
 
 async def _openai_models(probe: ProviderProbe, timeout_s: float) -> frozenset[str]:
+    return await openai_models(probe.base_url, probe.api_key, timeout_s=timeout_s)
+
+
+async def openai_models(base_url: str, api_key: str | None, *, timeout_s: float) -> frozenset[str]:
+    """Return the model ids an OpenAI-compatible endpoint serves; raise `ProbeRefused` naming why not."""
     import openai
 
     client = openai.AsyncOpenAI(
-        base_url=probe.base_url, api_key=probe.api_key or _PLACEHOLDER_KEY, timeout=timeout_s, max_retries=0
+        base_url=base_url, api_key=api_key or _PLACEHOLDER_KEY, timeout=timeout_s, max_retries=0
     )
     try:
         page = await client.models.list()
         return frozenset(m.id for m in page.data)
     except openai.APIStatusError as exc:
-        raise _Refused(f"GET /models answered {exc.status_code}{_no_v1_hint(probe, exc.status_code)}") from None
+        raise ProbeRefused(f"GET /models answered {exc.status_code}{_no_v1_hint(base_url, exc.status_code)}") from None
     except openai.APIConnectionError as exc:
-        raise _Refused(f"cannot connect ({_cause(exc)})") from None
+        raise ProbeRefused(f"cannot connect ({_cause(exc)})") from None
     except openai.OpenAIError as exc:
-        raise _Refused(f"cannot list models ({exc})") from None
+        raise ProbeRefused(f"cannot list models ({exc})") from None
     finally:
         await client.close()
 
@@ -147,11 +149,11 @@ async def _anthropic_has(probe: ProviderProbe, timeout_s: float) -> frozenset[st
                 continue
             known.add(model)
     except anthropic.APIStatusError as exc:
-        raise _Refused(f"GET /v1/models answered {exc.status_code}") from None
+        raise ProbeRefused(f"GET /v1/models answered {exc.status_code}") from None
     except anthropic.APIConnectionError as exc:
-        raise _Refused(f"cannot connect ({_cause(exc)})") from None
+        raise ProbeRefused(f"cannot connect ({_cause(exc)})") from None
     except anthropic.AnthropicError as exc:
-        raise _Refused(f"cannot look up models ({exc})") from None
+        raise ProbeRefused(f"cannot look up models ({exc})") from None
     finally:
         await client.close()
     return frozenset(known)

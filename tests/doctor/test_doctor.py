@@ -244,3 +244,32 @@ async def test_a_fallback_link_is_a_provider_in_use_and_its_model_is_checked(
         url = hosted.base_url
     assert (code, out) == (1, [f"provider p (openai) at {fake_llm.base_url}: serves fake-model"])
     assert err == [f"{path}: agents.a.fallback[0].model: model 'claude-haiku-4-6' is not served by provider 'hosted' at {url}"]
+
+
+async def test_a_discord_bot_without_the_message_content_intent_is_a_problem(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], fake_llm: FakeOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The doctor never opens a gateway session, so an intent left off passed it; the daemon then
+    # failed at start with close 4014. The application's flags tell without connecting.
+    async with FakeDiscord() as dc:
+        monkeypatch.setenv("DC", dc.token)
+        path = write_config(
+            provider(fake_llm.base_url) + AGENT.format(model="fake-model")
+            + f'[channels.dc]\nkind = "discord"\ntoken = "env:DC"\napi_base_url = "{dc.api_base_url}"\n'
+        )
+        code, out, err = await doctor(path, capsys)
+        assert (code, err) == (0, [])
+        assert out[-2:] == ["channel dc (discord): connected as fakebot", ok_line(path, channels=1)]
+        assert [r.path for r in dc.requests] == ["/users/@me", "/applications/@me"]
+        assert not dc.gateway_connections
+
+        dc.refuse_privileged_intents = True  # the switch left off on the Developer Portal
+        code, out, err = await doctor(path, capsys)
+        assert code == 1 and not any(": ok (" in line for line in out)
+        assert err == [
+            f"{path}: channels.dc: discord: the Message Content intent is off, so the gateway would refuse the "
+            "bot (close 4014): enable it under Developer Portal -> your application -> Bot -> Privileged Gateway "
+            "Intents -> Message Content Intent"
+        ]
+        assert not dc.gateway_connections

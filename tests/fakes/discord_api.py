@@ -50,6 +50,7 @@ __all__ = ["FakeDiscord", "RecordedRequest"]
 
 MAX_CONTENT_CHARS: Final = 2000  # a message's content, as Discord counts it
 _API: Final = "/api/v10"
+GATEWAY_MESSAGE_CONTENT_LIMITED: Final = 1 << 19  # the application flag of the intent switched on (unverified app)
 _MESSAGE_CONTENT_INTENT: Final = 1 << 15
 _PRIVILEGED_INTENTS: Final = (1 << 1) | (1 << 8) | _MESSAGE_CONTENT_INTENT
 
@@ -124,7 +125,8 @@ class FakeDiscord:
         self.bot_name = bot_name
         self.application_id = bot_id
         self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.refuse_privileged_intents = False  # close 4014 on IDENTIFY asking for one
+        # the Message Content intent off: close 4014 on IDENTIFY asking for it, no flag on /applications/@me
+        self.refuse_privileged_intents = False
         self.gateway_rejects_token = False  # close 4004 on IDENTIFY (a token revoked after login)
         self.requests: list[RecordedRequest] = []
         self.created_messages: list[dict[str, Any]] = []
@@ -344,8 +346,11 @@ class FakeDiscord:
             return _json(
                 self._bot_user() | {"verified": True, "flags": 0, "mfa_enabled": False}
             )
-        if method == "GET" and path == "/oauth2/applications/@me":
-            return _json(payloads.application(self.application_id, self.bot_name))
+        if method == "GET" and path in ("/applications/@me", "/oauth2/applications/@me"):
+            # One switch, as on the Developer Portal: the intent off shows in the application's
+            # flags and makes the gateway refuse an IDENTIFY that asks for it.
+            flags = 0 if self.refuse_privileged_intents else GATEWAY_MESSAGE_CONTENT_LIMITED
+            return _json(payloads.application(self.application_id, self.bot_name, flags=flags))
         if method == "GET" and path in ("/gateway", "/gateway/bot"):
             answer: dict[str, Any] = {"url": self.gateway_url}
             if path == "/gateway/bot":

@@ -45,8 +45,8 @@ def user(user_id: str, *, username: str | None = None, bot: bool = False) -> dic
     }
 
 
-def application(app_id: str, name: str) -> dict[str, Any]:
-    """GET /oauth2/applications/@me."""
+def application(app_id: str, name: str, *, flags: int = 1 << 19) -> dict[str, Any]:
+    """GET /applications/@me (and /oauth2/applications/@me): `flags` as the Developer Portal set them."""
     return {
         "id": app_id,
         "name": name,
@@ -56,7 +56,7 @@ def application(app_id: str, name: str) -> dict[str, Any]:
         "bot_require_code_grant": False,
         "owner": user("1", username="owner"),
         "verify_key": "0" * 64,
-        "flags": 1 << 19,  # GATEWAY_MESSAGE_CONTENT_LIMITED
+        "flags": flags,  # 1 << 19 = GATEWAY_MESSAGE_CONTENT_LIMITED
         "team": None,
     }
 

@@ -201,6 +201,7 @@ class FakeOpenAI:
         self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.model_list_authorizations: list[str | None] = []  # GET /v1/models, kept apart from the chat calls
         self.refuse_key = False
         self.report_usage = True
         self.usages: list[dict[str, Any]] = []
@@ -296,6 +297,11 @@ class FakeOpenAI:
         return scripted if isinstance(scripted, Reply) else scripted(body)
 
     async def _list_models(self, request: web.Request) -> web.Response:
+        authorization = request.headers.get("Authorization")
+        self.model_list_authorizations.append(authorization)
+        if self.refuse_key:  # as OpenAI: listing models needs a valid key too
+            key = (authorization or "").removeprefix("Bearer ")
+            return _error_response(status(401, message=f"Incorrect API key provided: {key}", should_retry=False))
         return web.Response(body=self._models, content_type=_JSON)
 
 

@@ -202,11 +202,11 @@ def _has_button(message: Mapping[str, Any], wanted: Callable[[Mapping[str, Any]]
 class FakeSlack:
     """Serve the Slack Web API and Socket Mode on 127.0.0.1; use as `async with FakeSlack() as fake:`."""
 
-    bot_token: Final = "xoxb-fake-bot-token"
-    app_token: Final = "xapp-fake-app-token"
     bot_user_id: Final = BOT_USER_ID
 
-    def __init__(self) -> None:
+    def __init__(self, *, bot_token: str = "xoxb-fake-bot-token", app_token: str = "xapp-fake-app-token") -> None:
+        self.bot_token: Final = bot_token
+        self.app_token: Final = app_token
         self.requests: list[ApiCall] = []
         self.posted: list[dict[str, Any]] = []
         self.acked: list[str] = []

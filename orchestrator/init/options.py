@@ -1,0 +1,57 @@
+"""The wizard's answers given as flags (`orchestrator init --help`), for scripts and CI."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Final
+
+from orchestrator.init.asking import InitAborted
+
+__all__ = ["API_ENVS", "InitOptions", "read_token_file"]
+
+# Where each platform's API is, when not the real one (a test's loopback fake, a proxy);
+# the URL is then written to the channel's `api_base_url`.
+API_ENVS: Final = {
+    "telegram": "ORCHESTRATOR_TELEGRAM_API",
+    "slack": "ORCHESTRATOR_SLACK_API",
+    "discord": "ORCHESTRATOR_DISCORD_API",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitOptions:
+    """What the flags answered; None means "ask" (or, non-interactive, "not wanted")."""
+
+    config: str
+    non_interactive: bool = False
+    force: bool = False
+    provider_url: str | None = None
+    api_key_env: str | None = None
+    api_key_file: str | None = None
+    model: str | None = None
+    telegram_token_file: str | None = None
+    telegram_sender: str | None = None
+    slack_bot_token_file: str | None = None
+    slack_app_token_file: str | None = None
+    slack_sender: str | None = None
+    discord_token_file: str | None = None
+    discord_sender: str | None = None
+    wait_s: float = 120.0
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace) -> InitOptions:
+        """Take the fields this class has from parsed `orchestrator init` arguments."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+def read_token_file(path: str, flag: str) -> str:
+    """Return a token read from a file named by a flag; an unreadable or empty file stops the wizard."""
+    try:
+        value = Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InitAborted(f"{flag} {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    if not value:
+        raise InitAborted(f"{flag} {path}: the file is empty")
+    return value

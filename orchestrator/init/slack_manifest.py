@@ -1,0 +1,50 @@
+"""The Slack app manifest this project needs: the scopes, events and settings the adapter uses.
+
+One source: `orchestrator init` writes it, and `examples/slack-app-manifest.yaml` is this
+text (a test compares them).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["SLACK_BOT_EVENTS", "SLACK_BOT_SCOPES", "slack_manifest"]
+
+# app_mention: a mention in a channel; message.im: a direct message (the only events read).
+SLACK_BOT_EVENTS: Final = ("app_mention", "message.im")
+# Reading those events, and writing replies and approval prompts (chat.postMessage, chat.update).
+SLACK_BOT_SCOPES: Final = ("app_mentions:read", "chat:write", "im:history", "im:read", "im:write")
+
+
+def slack_manifest() -> str:
+    """Return the manifest YAML: Socket Mode, interactivity for the approval buttons, DMs on."""
+    scopes = "".join(f"      - {scope}\n" for scope in SLACK_BOT_SCOPES)
+    events = "".join(f"      - {event}\n" for event in SLACK_BOT_EVENTS)
+    return (
+        "# Slack app manifest for orchestrator (written by `orchestrator init`; docs/quickstart-slack.md).\n"
+        "# https://api.slack.com/apps?new_app=1 -> From a manifest -> paste this file.\n"
+        "display_information:\n"
+        "  name: orchestrator\n"
+        "  description: A chat-channel agent daemon\n"
+        "features:\n"
+        "  app_home:\n"
+        "    home_tab_enabled: false\n"
+        "    messages_tab_enabled: true\n"
+        "    messages_tab_read_only_enabled: false\n"
+        "  bot_user:\n"
+        "    display_name: orchestrator\n"
+        "    always_online: true\n"
+        "oauth_config:\n"
+        "  scopes:\n"
+        "    bot:\n"
+        f"{scopes}"
+        "settings:\n"
+        "  event_subscriptions:\n"
+        "    bot_events:\n"
+        f"{events}"
+        "  interactivity:\n"
+        "    is_enabled: true\n"
+        "  org_deploy_enabled: false\n"
+        "  socket_mode_enabled: true\n"
+        "  token_rotation_enabled: false\n"
+    )

@@ -1,0 +1,146 @@
+"""`orchestrator init --non-interactive`: every answer from flags, for scripts; same checks, same writes."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from pathlib import Path
+
+import pytest
+
+from orchestrator import cli
+from orchestrator.init import DISCORD_PERMISSIONS, slack_manifest
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_api import FakeSlack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, list[str]]:
+    """Run `orchestrator init --non-interactive` off this loop; return (code, stdout, stderr lines)."""
+    code = await asyncio.to_thread(cli.main, ["init", "--non-interactive", *args])
+    out, err = capsys.readouterr()
+    return code, out, err.splitlines()
+
+
+def token_file(folder: Path, name: str, value: str) -> str:
+    path = folder / name
+    path.write_text(value + "\n", encoding="utf-8")
+    return str(path)
+
+
+async def test_discord_needs_the_message_content_intent_and_gets_an_invite_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given = tmp_path / "given"
+    given.mkdir()
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm, FakeDiscord() as dc:
+        monkeypatch.setenv("ORCHESTRATOR_DISCORD_API", dc.api_base_url)
+        args = ("--config", str(config), "--provider-url", llm.base_url,
+                "--discord-token-file", token_file(given, "dc", dc.token), "--discord-sender", "555")
+        dc.refuse_privileged_intents = True  # the newcomer skipped the intent switch
+        code, out, err = await init(capsys, *args)
+        assert code == 1
+        assert err == [
+            "error: discord: the Message Content intent is off, so the gateway would refuse the bot (close 4014): "
+            "enable it under Developer Portal -> your application -> Bot -> Privileged Gateway Intents -> "
+            "Message Content Intent (nothing written)"
+        ]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["given"]
+
+        dc.refuse_privileged_intents = False
+        code, out, err = await init(capsys, *args)
+        assert (code, err) == (0, [])
+        invite = f"https://discord.com/oauth2/authorize?client_id={dc.bot_id}&scope=bot&permissions={DISCORD_PERMISSIONS}"
+        assert f"  {invite}" in out.splitlines()
+        assert out.splitlines()[-2:] == [
+            f"{config}: ok (1 agents, 1 providers, 1 channels, 1 routes)",
+            f"next: orchestrator run --config {config}, then write to the bot",
+        ]
+        assert not dc.gateway_connections
+    text = config.read_text(encoding="utf-8")
+    assert dc.token not in text and 'token = "file:secrets/discord_token"' in text
+    assert stat.S_IMODE((tmp_path / "secrets" / "discord_token").stat().st_mode) == 0o600
+    # View Channels, Send Messages, Read Message History, Attach Files, Send Messages in Threads
+    assert DISCORD_PERMISSIONS == 1024 + 2048 + 65536 + 32768 + 274877906944
+
+
+async def test_slack_writes_the_manifest_and_checks_both_tokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm, FakeSlack() as slack:
+        monkeypatch.setenv("ORCHESTRATOR_SLACK_API", slack.api_base_url)
+        bot = token_file(tmp_path, "bot", slack.app_token)  # the two tokens swapped by mistake
+        app = token_file(tmp_path, "app", slack.bot_token)
+        args = ["--config", str(config), "--provider-url", llm.base_url, "--slack-sender", "U0ADA"]
+        code, _, err = await init(capsys, *args, "--slack-bot-token-file", bot, "--slack-app-token-file", app)
+        assert code == 1
+        assert err == [
+            "error: slack: auth.test refused bot_token (not_allowed_token_type): use the xoxb- token (nothing written)"
+        ]
+        assert not config.exists()
+        code, out, err = await init(
+            capsys, *args, "--slack-bot-token-file", app, "--slack-app-token-file", bot
+        )
+        assert (code, err) == (0, [])
+        assert "connected as bot in Fake" in out
+    manifest = (tmp_path / "slack-app-manifest.yaml").read_text(encoding="utf-8")
+    assert manifest == slack_manifest() == (ROOT / "examples" / "slack-app-manifest.yaml").read_text(encoding="utf-8")
+    for needed in ("app_mentions:read", "chat:write", "im:history", "- message.im", "socket_mode_enabled: true",
+                   "interactivity:\n    is_enabled: true"):
+        assert needed in manifest
+    route = ["route", "slack", "--chat", "D1", "--sender", "U0ADA", "--config", str(config)]
+    assert await asyncio.to_thread(cli.main, route) == 0
+
+
+async def test_an_existing_config_is_never_replaced_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("# mine\n", encoding="utf-8")
+    async with FakeOpenAI(models=("a", "b")) as llm:
+        args = ("--config", str(config), "--provider-url", llm.base_url)
+        code, _, err = await init(capsys, *args)
+        assert (code, err) == (1, [f"error: {config} exists; pass --force to replace it (nothing written)"])
+        assert config.read_text(encoding="utf-8") == "# mine\n"
+        code, _, err = await init(capsys, *args, "--model", "c", "--force")
+        assert (code, err) == (1, [f"error: --model c: {llm.base_url} does not serve it (it serves: a, b) (nothing written)"])
+        code, out, err = await init(capsys, *args, "--model", "b", "--force")
+        assert (code, err) == (0, [])
+    text = config.read_text(encoding="utf-8")
+    assert 'model = "b"' in text and '[channels.terminal]' in text and 'senders = ["local"]' in text
+    assert not (tmp_path / "secrets").exists()  # no key, no token: no secret files
+
+
+async def test_a_provider_key_is_a_0600_file_or_an_environment_reference_never_literal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm:
+        key = token_file(tmp_path, "key", "sk-test-123")
+        code, _, err = await init(capsys, "--config", str(config), "--provider-url", llm.base_url, "--api-key-file", key)
+        assert (code, err) == (0, [])
+        assert llm.model_list_authorizations[-1] == "Bearer sk-test-123"
+        text = config.read_text(encoding="utf-8")
+        assert "sk-test-123" not in text and 'api_key = "file:secrets/provider_api_key"' in text
+        monkeypatch.setenv("MY_KEY", "sk-env-456")
+        code, _, err = await init(
+            capsys, "--config", str(config), "--provider-url", llm.base_url, "--api-key-env", "MY_KEY", "--force"
+        )
+        assert (code, err) == (0, [])
+        assert llm.model_list_authorizations[-1] == "Bearer sk-env-456"
+        assert 'api_key = "env:MY_KEY"' in config.read_text(encoding="utf-8")
+
+
+async def test_an_unreachable_model_server_names_the_url_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], unused_tcp_port: int
+) -> None:
+    config = tmp_path / "config.toml"
+    url = f"http://127.0.0.1:{unused_tcp_port}/v1"
+    code, _, err = await init(capsys, "--config", str(config), "--provider-url", url)
+    assert code == 1 and len(err) == 1
+    assert err[0].startswith(f"error: {url}: cannot connect (") and err[0].endswith("(nothing written)")
+    assert list(tmp_path.iterdir()) == []
