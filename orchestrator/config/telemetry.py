@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,8 +16,10 @@ class TelemetryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
-    # the OTLP/HTTP traces URL of a collector; none = spans are made but not exported (tests add one)
-    endpoint: NonEmptyStr | None = "http://127.0.0.1:4318/v1/traces"
+    # "otlp_http": batches go to `endpoint`; "none": spans are made and dropped (a dry run)
+    exporter: Literal["otlp_http", "none"] = "otlp_http"
+    # the OTLP/HTTP traces URL of a collector
+    endpoint: NonEmptyStr = "http://127.0.0.1:4318/v1/traces"
     service_name: NonEmptyStr = "orchestrator"
     # the share of turns traced, 0.0 to 1.0 (the model and tool spans follow their turn)
     sample_ratio: float = Field(default=1.0, ge=0.0, le=1.0, strict=True)

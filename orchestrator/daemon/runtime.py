@@ -14,7 +14,7 @@ from orchestrator.config import Config, SecretRef, resolve_secret
 from orchestrator.daemon.approvals import Approvals
 from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.servers import connect_servers
-from orchestrator.observability import Observability, open_observability
+from orchestrator.observability import Observability, open_observability, require_telemetry
 from orchestrator.seam import ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
 from orchestrator.store import SessionStore
@@ -79,8 +79,11 @@ class Runtime:
     ) -> AsyncIterator[Runtime]:
         """Open the services (`open_services`, connecting the servers the agents reach) and the store.
 
-        On exit every task is cancelled, then everything closes in reverse order.
+        Raises `TelemetryUnavailable` before opening anything when `[telemetry]` needs packages
+        that are not installed. On exit every task is cancelled, then everything closes in
+        reverse order.
         """
+        require_telemetry(config.telemetry)
         state = config.state_path()
         async with AsyncExitStack() as stack:
             injected = services is not None

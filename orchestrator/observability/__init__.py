@@ -7,7 +7,16 @@ it decides no policy. The gateway serves `Metrics.exposition()` on `GET /metrics
 
 from orchestrator.observability.collector import ObservedState
 from orchestrator.observability.metrics import CONTENT_TYPE, Metrics
-from orchestrator.observability.tracing import TelemetryUnavailable, Tracing
+from orchestrator.observability.tracing import TelemetryUnavailable, Tracing, require_telemetry
 from orchestrator.observability.wiring import Observability, open_observability
 
-__all__ = ["CONTENT_TYPE", "Metrics", "Observability", "ObservedState", "TelemetryUnavailable", "Tracing", "open_observability"]
+__all__ = [
+    "CONTENT_TYPE",
+    "Metrics",
+    "Observability",
+    "ObservedState",
+    "TelemetryUnavailable",
+    "Tracing",
+    "open_observability",
+    "require_telemetry",
+]

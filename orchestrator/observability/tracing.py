@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["TelemetryUnavailable", "Tracing", "open_tracing"]
+__all__ = ["TelemetryUnavailable", "Tracing", "open_tracing", "require_telemetry"]
 
 _INSTALL: Final = "pip install 'orchestrator[telemetry]'"
 
@@ -176,11 +176,26 @@ class _ToolSpans:
             span.end()
 
 
+def require_telemetry(settings: TelemetryConfig | None) -> None:
+    """Raise `TelemetryUnavailable` when `settings` need OpenTelemetry packages that are not installed."""
+    if settings is None:
+        return
+    try:
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError:
+        raise TelemetryUnavailable("opentelemetry-sdk") from None
+    if settings.exporter == "otlp_http":
+        try:
+            import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
+        except ImportError:
+            raise TelemetryUnavailable("opentelemetry-exporter-otlp-proto-http") from None
+
+
 @asynccontextmanager
 async def open_tracing(settings: TelemetryConfig) -> AsyncIterator[Tracing]:
     """Build the tracer provider `settings` describe; flush and shut it down on exit.
 
-    Raises `TelemetryUnavailable` when the SDK (or, with an `endpoint`, the OTLP/HTTP exporter)
+    Raises `TelemetryUnavailable` when the SDK (or, exporting, the OTLP/HTTP exporter)
     is not installed. The provider is the daemon's own: the process-global one is never set.
     """
     try:
@@ -194,7 +209,7 @@ async def open_tracing(settings: TelemetryConfig) -> AsyncIterator[Tracing]:
         resource=Resource.create({"service.name": settings.service_name}),
         sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)),
     )
-    if settings.endpoint is not None:
+    if settings.exporter == "otlp_http":
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError:

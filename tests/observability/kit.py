@@ -45,6 +45,7 @@ tools = ["file_write", "list_dir"]
 
 [agents.helper.approval]
 timeout_s = 1.5
+auto_approve = ["list_dir"]
 
 [agents.offline]
 provider = "down"
