@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from orchestrator.engine import ToolCallFinished, TurnEvent
 from orchestrator.observability.classify import approval_outcome, provider_error_class, turn_channel, turn_outcome
 from orchestrator.observability.collector import ObservedState, StateCollector
+from orchestrator.observability.tally import Counts, Durations, TallyCollector
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule, AuditSink
 from orchestrator.providers import ModelBinding
 from orchestrator.sessions import Turn
@@ -30,67 +30,57 @@ _UNKNOWN_TOOL: Final = "(unknown)"
 class Metrics:
     """A registry of its own (never the process-global one), so two runtimes never share a series.
 
-    The counters and histograms are updated by `turn_hook`, `watch_completion` and `audit`; the
-    gauges of state (channels, MCP servers, inbox, session queues) are read from `state` only
-    when `exposition()` renders a scrape.
+    The counters and histograms are plain tallies (`tally.py`) that `turn_hook`,
+    `watch_completion` and `audit` add to; they and the gauges of state (channels, MCP
+    servers, inbox, session queues, read from `state`) become Prometheus families only when
+    `exposition()` renders a scrape.
     """
 
     def __init__(self, state: ObservedState) -> None:
-        self.registry = registry = CollectorRegistry(auto_describe=True)
-        self.turns = Counter(
+        self.turns = Counts(
             "orchestrator_turns", "Turns run, by agent, chat channel, path and why they ended.",
-            ("agent", "channel", "path", "stop"), registry=registry,
+            ("agent", "channel", "path", "stop"),
         )
-        self.turn_seconds = Histogram(
+        self.turn_seconds = Durations(
             "orchestrator_turn_duration_seconds", "Turn latency: from its session being held to its result.",
-            ("agent", "path"), buckets=_TURN_BUCKETS, registry=registry,
+            ("agent", "path"), _TURN_BUCKETS,
         )
-        self.model_seconds = Histogram(
+        self.model_seconds = Durations(
             "orchestrator_model_request_duration_seconds",
             "One model request to one endpoint (each failover link its own), failed ones included.",
-            ("provider", "model"), buckets=_MODEL_BUCKETS, registry=registry,
+            ("provider", "model"), _MODEL_BUCKETS,
         )
-        self.provider_errors = Counter(
-            "orchestrator_provider_errors", "Failed model requests by provider and error class.",
-            ("provider", "class"), registry=registry,
+        self.provider_errors = Counts(
+            "orchestrator_provider_errors", "Failed model requests by provider and error class.", ("provider", "class"),
         )
-        self.tool_calls = Counter(
+        self.tool_calls = Counts(
             "orchestrator_tool_calls", "Tool calls the model made: `ran`, or `refused` (not run, whatever the reason).",
-            ("agent", "tool", "outcome"), registry=registry,
+            ("agent", "tool", "outcome"),
         )
-        self.approvals_asked = Counter(
-            "orchestrator_approvals_asked", "Approvals a person was asked for.", ("agent",), registry=registry,
-        )
-        self.approvals = Counter(
+        self.approvals_asked = Counts("orchestrator_approvals_asked", "Approvals a person was asked for.", ("agent",))
+        self.approvals = Counts(
             "orchestrator_approvals",
             "Approval decisions: granted, denied, timed_out, no_decision, policy_denied, no_operator.",
-            ("agent", "outcome"), registry=registry,
+            ("agent", "outcome"),
         )
-        registry.register(StateCollector(state))
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(TallyCollector((
+            self.turns, self.turn_seconds, self.model_seconds, self.provider_errors, self.tool_calls,
+            self.approvals_asked, self.approvals,
+        )))
+        self.registry.register(StateCollector(state))
 
     def exposition(self) -> bytes:
         """Return the registry in the Prometheus text format (`CONTENT_TYPE`), state gauges read now."""
         return generate_latest(self.registry)
 
-    @asynccontextmanager
-    async def turn_hook(self, turn: Turn) -> AsyncIterator[None]:
+    def turn_hook(self, turn: Turn) -> _TurnTimer:
         """Count one turn, its latency and its tool calls (a `TurnHook` for `Sessions.add_hook`)."""
-        started = time.perf_counter()
-        turn.watch(_ToolCounter(self, turn))
-        failure: BaseException | None = None
-        try:
-            yield
-        except BaseException as exc:
-            failure = exc
-            raise
-        finally:
-            path = turn.execution.identity.path.value if turn.execution is not None else "-"
-            self.turn_seconds.labels(turn.agent, path).observe(time.perf_counter() - started)
-            self.turns.labels(turn.agent, turn_channel(turn), path, turn_outcome(turn, failure)).inc()
+        return _TurnTimer(self, turn)
 
     def watch_completion(self, binding: ModelBinding, model: str) -> _ModelTimer:
         """Time one model request and count its failure by class (a `CompletionWatcher`)."""
-        return _ModelTimer(self, binding.provider, model)
+        return _ModelTimer(self, (binding.provider, model))
 
     def audit(self, inner: AuditSink | None) -> AuditSink:
         """Return an audit sink that counts each approval decision, then records it in `inner`."""
@@ -101,11 +91,31 @@ class Metrics:
         return self.registry.get_sample_value(name, dict(labels or {}))
 
 
-class _ModelTimer:
-    __slots__ = ("_metrics", "_model", "_provider", "_started")
+class _TurnTimer:
+    """One turn's hook: a plain object rather than a generator (it is entered on every turn)."""
 
-    def __init__(self, metrics: Metrics, provider: str, model: str) -> None:
-        self._metrics, self._provider, self._model = metrics, provider, model
+    __slots__ = ("_metrics", "_started", "_turn")
+
+    def __init__(self, metrics: Metrics, turn: Turn) -> None:
+        self._metrics, self._turn = metrics, turn
+        self._started = 0.0
+        turn.watch(_ToolCounter(metrics, turn))
+
+    async def __aenter__(self) -> None:
+        self._started = time.perf_counter()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        metrics, turn = self._metrics, self._turn
+        path = turn.execution.identity.path.value if turn.execution is not None else "-"
+        metrics.turn_seconds.observe((turn.agent, path), time.perf_counter() - self._started)
+        metrics.turns.inc((turn.agent, turn_channel(turn), path, turn_outcome(turn, exc)))
+
+
+class _ModelTimer:
+    __slots__ = ("_key", "_metrics", "_started")
+
+    def __init__(self, metrics: Metrics, key: tuple[str, str]) -> None:
+        self._metrics, self._key = metrics, key
         self._started = 0.0
 
     def __enter__(self) -> None:
@@ -113,9 +123,9 @@ class _ModelTimer:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
         metrics = self._metrics
-        metrics.model_seconds.labels(self._provider, self._model).observe(time.perf_counter() - self._started)
+        metrics.model_seconds.observe(self._key, time.perf_counter() - self._started)
         if exc is not None and isinstance(exc, Exception):  # a cancelled request is nobody's error
-            metrics.provider_errors.labels(self._provider, provider_error_class(exc)).inc()
+            metrics.provider_errors.inc((self._key[0], provider_error_class(exc)))
 
 
 class _ToolCounter:
@@ -132,7 +142,7 @@ class _ToolCounter:
         execution = self._turn.execution
         known = event.ran or (execution is not None and execution.tools.get(event.tool) is not None)
         tool = event.tool if known else _UNKNOWN_TOOL
-        self._metrics.tool_calls.labels(self._turn.agent, tool, "ran" if event.ran else "refused").inc()
+        self._metrics.tool_calls.inc((self._turn.agent, tool, "ran" if event.ran else "refused"))
 
 
 class _CountingAudit:
@@ -144,7 +154,7 @@ class _CountingAudit:
     def record_approval(self, request: ApprovalRequest, decision: ApprovalDecision, *, rule: ApprovalRule) -> None:
         metrics = self._metrics
         if decision.asked:
-            metrics.approvals_asked.labels(request.agent).inc()
-        metrics.approvals.labels(request.agent, approval_outcome(decision, rule)).inc()
+            metrics.approvals_asked.inc((request.agent,))
+        metrics.approvals.inc((request.agent, approval_outcome(decision, rule)))
         if self._inner is not None:
             self._inner.record_approval(request, decision, rule=rule)

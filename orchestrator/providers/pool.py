@@ -93,12 +93,18 @@ class _LazyProvider:
         real = self._real
         if real is None:
             real = self._real = self._factory(self._binding)
-        if not self._watchers:
+        watchers = self._watchers
+        if not watchers:
             return await real.complete(
                 model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
             )
+        if len(watchers) == 1:  # the usual case: no ExitStack on every request
+            with watchers[0](self._binding, model):
+                return await real.complete(
+                    model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
+                )
         with ExitStack() as watching:
-            for watcher in self._watchers:
+            for watcher in watchers:
                 watching.enter_context(watcher(self._binding, model))
             return await real.complete(
                 model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
