@@ -52,8 +52,8 @@ def turn_channel(turn: Turn) -> str:
 
 def turn_outcome(turn: Turn, failure: BaseException | None) -> str:
     """Return why a turn ended: its stop reason, `stopped` (/stop), `cancelled` or `failed`."""
-    if failure is not None:
-        return "cancelled" if isinstance(failure, BaseException) and not isinstance(failure, Exception) else "failed"
+    if failure is not None:  # CancelledError is no Exception: the daemon stopping, not a bug
+        return "failed" if isinstance(failure, Exception) else "cancelled"
     return "stopped" if turn.result is None else turn.result.stop.value
 
 
