@@ -8,7 +8,6 @@ from typing import Final
 from aiohttp import web
 
 from orchestrator.gateway.state import GATEWAY, GatewayState, json_error
-from orchestrator.observability import CONTENT_TYPE
 
 __all__ = ["METRICS_PATH", "metrics", "metrics_authorized"]
 
@@ -20,6 +19,8 @@ async def metrics(request: web.Request) -> web.Response:
     observed = request.app[GATEWAY].host.observability.metrics
     if observed is None:
         return json_error(404, "not_found", "metrics are off: set gateway.metrics = true")
+    from orchestrator.observability import CONTENT_TYPE  # prometheus_client is loaded by now
+
     body = observed.exposition()  # counters in memory and a few cheap reads: no thread needed
     response = web.Response(body=body)
     response.headers["Content-Type"] = CONTENT_TYPE

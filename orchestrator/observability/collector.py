@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Protocol
+from collections.abc import Iterator
 
 from loguru import logger
 from prometheus_client.core import GaugeMetricFamily
@@ -11,44 +10,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.metrics_core import Metric
 
 from orchestrator.mcp import ConnectionState
-from orchestrator.seam import Services
-from orchestrator.sessions import Sessions
+from orchestrator.observability.state import ObservedState
 
-__all__ = ["ObservedChannel", "ObservedState", "StateCollector"]
-
-
-class ObservedChannel(Protocol):
-    """One channel as the metrics see it (the daemon's `ChannelStatus` is one)."""
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def ready(self) -> bool: ...
-
-
-class ObservedChannels(Protocol):
-    def status(self) -> Mapping[str, ObservedChannel]: ...
-
-
-class ObservedInbox(Protocol):
-    def inbox_depth(self) -> int: ...
-
-
-class ObservedState(Protocol):
-    """What the state gauges read of the daemon (its `Runtime` is one); read on every scrape only."""
-
-    @property
-    def services(self) -> Services: ...
-
-    @property
-    def sessions(self) -> Sessions: ...
-
-    @property
-    def channels(self) -> ObservedChannels: ...
-
-    @property
-    def store(self) -> ObservedInbox: ...
+__all__ = ["StateCollector"]
 
 
 class StateCollector(Collector):

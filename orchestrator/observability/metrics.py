@@ -10,7 +10,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from orchestrator.engine import ToolCallFinished, TurnEvent
 from orchestrator.observability.classify import approval_outcome, provider_error_class, turn_channel, turn_outcome
-from orchestrator.observability.collector import ObservedState, StateCollector
+from orchestrator.observability.collector import StateCollector
+from orchestrator.observability.state import ObservedState
 from orchestrator.observability.tally import Counts, Durations, TallyCollector
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule, AuditSink
 from orchestrator.providers import ModelBinding

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from orchestrator.config import Config
-from orchestrator.observability.collector import ObservedState
-from orchestrator.observability.metrics import Metrics
+from orchestrator.observability.state import ObservedState
 from orchestrator.observability.tracing import Tracing, open_tracing
+
+if TYPE_CHECKING:
+    from orchestrator.observability.metrics import Metrics
 
 __all__ = ["Observability", "open_observability"]
 
@@ -39,6 +42,8 @@ async def open_observability(host: ObservedState, config: Config) -> AsyncIterat
             stack.callback(host.sessions.add_hook(tracing.turn_hook))
             stack.callback(host.services.providers.watch(tracing.watch_completion))
         if config.gateway is not None and config.gateway.metrics:
+            from orchestrator.observability.metrics import Metrics  # prometheus_client only now
+
             metrics = Metrics(host)
             # The turn span is entered first, so the metrics' turn latency is inside it.
             stack.callback(host.sessions.add_hook(metrics.turn_hook))
