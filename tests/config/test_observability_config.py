@@ -42,12 +42,12 @@ def test_a_scrape_token_without_metrics_is_a_config_error(write_config: WriteCon
 
 
 def test_an_unreadable_scrape_token_is_refused_at_start(
-    write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+    write_config: WriteConfig, capfd: pytest.CaptureFixture[str]
 ) -> None:
     path = write_config(BASE + '[gateway]\nport = 0\nmetrics = true\nmetrics_token = "env:ORCH_TEST_UNSET_SCRAPE"\n')
     assert load_config(path).gateway is not None  # `check` may run where the daemon's secrets are not
     assert cli.main(["run", "--config", str(path)]) == 1
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert f"{path}: gateway.metrics_token:" in err and "ORCH_TEST_UNSET_SCRAPE" in err
     assert not (path.parent / "state" / "sessions.sqlite3").exists()
 

@@ -117,13 +117,13 @@ async def test_spans_reach_an_otlp_http_collector(tmp_path: Path, fake_llm: Fake
 
 
 def test_telemetry_without_the_packages_is_one_clear_start_error(
-    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     config = daemon_toml(fake_llm, gateway="", telemetry=_telemetry(None)).replace('metrics_token = "file:scrape.token"\n', "")
     path = write(tmp_path, config)
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # as if the extra were not installed
     assert cli.main(["run", "--config", str(path)]) == 1
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert (
         "[telemetry] is configured but the OpenTelemetry package 'opentelemetry-sdk' is not installed: "
         "pip install 'orchestrator[telemetry]' (or remove [telemetry])"
