@@ -42,6 +42,8 @@ LAYERS: Final = (
     ("engine", ("engine",)),
     # The one turn runner: session lock, transcript, engine, persist, turn hooks.
     ("sessions", ("sessions",)),
+    # Metrics and traces: observers on the turn runner, the provider pool and the audit sink.
+    ("observability", ("observability",)),
     # What runs turns for somebody. The gateway and the scheduler reach the daemon through
     # protocols of their own (`GatewayHost`, `ScheduleHost`), never by import.
     ("services", ("daemon", "gateway", "acp", "scheduler", "sop", "library")),

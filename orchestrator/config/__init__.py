@@ -40,6 +40,7 @@ from orchestrator.config.gateway import (
     token_problem,
 )
 from orchestrator.config.schedules import DeliverTo, ScheduleConfig
+from orchestrator.config.telemetry import TelemetryConfig
 from orchestrator.config.secrets import resolve_secret
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "SkillsConfig",
     "SlackChannelConfig",
     "TelegramChannelConfig",
+    "TelemetryConfig",
     "TerminalChannelConfig",
     "check_gateway",
     "dotted",

@@ -30,6 +30,10 @@ class GatewayConfig(BaseModel):
     token: SecretRef | None = None
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576, strict=True)
     idempotency_ttl_s: float = Field(default=86_400.0, gt=0, strict=True)
+    # GET /metrics (Prometheus); off: no endpoint and nothing observes the turns
+    metrics: bool = Field(default=False, strict=True)
+    # a scrape-only bearer token for /metrics (the gateway token works there too)
+    metrics_token: SecretRef | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -60,28 +64,38 @@ def check_gateway(
             f"{gateway.listen!r} is not a loopback address: set gateway.token (a secret reference) "
             "or listen on 127.0.0.1",
         )
-    if gateway.token is not None:
+    for key, ref in (("gateway.token", gateway.token), ("gateway.metrics_token", gateway.metrics_token)):
+        if ref is None:
+            continue
         try:
-            problem = token_problem(resolve_secret(gateway.token, base=base))
+            problem = token_problem(resolve_secret(ref, base=base))
         except EmptySecret as exc:
             problem = str(exc)
         except SecretError:
             problem = None  # resolved in the daemon's environment, checked there at start
         if problem:
-            yield ConfigProblem(shown, "gateway.token", problem)
+            yield ConfigProblem(shown, key, problem)
+    if gateway.metrics_token is not None and not gateway.metrics:
+        yield ConfigProblem(shown, "gateway.metrics_token", "set gateway.metrics = true to serve /metrics")
 
 
 def gateway_token_problems(
     gateway: GatewayConfig | None, lookup: Callable[[SecretRef], str], *, shown: str
 ) -> list[ConfigProblem]:
-    """Resolve the gateway token now (before the daemon opens anything); one problem if unusable."""
-    if gateway is None or gateway.token is None:
+    """Resolve the gateway's tokens now (before the daemon opens anything); one problem per unusable one."""
+    if gateway is None:
         return []
-    try:
-        problem = token_problem(lookup(gateway.token))
-    except SecretError as exc:
-        problem = str(exc)
-    return [ConfigProblem(shown, "gateway.token", problem)] if problem else []
+    problems: list[ConfigProblem] = []
+    for key, ref in (("gateway.token", gateway.token), ("gateway.metrics_token", gateway.metrics_token)):
+        if ref is None:
+            continue
+        try:
+            problem = token_problem(lookup(ref))
+        except SecretError as exc:
+            problem = str(exc)
+        if problem:
+            problems.append(ConfigProblem(shown, key, problem))
+    return problems
 
 
 def token_problem(token: str) -> str | None:

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from orchestrator.config.channels import Channels, RouteConfig
 from orchestrator.config.gateway import GatewayConfig
+from orchestrator.config.telemetry import TelemetryConfig
 from orchestrator.config.schedules import ScheduleConfig
 from orchestrator.config.sops import SopConfig
 from orchestrator.config.secrets import SecretRef
@@ -241,6 +242,7 @@ class Config(_Model):
     channels: Channels = Field(default_factory=dict)
     routes: tuple[RouteConfig, ...] = ()
     gateway: GatewayConfig | None = None
+    telemetry: TelemetryConfig | None = None
     schedules: tuple[ScheduleConfig, ...] = ()
     sops: dict[str, SopConfig] = Field(default_factory=dict)
 

@@ -14,6 +14,7 @@ from orchestrator.config import Config, SecretRef, resolve_secret
 from orchestrator.daemon.approvals import Approvals
 from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.servers import connect_servers
+from orchestrator.observability import Observability, open_observability, require_telemetry
 from orchestrator.seam import ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
 from orchestrator.store import SessionStore, state_fault
@@ -59,6 +60,8 @@ class Runtime:
         self.approvals = Approvals()
         # Set once every MCP server of the first generation connected or failed its first attempt.
         self.mcp_settled = asyncio.Event()
+        # The metrics and traces attached at open (`[gateway] metrics`, `[telemetry]`).
+        self.observability = Observability()
         self._tasks = tasks
         self._stack = stack
         self._accepting = True
@@ -80,8 +83,11 @@ class Runtime:
     ) -> AsyncIterator[Runtime]:
         """Open the services (`open_services`, connecting the servers the agents reach) and the store.
 
-        On exit every task is cancelled, then everything closes in reverse order.
+        Raises `TelemetryUnavailable` before opening anything when `[telemetry]` needs packages
+        that are not installed. On exit every task is cancelled, then everything closes in
+        reverse order.
         """
+        require_telemetry(config.telemetry)
         state = config.state_path()
         async with AsyncExitStack() as stack:
             injected = services is not None
@@ -96,10 +102,14 @@ class Runtime:
             else:
                 stack.push_async_callback(services.providers.aclose)
             store = stack.enter_context(SessionStore(state / "sessions.sqlite3"))
+            # Metrics and traces outlive every task (a cancelled turn still ends its span).
+            observed = await stack.enter_async_context(AsyncExitStack())
             tasks = await stack.enter_async_context(asyncio.TaskGroup())
             runtime = cls(
                 config=config, config_path=config_path, services=services, store=store, tasks=tasks, stack=stack
             )
+            # Before any turn resolves (it binds the audit sink).
+            runtime.observability = await observed.enter_async_context(open_observability(runtime, config))
             stack.push_async_callback(runtime._cancel_everything)
             if injected:
                 await runtime.connect_mcp()

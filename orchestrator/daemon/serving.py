@@ -246,6 +246,8 @@ async def reload_config(runtime: Runtime, config_path: Path) -> bool:
     servers_changed = new.mcp.servers != runtime.config.mcp.servers
     if new.gateway != runtime.config.gateway:  # its socket and token are bound at start
         logger.warning("[gateway] changed: restart the daemon to apply it (agents reload now)")
+    if new.telemetry != runtime.config.telemetry:  # the tracer provider is built at start
+        logger.warning("[telemetry] changed: restart the daemon to apply it (agents reload now)")
     runtime.swap_config(new)  # a running scheduler follows it
     if new.schedules and not _scheduling(runtime):  # the first schedules: started without a scheduler
         await _start_schedules(runtime)

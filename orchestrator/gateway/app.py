@@ -11,6 +11,7 @@ from loguru import logger
 
 from orchestrator.errors import UnknownAgent
 from orchestrator.gateway import handlers
+from orchestrator.gateway.metrics import METRICS_PATH, metrics, metrics_authorized
 from orchestrator.gateway.state import GATEWAY, GatewayState, json_error
 from orchestrator.seam import InteractivityNotAllowed
 from orchestrator.store import BadUsageQuery
@@ -40,6 +41,7 @@ def build_app(state: GatewayState, *, max_body_bytes: int) -> web.Application:
     app.router.add_get("/api/agents/{agent}/policy", handlers.policy)
     app.router.add_post("/api/agents/{agent}/messages", handlers.messages)
     app.router.add_get("/api/usage", handlers.usage)
+    app.router.add_get(METRICS_PATH, metrics)
     return app
 
 
@@ -67,12 +69,22 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
-    token = request.app[GATEWAY].token
+    state = request.app[GATEWAY]
+    token = state.token
+    if request.path == METRICS_PATH:  # the scrape token may read the metrics and nothing else
+        scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
+        if not metrics_authorized(state, bearer.strip() if scheme.lower() == "bearer" else None):
+            return _unauthorized()
+        return await handler(request)
     if token is not None:
         scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
         # compare_digest: the time taken does not reveal how much of the token matched
         if scheme.lower() != "bearer" or not hmac.compare_digest(offered.strip().encode(), token.encode()):
-            response = json_error(401, "unauthorized", "send 'Authorization: Bearer <token>'")
-            response.headers["WWW-Authenticate"] = 'Bearer realm="orchestrator"'
-            return response
+            return _unauthorized()
     return await handler(request)
+
+
+def _unauthorized() -> web.Response:
+    response = json_error(401, "unauthorized", "send 'Authorization: Bearer <token>'")
+    response.headers["WWW-Authenticate"] = 'Bearer realm="orchestrator"'
+    return response

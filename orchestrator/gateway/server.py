@@ -65,9 +65,16 @@ async def open_gateway(host: GatewayHost) -> AsyncIterator[GatewayAddress | None
     short = token_problem(token) if token is not None else None
     if short:
         raise GatewayError(settings.listen, settings.port, f"gateway.token: {short}")
+    try:
+        scrape = host.secret(settings.metrics_token) if settings.metrics_token is not None else None
+    except OrchestratorError as exc:
+        raise GatewayError(settings.listen, settings.port, str(exc)) from None
+    short = token_problem(scrape) if scrape is not None else None
+    if short:
+        raise GatewayError(settings.listen, settings.port, f"gateway.metrics_token: {short}")
     path = host.config.state_path() / "gateway.sqlite3"
     with IdempotencyStore(path, ttl_s=settings.idempotency_ttl_s) as idempotency:
-        state = GatewayState(host=host, token=token, idempotency=idempotency)
+        state = GatewayState(host=host, token=token, idempotency=idempotency, metrics_token=scrape)
         app = build_app(state, max_body_bytes=settings.max_body_bytes)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S)
         await runner.setup()

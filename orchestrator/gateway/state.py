@@ -11,6 +11,7 @@ from aiohttp import web
 
 from orchestrator.config import SecretRef
 from orchestrator.gateway.idempotency import IdempotencyStore
+from orchestrator.observability import Observability
 from orchestrator.sessions import TurnHost
 
 __all__ = ["GATEWAY", "ChannelHealth", "GatewayHost", "GatewayState", "json_error"]
@@ -41,16 +42,20 @@ class GatewayHost(TurnHost, Protocol):
     @property
     def channels(self) -> ChannelHealthSource: ...
 
+    @property
+    def observability(self) -> Observability: ...
+
     def secret(self, ref: SecretRef) -> str: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayState:
-    """What every handler needs: the host, the resolved token and the idempotency store."""
+    """What every handler needs: the host, the resolved tokens and the idempotency store."""
 
     host: GatewayHost
     token: str | None
     idempotency: IdempotencyStore
+    metrics_token: str | None = None  # `gateway.metrics_token`: may read /metrics only
 
 
 GATEWAY: Final = web.AppKey("gateway", GatewayState)

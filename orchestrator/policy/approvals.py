@@ -76,6 +76,9 @@ class ApprovalDecision:
     verdict: Verdict
     decided_by: str | None
     reason: str
+    # whether the surface's approver was asked at all, and whether it gave no answer in time
+    asked: bool = False
+    timed_out: bool = False
 
     def model_message(self, tool: str) -> str:
         """Return what the model is told; 'nobody decided' differs from 'a user refused'."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from orchestrator.config import SecretRef
 from orchestrator.errors import ProviderOverrides
 
-__all__ = ["Completion", "ModelBinding", "Prices", "Provider", "ToolCall", "Usage"]
+__all__ = ["Completion", "CompletionWatcher", "ModelBinding", "Prices", "Provider", "ToolCall", "Usage"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,3 +137,9 @@ class ModelBinding:
         if not self.fallback:
             return (self,)
         return (dataclasses.replace(self, fallback=()), *self.fallback)
+
+
+CompletionWatcher = Callable[[ModelBinding, str], AbstractContextManager[object]]
+"""Watches one request to one endpoint (each link of a failover chain its own): called with the
+endpoint's binding and the model asked, entered before the request and exited after it, with the
+`ProviderError` that ended it, if any (see `ProviderPool.watch`)."""

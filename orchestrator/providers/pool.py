@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from orchestrator.config import SecretRef, resolve_secret
-from orchestrator.providers.base import Completion, ModelBinding, Provider
+from orchestrator.providers.base import Completion, CompletionWatcher, ModelBinding, Provider
 from orchestrator.providers.failover import FailoverProvider
 
 __all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "provider_factory", "warm_provider_sdk"]
@@ -73,12 +74,13 @@ def warm_provider_sdk(kinds: Iterable[str] = ("openai",)) -> None:
 class _LazyProvider:
     """Defers building the real client (and importing its SDK) to the first completion."""
 
-    __slots__ = ("_binding", "_factory", "_real")
+    __slots__ = ("_binding", "_factory", "_real", "_watchers")
 
-    def __init__(self, binding: ModelBinding, factory: ProviderFactory) -> None:
+    def __init__(self, binding: ModelBinding, factory: ProviderFactory, watchers: list[CompletionWatcher]) -> None:
         self._binding = binding
         self._factory = factory
         self._real: Provider | None = None
+        self._watchers = watchers  # the pool's own list: a watcher added later sees this client too
 
     async def complete(
         self,
@@ -92,7 +94,22 @@ class _LazyProvider:
         real = self._real
         if real is None:
             real = self._real = self._factory(self._binding)
-        return await real.complete(model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text)
+        watchers = self._watchers
+        if not watchers:
+            return await real.complete(
+                model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
+            )
+        if len(watchers) == 1:  # the usual case: no ExitStack on every request
+            with watchers[0](self._binding, model):
+                return await real.complete(
+                    model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
+                )
+        with ExitStack() as watching:
+            for watcher in watchers:
+                watching.enter_context(watcher(self._binding, model))
+            return await real.complete(
+                model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
+            )
 
     async def aclose(self) -> None:
         if self._real is not None:
@@ -107,6 +124,12 @@ class ProviderPool:
         self._factory = factory or provider_factory()
         self._providers: dict[tuple[object, ...], _LazyProvider] = {}
         self._chains: dict[tuple[object, ...], FailoverProvider] = {}
+        self._watchers: list[CompletionWatcher] = []
+
+    def watch(self, watcher: CompletionWatcher) -> Callable[[], None]:
+        """Watch every request to every endpoint of this pool (metrics, traces); return a remover."""
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher)
 
     def get(self, binding: ModelBinding) -> Provider:
         """Return the pooled provider for `binding`'s endpoint (the model is per request).
@@ -127,7 +150,7 @@ class ProviderPool:
         key = _endpoint_key(binding)
         provider = self._providers.get(key)
         if provider is None:
-            provider = self._providers[key] = _LazyProvider(binding, self._factory)
+            provider = self._providers[key] = _LazyProvider(binding, self._factory, self._watchers)
         return provider
 
     async def aclose(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -158,18 +159,20 @@ class ApprovalManager:
     async def _ask(self, approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
         try:
             async with asyncio.timeout(self.timeout_s):
-                return await approver(request)
+                decision = await approver(request)
         except TimeoutError:
             return ApprovalDecision(
                 verdict=Verdict.NO_DECISION,
                 decided_by=None,
                 reason=f"nobody answered within {self.timeout_s:g}s",
+                asked=True, timed_out=True,
             )
         except Exception as exc:  # an approver bug must deny, not crash the turn
             logger.opt(exception=exc).warning("approver failed for {}", request.tool)
             return ApprovalDecision(
-                verdict=Verdict.NO_DECISION, decided_by=None, reason="the approval prompt failed"
+                verdict=Verdict.NO_DECISION, decided_by=None, reason="the approval prompt failed", asked=True
             )
+        return decision if decision.asked else dataclasses.replace(decision, asked=True)
 
     def _record(self, request: ApprovalRequest, decision: ApprovalDecision, rule: ApprovalRule) -> None:
         if self.audit is None:

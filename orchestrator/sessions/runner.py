@@ -8,7 +8,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
-from orchestrator.engine import Transcript, TurnEvents, TurnResult, run_tool_call_loop
+from loguru import logger
+
+from orchestrator.engine import Transcript, TurnEvent, TurnEvents, TurnResult, run_tool_call_loop
 from orchestrator.errors import OrchestratorError
 from orchestrator.policy import Approver
 from orchestrator.seam import ResolvedAgentExecution
@@ -52,12 +54,18 @@ class Turn:
     key: str
     agent: str
     transcript: Transcript
+    execution: ResolvedAgentExecution | None = None  # what the engine runs (set before any hook sees the turn)
     result: TurnResult | None = None
     _alongside: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+    _watchers: list[TurnEvents] = field(default_factory=list)
 
     def alongside(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run `work()` while the engine runs; it is cancelled as soon as the engine stops."""
         self._alongside.append(work)
+
+    def watch(self, observer: TurnEvents) -> None:
+        """Also send this turn's events (tool calls) to `observer`, after the caller's own."""
+        self._watchers.append(observer)
 
     def completed(self) -> TurnResult:
         """Return the result; raises `TurnStopped` when the turn was stopped."""
@@ -86,6 +94,19 @@ class Sessions:
         self.transcripts = transcripts
         self._hooks = tuple(hooks)
         self._states: dict[str, SessionState] = {}
+
+    def add_hook(self, hook: TurnHook) -> Callable[[], None]:
+        """Watch every later turn with `hook` too (after the others); return a function removing it."""
+        self._hooks = (*self._hooks, hook)
+
+        def remove() -> None:
+            self._hooks = tuple(h for h in self._hooks if h is not hook)
+
+        return remove
+
+    def queue_lengths(self) -> dict[str, int]:
+        """Return, per live session, how many turns or tasks wait behind the one holding it."""
+        return {key: state.users - (1 if state.lock.locked() else 0) for key, state in self._states.items()}
 
     def __len__(self) -> int:
         return len(self._states)
@@ -176,12 +197,14 @@ class Sessions:
             execution = execution()
         keep = execution.knobs.max_history_messages
         held = self.transcripts.open(state.key, agent, keep=keep)
-        turn = Turn(key=state.key, agent=agent, transcript=held.transcript)
+        turn = Turn(key=state.key, agent=agent, transcript=held.transcript, execution=execution)
         watchers = (*self._hooks, *hooks) if self._hooks else tuple(hooks)
 
         async def engine() -> TurnResult:
+            # Called inside every hook: what they `watch` hears this turn's events too.
+            observer = _fan_out(events, turn._watchers) if turn._watchers else events
             return await run_tool_call_loop(
-                execution, held.transcript, text, approver=approver, actor=actor, events=events, stream=stream,
+                execution, held.transcript, text, approver=approver, actor=actor, events=observer, stream=stream,
             )
 
         async def body() -> Turn:
@@ -248,3 +271,19 @@ async def _watched(hooks: Sequence[TurnHook], index: int, turn: Turn, body: Call
         return await body()
     async with hooks[index](turn):
         return await _watched(hooks, index + 1, turn, body)
+
+
+def _fan_out(first: TurnEvents | None, others: Sequence[TurnEvents]) -> TurnEvents:
+    """Return one observer calling the caller's own first, then each watcher's (each one's failure logged)."""
+    observers = ((first,) if first is not None else ()) + tuple(others)
+    if len(observers) == 1:
+        return observers[0]
+
+    async def every(event: TurnEvent) -> None:
+        for observer in observers:
+            try:
+                await observer(event)
+            except Exception as exc:  # one observer must not keep the event from the others
+                logger.opt(exception=exc).warning("turn event observer failed")
+
+    return every

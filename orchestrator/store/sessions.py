@@ -147,6 +147,13 @@ class SessionStore(Database):
         )
         return cursor.rowcount
 
+    def inbox_depth(self) -> int:
+        """Return how many messages wait for or are in their turn or reply (`pending`, `running`, `replying`)."""
+        (count,) = self._db.execute(
+            "SELECT COUNT(*) FROM inbox WHERE state IN ('pending', 'running', 'replying')"
+        ).fetchone()
+        return int(count)
+
     def inbox_size(self) -> int:
         """Return how many rows the inbox holds (finished ones included)."""
         (count,) = self._db.execute("SELECT COUNT(*) FROM inbox").fetchone()

@@ -356,3 +356,34 @@ async def test_the_seam_binds_the_chain_and_the_pool_shares_it(write_config: Wri
         assert ops.provider is not solo.provider
     finally:
         await pool.aclose()
+
+
+async def test_a_pool_watcher_sees_each_link_of_a_chain_with_its_failure(write_config: WriteConfig, local: FakeOpenAI) -> None:
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from orchestrator.engine import Transcript, run_tool_call_loop
+    from orchestrator.providers import ModelBinding
+
+    seen: list[tuple[str, str, str | None]] = []
+
+    @contextmanager
+    def watcher(binding: ModelBinding, model: str) -> Iterator[None]:
+        try:
+            yield
+        except BaseException as exc:
+            seen.append((binding.provider, model, type(exc).__name__))
+            raise
+        seen.append((binding.provider, model, None))
+
+    local.script(openai_server.text("still here"), openai_server.text("unwatched"))
+    config = load_config(write_config(chain_toml(closed_port_url(), local.base_url)))
+    services = Services(providers=ProviderPool())
+    remove = services.providers.watch(watcher)
+    execution = build_cli_run(config, "ops", services)
+    result = await run_tool_call_loop(execution, Transcript(session="s"), "hello")
+    remove()
+    await run_tool_call_loop(execution, Transcript(session="s2"), "again")
+    await services.providers.aclose()
+    assert result.provider == "local"
+    assert seen == [("claude", "claude-x", "ProviderUnavailable"), ("local", "qwen", None)]

@@ -142,3 +142,62 @@ async def test_cancelling_the_caller_persists_the_turn_and_propagates(
         stored, _ = store.load_messages(store.open_session("k", "ops"))
     assert exits == ["cancelled"]
     assert [m["content"] for m in stored][:1] == ["slow"]
+
+
+async def test_an_added_hook_watches_the_turns_events_after_the_callers_own(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    from orchestrator.engine import ToolCallFinished, ToolCallStarted, TurnEvent
+    from tests.fakes.openai_server import tool_call
+
+    agent = AGENT + 'tools = ["list_dir"]\n[agents.ops.approval]\nauto_approve = ["list_dir"]\n'
+    fake_llm.script(tool_call("list_dir", {"path": "."}), text("listed"), text("unwatched"))
+    seen: list[str] = []
+    async with opened(write_config(provider_toml(fake_llm.base_url) + agent)) as (config, services, store):
+
+        async def caller(event: TurnEvent) -> None:
+            if isinstance(event, ToolCallStarted | ToolCallFinished):
+                seen.append(f"caller {type(event).__name__}")
+
+        async def failing(event: TurnEvent) -> None:
+            raise RuntimeError("a broken observer")
+
+        async def added(event: TurnEvent) -> None:
+            seen.append(f"added {type(event).__name__}")
+
+        @asynccontextmanager
+        async def hook(turn: Turn) -> AsyncIterator[None]:
+            assert turn.execution is not None and turn.execution.identity.agent == "ops"
+            turn.watch(failing)
+            turn.watch(added)
+            yield
+
+        sessions = Sessions(transcripts=StoredTranscripts(store))
+        remove = sessions.add_hook(hook)
+        run = execution(config, services)
+        first = await sessions.run_turn("k", agent="ops", execution=run, text="ls", approver=None, actor=None, events=caller)
+        remove()
+        await sessions.run_turn("k", agent="ops", execution=run, text="again", approver=None, actor=None)
+    assert first.completed().executed == ("list_dir",)
+    assert seen == [
+        "caller ToolCallStarted", "added ToolCallStarted", "caller ToolCallFinished", "added ToolCallFinished",
+    ]
+
+
+async def test_queue_lengths_count_who_waits_behind_the_running_turn(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.latency_s = 0.5
+    fake_llm.script(text("one"), text("two"), text("three"))
+    async with opened(write_config(provider_toml(fake_llm.base_url) + AGENT)) as (config, services, store):
+        sessions = Sessions(transcripts=StoredTranscripts(store))
+        run = execution(config, services)
+        turns = [
+            asyncio.ensure_future(sessions.run_turn("k", agent="ops", execution=run, text=t, approver=None, actor=None))
+            for t in ("a", "b", "c")
+        ]
+        while not fake_llm.requests:
+            await asyncio.sleep(0.01)
+        assert sessions.queue_lengths() == {"k": 2}
+        await asyncio.gather(*turns)
+        assert sessions.queue_lengths() == {}
