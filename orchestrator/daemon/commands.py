@@ -1,4 +1,4 @@
-"""Chat commands (`/new`, `/stop`, `/help`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
+"""Chat commands (`/new`, `/stop`, `/help`, `/compact`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
 from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.policy import ApprovalRequest, Interactivity
-from orchestrator.seam import SOP_COMMAND, ChatCommands, resolve_chat_commands
+from orchestrator.seam import COMPACT_COMMAND, SOP_COMMAND, ChatCommands, build_channel, resolve_chat_commands
 from orchestrator.sessions import TurnRefused
 from orchestrator.sop import SopResult, SopStatus, run_sop
 
@@ -43,6 +43,28 @@ async def _stop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
         await _tell(runtime, inbound, "Nothing is running.")
 
 
+async def _compact(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/compact`: fold the session's older messages into its summary now (after a running turn)."""
+    config, agent = admitted.config, admitted.route.agent
+    try:
+        folded = await runtime.sessions.compact(
+            admitted.key, agent=agent, execution=lambda: build_channel(config, agent, runtime.services),
+            gate=lambda: runtime.accepting,
+        )
+    except TurnRefused:  # stopping: leave it pending for the next start
+        return
+    except Exception as exc:  # a bug here must not leave the user in silence
+        logger.opt(exception=exc).error("/compact failed for {}", admitted.key)
+        folded = 0
+    _done(runtime, inbound)
+    if folded is None:
+        await _tell(runtime, inbound, "Stopped.")
+    elif folded:
+        await _tell(runtime, inbound, f"Compacted: {folded} earlier messages are now a summary the agent keeps.")
+    else:
+        await _tell(runtime, inbound, "Nothing was compacted: the conversation is short, or summarizing failed now.")
+
+
 async def _help(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
     """`/help`: the commands and SOPs this route grants the sender (the seam's `ChatCommands`)."""
     _done(runtime, inbound)
@@ -63,6 +85,7 @@ _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     "/new": "- start a new session",
     "/stop": "- stop what is running in this session",
     "/help": "- this list",
+    COMPACT_COMMAND: "- fold older messages into a summary now",
     SOP_COMMAND: "NAME [context] - run an SOP",
     "/approve": "ID - allow a tool call you were asked about",
     "/deny": "ID - refuse it",
@@ -162,7 +185,7 @@ async def _tell(runtime: Runtime, inbound: Inbound, text: str) -> None:
 
 
 COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
-    "/new": _new, "/stop": _stop, "/help": _help, SOP_COMMAND: _sop,
+    "/new": _new, "/stop": _stop, "/help": _help, COMPACT_COMMAND: _compact, SOP_COMMAND: _sop,
     "/approve": _approval_usage, "/deny": _approval_usage,
 })
-assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"
+assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"

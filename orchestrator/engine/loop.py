@@ -6,13 +6,14 @@ import asyncio
 import enum
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from loguru import logger
 
 from orchestrator.providers import Completion, ToolCall
+from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.transcript import Transcript
 from orchestrator.engine.untrusted import wrap_untrusted
@@ -41,6 +42,7 @@ class StopReason(enum.Enum):
     TIMEOUT = "timeout"
     NO_PROGRESS = "no_progress"
     PROVIDER_ERROR = "provider_error"
+    CONTEXT_OVERFLOW = "context_overflow"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,8 +133,8 @@ async def run_tool_call_loop(
 
 class _Turn:
     __slots__ = (
-        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "on_text", "pending",
-        "scope", "transcript",
+        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "folded", "on_text",
+        "pending", "scope", "transcript",
     )
 
     def __init__(
@@ -155,6 +157,7 @@ class _Turn:
         self.scope: CurrentTurn | None = None
         self.answered_by: tuple[str, str] | None = None
         self.failed_over = False
+        self.folded = False  # one summarizing attempt per turn: a failing summarizer costs one timeout
         self.on_text: Callable[[str], Awaitable[None]] | None = (
             self._stream_text if stream and events is not None else None
         )
@@ -170,21 +173,24 @@ class _Turn:
         ex = self.execution
         knobs = ex.knobs
         prompt = "\n\n".join([ex.system_prompt, *await self._turn_context()]).strip()
-        system = {"role": "system", "content": prompt} if prompt else None
         specs = ex.tools.provider_specs()
         last: tuple[str, str, str] | None = None
         repeats = 0
         iteration = 0
         while True:
-            window = self.transcript.window(knobs.max_history_messages)
-            messages = [system, *window] if system else window
+            try:
+                request = await self._request(prompt, specs)
+            except ContextOverflow as exc:
+                self.close_pending("the context budget is spent")
+                return self._finish(f"Stopped: {exc}.", StopReason.CONTEXT_OVERFLOW)
             try:
                 completion = await ex.provider.complete(
-                    model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
+                    model=ex.model.model, messages=request.messages, tools=specs, temperature=ex.model.temperature,
                     on_text=self.on_text,
                 )
             except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
                 return self._provider_failed(exc)
+            calibrate(self.transcript, reported=_reported_input(completion), raw=request.raw)
             self._answered(completion)
             assistant: dict[str, Any] = {"role": "assistant", "content": completion.text}
             if not completion.tool_calls:
@@ -224,6 +230,17 @@ class _Turn:
                         "arguments and got the same result.",
                         StopReason.NO_PROGRESS,
                     )
+
+    async def _request(self, prompt: str, specs: Sequence[Mapping[str, Any]]) -> Assembled:
+        # L1: what is sent fits max_context_tokens by the estimate; `summarize` folds what left the window.
+        ex = self.execution
+        policy, cap = ex.context, ex.knobs.max_history_messages
+        request = assemble(policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap)
+        if request.unfolded and policy.strategy == "summarize" and not self.folded:
+            self.folded = True
+            if await fold(policy, self.transcript, window_start=request.start):
+                request = assemble(policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap)
+        return request
 
     async def _emit(self, event: TurnEvent) -> None:
         if self.events is None:
@@ -325,6 +342,16 @@ class _Turn:
             return f"Error: {call.name!r} failed unexpectedly ({type(exc).__name__})."
         output = _capped(output, ex.knobs.max_tool_result_chars)
         return wrap_untrusted(call.name, output) if spec.untrusted_output else output
+
+
+def _reported_input(completion: Completion) -> int | None:
+    """Return the prompt tokens the provider reported for this call, when the completion carries them."""
+    usage = getattr(completion, "usage", None)
+    for name in ("input_tokens", "prompt_tokens"):
+        value = getattr(usage, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def _capped(text: str, cap: int) -> str:

@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
-from orchestrator.engine import Transcript, TurnEvents, TurnResult, run_tool_call_loop
+from orchestrator.engine import Transcript, TurnEvents, TurnResult, compact_now, run_tool_call_loop
 from orchestrator.errors import OrchestratorError
 from orchestrator.policy import Approver
 from orchestrator.seam import ResolvedAgentExecution
@@ -174,7 +174,7 @@ class Sessions:
     ) -> Turn:
         if not isinstance(execution, ResolvedAgentExecution):
             execution = execution()
-        keep = execution.knobs.max_history_messages
+        keep = execution.context.hold_messages
         held = self.transcripts.open(state.key, agent, keep=keep)
         turn = Turn(key=state.key, agent=agent, transcript=held.transcript)
         async with AsyncExitStack() as watching:
@@ -192,6 +192,43 @@ class Sessions:
             finally:
                 self.transcripts.save(held, keep=keep)
         return turn
+
+    async def compact(
+        self,
+        session: str,
+        *,
+        agent: str,
+        execution: Callable[[], ResolvedAgentExecution],
+        gate: Callable[[], bool] | None = None,
+    ) -> int | None:
+        """Fold session `session`'s older messages into its summary now (`/compact`); return how many.
+
+        Waits for a running turn like `run_turn` (the gate and `stop` behave the same; None:
+        stopped). 0 means nothing was folded: too few messages, or summarizing failed (logged);
+        the transcript is unchanged then.
+        """
+        state = self.place(session)
+        try:
+            async with state.lock:
+                if gate is not None and not gate():
+                    raise TurnRefused(state.key)
+                resolved = execution()
+                keep = resolved.context.hold_messages
+                held = self.transcripts.open(state.key, agent, keep=keep)
+                transcript = held.transcript
+                before = transcript.summary.covers if transcript.summary else 0
+
+                async def work() -> int:
+                    if not await compact_now(resolved.context, transcript):
+                        return 0
+                    return (transcript.summary.covers if transcript.summary else 0) - before
+
+                try:
+                    return await self._stoppable(state, work, alongside=())
+                finally:
+                    self.transcripts.save(held, keep=keep)
+        finally:
+            self.release(state)
 
     async def run_task(
         self,
