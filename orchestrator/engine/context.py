@@ -154,7 +154,12 @@ def assemble(
             break
         used += cost
         start -= 1
-    while start < len(messages) and messages[start]["role"] == "tool":
+    # Never start on an orphan tool result; start on the user's words when the window holds any
+    # (some APIs refuse a history that opens with the assistant).
+    users = sum(1 for m in messages[start:] if m["role"] == "user")
+    while start < len(messages) and (
+        messages[start]["role"] == "tool" or (messages[start]["role"] != "user" and users > 0)
+    ):
         used -= estimate_message(messages[start])
         start += 1
     window = list(messages[start:])
@@ -194,9 +199,16 @@ def _fold_span(policy: ContextPolicy, transcript: Transcript, window_start: int)
     begin = max(0, (transcript.summary.covers if transcript.summary else 0) - transcript.dropped)
     end = max(len(messages) - policy.keep_recent, 0)
     end = max(min(end, len(messages)), min(window_start, len(messages)))
-    while end < len(messages) and messages[end]["role"] == "tool":
-        end += 1  # the kept part never starts on a tool result whose call was folded
-    return begin, end
+    # The kept part starts on the user's words (as `assemble`'s window does): fold less rather
+    # than cut an exchange; failing that, never on a tool result whose call was folded.
+    aligned = end
+    while aligned > begin and aligned < len(messages) and messages[aligned]["role"] != "user":
+        aligned -= 1
+    if aligned <= begin or aligned >= len(messages) or aligned < min(window_start, len(messages)):
+        aligned = end
+        while aligned < len(messages) and messages[aligned]["role"] == "tool":
+            aligned += 1
+    return begin, aligned
 
 
 def _transcribe(message: Mapping[str, Any]) -> str:
@@ -223,7 +235,7 @@ async def fold(policy: ContextPolicy, transcript: Transcript, *, window_start: i
     transcript as it was (the window still applies); cancellation propagates.
     """
     messages = transcript.messages
-    begin, end = _fold_span(policy, transcript, len(messages) if window_start is None else window_start)
+    begin, end = _fold_span(policy, transcript, 0 if window_start is None else window_start)
     folded_any = False
     limit = policy.max_context_tokens
     words = max(50, limit // _SUMMARY_SHARE * CHARS_PER_TOKEN // 6)

@@ -181,6 +181,7 @@ async def test_help_lists_what_this_route_grants_and_nothing_more(
         "/new - start a new session",
         "/stop - stop what is running in this session",
         "/help - this list",
+        "/compact - fold older messages into a summary now",
         "/sop NAME [context] - run an SOP",
         "/approve ID - allow a tool call you were asked about",
         "/deny ID - refuse it",
