@@ -8,8 +8,10 @@ One process, loopback only. One chat session runs N/2 turns (default 5,000 messa
 through `Sessions.run_turn` on the channel path, with transcripts in a real SQLite session
 store, against the fake OpenAI server; the fake's summary model echoes the facts it is
 given, so the running summary grows like a real one would, up to its cap. Each strategy
-(`window`, `summarize`) runs its own session with `max_context_tokens = 4000`. Per bucket
-of turns it prints the median and p95 turn time, the mean request size the model was sent
+(`window`, `summarize`) runs its own session with `max_context_tokens = 4000`. Each long
+turn alternates with a turn of a short session (a fresh one every 20 turns), so the load of a
+busy machine hits both alike. Per bucket of turns it prints the median and p95 long-session
+turn time, the short-session median, their ratio, the mean request size the model was sent
 (estimated tokens), and the summarizing calls; the last line compares the last bucket with
 the first full one (target: about 1.0x, flat). Figures are printed, never asserted.
 """
@@ -76,7 +78,10 @@ def tokens(body: dict[str, Any]) -> int:
     return sum(estimate_message(m) for m in body["messages"]) + estimate_specs(body.get("tools", []))
 
 
-async def run(strategy: str, messages: int, buckets: int) -> list[tuple[float, float, float, int]]:
+Row = tuple[float, float, float, float, int]  # long median, long p95, short median, sent tokens, folds
+
+
+async def run(strategy: str, messages: int, buckets: int) -> list[Row]:
     turns = messages // 2
     per = max(1, turns // buckets)
     with tempfile.TemporaryDirectory() as folder:
@@ -85,27 +90,39 @@ async def run(strategy: str, messages: int, buckets: int) -> list[tuple[float, f
             path.write_text(CONFIG.format(state=Path(folder) / "state", base_url=fake.base_url, limit=LIMIT, strategy=strategy))
             config = load_config(path)
             services = Services()
-            rows: list[tuple[float, float, float, int]] = []
+            rows: list[Row] = []
             try:
                 with SessionStore(Path(folder) / "sessions.sqlite3") as store:
                     sessions = Sessions(transcripts=StoredTranscripts(store))
+                    main_sent: list[dict[str, Any]] = []  # the long session's requests of this bucket
                     samples: list[float] = []
-                    for n in range(turns):
+                    short: list[float] = []
+
+                    async def turn(key: str, n: int) -> float:
                         started = time.perf_counter_ns()
                         await sessions.run_turn(
-                            "chat", agent="bench",
+                            key, agent="bench",
                             execution=lambda: resolve(config, "bench", path=ConstructionPath.CHANNEL, services=services),
                             text=f"fact-{n}: {FILLER}", approver=None, actor="bench:alice",
                         )
-                        samples.append((time.perf_counter_ns() - started) / 1e6)
+                        return (time.perf_counter_ns() - started) / 1e6
+
+                    for n in range(turns):
+                        long_requests = len(fake.requests)
+                        samples.append(await turn("chat", n))
+                        main_sent.extend(fake.requests[long_requests:])
+                        short.append(await turn(f"short-{n // 20}", n))
                         if len(samples) == per:
-                            window = list(fake.requests)  # this bucket's requests
-                            main = [r for r in window if not str(r["messages"][0]["content"]).startswith(SUMMARIZER)]
-                            folds = len(window) - len(main)
+                            main = [r for r in main_sent if not str(r["messages"][0]["content"]).startswith(SUMMARIZER)]
+                            folds = len(main_sent) - len(main)
                             size = statistics.mean(tokens(r) for r in main)
                             ordered = sorted(samples)
-                            rows.append((statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1], size, folds))
-                            samples = []
+                            rows.append((
+                                statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1],
+                                statistics.median(short), size, folds,
+                            ))
+                            samples, short = [], []
+                            main_sent.clear()
                             fake.requests.clear()
             finally:
                 await services.providers.aclose()
@@ -122,13 +139,16 @@ def main() -> None:
         rows = asyncio.run(run(strategy, args.messages, args.buckets))
         per = args.messages // 2 // args.buckets
         print(f"\nstrategy = {strategy!r}")
-        print(f"{'turns':>13} {'median ms':>10} {'p95 ms':>8} {'sent tokens':>12} {'folds':>6}")
-        for i, (median, p95, size, folds) in enumerate(rows):
-            print(f"{i * per + 1:>6}-{(i + 1) * per:<6} {median:>10.2f} {p95:>8.2f} {size:>12.0f} {folds:>6}")
+        print(f"{'turns':>13} {'median ms':>10} {'p95 ms':>8} {'short ms':>9} {'long/short':>10} {'sent tokens':>12} {'folds':>6}")
+        for i, (median, p95, short, size, folds) in enumerate(rows):
+            print(
+                f"{i * per + 1:>6}-{(i + 1) * per:<6} {median:>10.2f} {p95:>8.2f} {short:>9.2f} "
+                f"{median / short:>10.2f} {size:>12.0f} {folds:>6}"
+            )
         first = rows[1] if len(rows) > 1 else rows[0]  # the first bucket is still filling the window
         print(
-            f"last bucket / second bucket: median {rows[-1][0] / first[0]:.2f}x, "
-            f"sent tokens {rows[-1][2] / first[2]:.2f}x (target: about 1.0x, flat)"
+            f"last bucket / second bucket: long/short {(rows[-1][0] / rows[-1][2]) / (first[0] / first[2]):.2f}x, "
+            f"median {rows[-1][0] / first[0]:.2f}x, sent tokens {rows[-1][3] / first[3]:.2f}x (target: about 1.0x, flat)"
         )
 
 
