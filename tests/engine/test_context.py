@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.config import Config
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
-from orchestrator.engine.context import estimate_message, estimate_specs
+from orchestrator.engine.context import calibrate, estimate_message, estimate_specs
 from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.sessions import Sessions, StoredTranscripts
 from orchestrator.store import SessionStore
@@ -176,3 +176,27 @@ async def test_a_system_prompt_over_the_budget_stops_the_turn_before_any_call(
     assert result.stop is StopReason.CONTEXT_OVERFLOW
     assert "over max_context_tokens = 2000" in result.text
     assert fake.requests == []
+
+
+async def test_a_provider_counting_more_tokens_than_estimated_shrinks_the_next_requests(
+    load: Callable[..., Config], services: Services
+) -> None:
+    transcript = Transcript(session="s")
+    calibrate(transcript, reported=300, raw=400)  # fewer than estimated: the estimate stands
+    assert transcript.token_scale == 1.0
+    calibrate(transcript, reported=1000, raw=500)
+    assert transcript.token_scale == 2.0
+    calibrate(transcript, reported=10_000, raw=100)
+    assert transcript.token_scale == 4.0  # capped
+    async with FakeOpenAI(default=text("ok")) as fake:
+        config = load(context_toml(fake, ""))
+        execution = resolve(config, "a", path=ConstructionPath.LIBRARY, services=services)
+        scaled = Transcript(session="s2")
+        for n in range(20):
+            scaled.append({"role": "user", "content": f"q{n} " + "x" * 600})
+            scaled.append({"role": "assistant", "content": "fine"})
+        scaled.token_scale = 2.0
+        await run_tool_call_loop(execution, scaled, "next")
+    [body] = fake.requests
+    assert request_tokens(body) * 2 <= LIMIT  # the estimate, doubled, still fits
+    assert request_tokens(body) * 2 > LIMIT - 300  # and the window is not emptied for it
