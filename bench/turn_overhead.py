@@ -89,6 +89,9 @@ max_tool_iterations = 4
 max_history_messages = {window}
 max_actions_per_hour = 1000000000
 
+[agents.{agent}.context]
+max_context_tokens = 10000000  # the whole {window}-message window is sent, as the floor sends it
+
 [agents.{wide}]
 provider = "fake"
 model = "{model}"

@@ -55,6 +55,7 @@ _STOP: Final[dict[StopReason, AcpStopReason]] = {
     StopReason.NO_PROGRESS: "end_turn",
     StopReason.PROVIDER_ERROR: "end_turn",
     StopReason.TOKEN_BUDGET: "max_tokens",
+    StopReason.CONTEXT_OVERFLOW: "max_tokens",
 }
 _STDIO_LIMIT: Final = 16 * 1024 * 1024
 # Prompt content we do not advertise (promptCapabilities image and audio are false).
@@ -166,7 +167,7 @@ class AcpServer:
         live = self._sessions.get(session_id)
         if live is not None and self._turns.busy(session_id):
             raise RequestError.invalid_request({"sessionId": "a prompt is running in this session"})
-        keep = build_acp(self._config, self._agent, self._services).knobs.max_history_messages
+        keep = build_acp(self._config, self._agent, self._services).context.hold_messages
         if live is not None:
             self._history.save(live.stored, keep=keep)  # the store is what we load from
         loaded = self._history.load(session_id, keep=keep)

@@ -72,6 +72,11 @@ def _check_agent(
         yield "provider", f"unknown provider {agent.provider!r}" + suggest(
             agent.provider, config.providers
         )
+    summary_provider = agent.context.summary_provider
+    if summary_provider is not None and summary_provider not in config.providers:
+        yield "context.summary_provider", f"unknown provider {summary_provider!r}" + suggest(
+            summary_provider, config.providers
+        )
     refs: tuple[tuple[str, tuple[str, ...], Iterable[str], str], ...] = (
         ("mcp_bundles", agent.mcp_bundles, config.mcp.bundles, "MCP bundle"),
         ("skills", agent.skills, skills, "skill"),

@@ -20,6 +20,7 @@ __all__ = [
     "Autonomy",
     "BudgetConfig",
     "Config",
+    "ContextConfig",
     "DaemonConfig",
     "FallbackConfig",
     "HttpFetchConfig",
@@ -125,6 +126,22 @@ class BudgetConfig(_Model):
     max_tokens_per_day: int = Field(default=20_000_000, ge=1, strict=True)
 
 
+class ContextConfig(_Model):
+    """`[agents.X.context]`: how much history is sent, and what happens to what no longer fits."""
+
+    # the estimated tokens of one request: system prompt, tool specs, summary and history
+    max_context_tokens: int = Field(default=32_000, ge=1_000, le=10_000_000, strict=True)
+    # "window": drop the oldest messages that do not fit; "summarize": fold them into a running summary
+    strategy: Literal["window", "summarize"] = "window"
+    # the newest messages, never folded into the summary
+    keep_recent: int = Field(default=8, ge=0, le=1_000, strict=True)
+    # the model (on `summary_provider`, default the agent's own provider) that writes summaries
+    summary_model: NonEmptyStr | None = None
+    summary_provider: NonEmptyStr | None = None
+    # one summarizing call; past it the turn goes on with the window
+    summary_timeout_s: float = Field(default=30.0, gt=0, le=600, strict=True)
+
+
 class MemoryConfig(_Model):
     """`[agents.X.memory]`: whose memories an agent may write and read."""
 
@@ -171,6 +188,7 @@ class AgentConfig(_Model):
     excluded_tools: Names = ()
     approval: ApprovalConfig = ApprovalConfig()
     budget: BudgetConfig = BudgetConfig()
+    context: ContextConfig = ContextConfig()
     memory: MemoryConfig = MemoryConfig()
     shell: ShellConfig = ShellConfig()
     http_fetch: HttpFetchConfig = HttpFetchConfig()

@@ -12,7 +12,7 @@ from channels import Inbound
 from orchestrator.config import Config, RouteConfig
 from orchestrator.daemon.routing import match_route, session_key
 from orchestrator.daemon.runtime import Runtime
-from orchestrator.seam import APPROVAL_COMMANDS, SESSION_COMMANDS, SOP_COMMAND
+from orchestrator.seam import APPROVAL_COMMANDS, COMPACT_COMMAND, SESSION_COMMANDS, SOP_COMMAND
 from orchestrator.sessions import SessionState
 
 __all__ = ["Admitted", "Disposition", "INSTANT_COMMANDS", "admit"]
@@ -20,7 +20,7 @@ __all__ = ["Admitted", "Disposition", "INSTANT_COMMANDS", "admit"]
 # A well-formed `/approve ID` never gets here (the adapter hands it over as an answer): what
 # does is malformed, and is answered with a usage line instead of reaching the model.
 INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS) | frozenset(APPROVAL_COMMANDS)
-_COMMANDS: Final = INSTANT_COMMANDS | {SOP_COMMAND}
+_COMMANDS: Final = INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND}
 
 
 class Disposition(enum.Enum):

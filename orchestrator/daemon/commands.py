@@ -1,4 +1,4 @@
-"""Chat commands (`/new`, `/stop`, `/usage`, `/help`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
+"""Chat commands (`/new`, `/stop`, `/usage`, `/help`, `/compact`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
 from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.policy import ApprovalRequest, Interactivity
-from orchestrator.seam import DAY_S, SOP_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands
+from orchestrator.seam import (
+    COMPACT_COMMAND, DAY_S, SOP_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands,
+)
 from orchestrator.sessions import TurnRefused
 from orchestrator.sop import SopResult, SopStatus, run_sop
 
@@ -66,6 +68,28 @@ def usage_text(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> str:
     return "\n".join(lines)
 
 
+async def _compact(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/compact`: fold the session's older messages into its summary now (after a running turn)."""
+    config, agent = admitted.config, admitted.route.agent
+    try:
+        folded = await runtime.sessions.compact(
+            admitted.key, agent=agent, execution=lambda: build_channel(config, agent, runtime.services),
+            gate=lambda: runtime.accepting,
+        )
+    except TurnRefused:  # stopping: leave it pending for the next start
+        return
+    except Exception as exc:  # a bug here must not leave the user in silence
+        logger.opt(exception=exc).error("/compact failed for {}", admitted.key)
+        folded = 0
+    _done(runtime, inbound)
+    if folded is None:
+        await _tell(runtime, inbound, "Stopped.")
+    elif folded:
+        await _tell(runtime, inbound, f"Compacted: {folded} earlier messages are now a summary the agent keeps.")
+    else:
+        await _tell(runtime, inbound, "Nothing was compacted: the conversation is short, or summarizing failed now.")
+
+
 async def _help(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
     """`/help`: the commands and SOPs this route grants the sender (the seam's `ChatCommands`)."""
     _done(runtime, inbound)
@@ -87,6 +111,7 @@ _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     "/stop": "- stop what is running in this session",
     "/usage": "- your token usage with this agent",
     "/help": "- this list",
+    COMPACT_COMMAND: "- fold older messages into a summary now",
     SOP_COMMAND: "NAME [context] - run an SOP",
     "/approve": "ID - allow a tool call you were asked about",
     "/deny": "ID - refuse it",
@@ -183,7 +208,7 @@ async def _tell(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: str 
 
 
 COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
-    "/new": _new, "/stop": _stop, "/usage": _usage, "/help": _help, SOP_COMMAND: _sop,
+    "/new": _new, "/stop": _stop, "/usage": _usage, "/help": _help, COMPACT_COMMAND: _compact, SOP_COMMAND: _sop,
     "/approve": _approval_usage, "/deny": _approval_usage,
 })
-assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"
+assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"

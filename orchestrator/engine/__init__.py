@@ -8,10 +8,12 @@ from orchestrator.engine.loop import (
     add_turn_observer,
     run_tool_call_loop,
 )
-from orchestrator.engine.transcript import Transcript
+from orchestrator.engine.context import compact_now
+from orchestrator.engine.transcript import Summary, Transcript
 
 __all__ = [
     "StopReason",
+    "Summary",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
@@ -21,5 +23,6 @@ __all__ = [
     "TurnObserver",
     "TurnResult",
     "add_turn_observer",
+    "compact_now",
     "run_tool_call_loop",
 ]

@@ -6,13 +6,14 @@ import asyncio
 import enum
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from loguru import logger
 
 from orchestrator.providers import Completion, ToolCall
+from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.tokens import TokenAccount
 from orchestrator.engine.transcript import Transcript
@@ -43,6 +44,7 @@ class StopReason(enum.Enum):
     NO_PROGRESS = "no_progress"
     PROVIDER_ERROR = "provider_error"
     TOKEN_BUDGET = "token_budget"
+    CONTEXT_OVERFLOW = "context_overflow"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,8 +138,8 @@ async def run_tool_call_loop(
 
 class _Turn:
     __slots__ = (
-        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "on_text", "pending",
-        "scope", "tokens", "transcript",
+        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "folded", "on_text",
+        "pending", "scope", "tokens", "transcript",
     )
 
     def __init__(
@@ -161,6 +163,7 @@ class _Turn:
         self.answered_by: tuple[str, str] | None = None
         self.failed_over = False
         self.tokens = TokenAccount(execution, actor=actor, session=transcript.session, turn=lambda: self.scope)
+        self.folded = False  # one summarizing attempt per turn: a failing summarizer costs one timeout
         self.on_text: Callable[[str], Awaitable[None]] | None = (
             self._stream_text if stream and events is not None else None
         )
@@ -176,25 +179,29 @@ class _Turn:
         ex = self.execution
         knobs = ex.knobs
         prompt = "\n\n".join([ex.system_prompt, *await self._turn_context()]).strip()
-        system = {"role": "system", "content": prompt} if prompt else None
         specs = ex.tools.provider_specs()
         last: tuple[str, str, str] | None = None
         repeats = 0
         iteration = 0
         while True:
-            window = self.transcript.window(knobs.max_history_messages)
-            messages = [system, *window] if system else window
-            if (over := self.tokens.over_budget(messages, specs)) is not None:
+            try:
+                request = await self._request(prompt, specs)
+            except ContextOverflow as exc:
+                self.close_pending("the context budget is spent")
+                return self._finish(f"Stopped: {exc}.", StopReason.CONTEXT_OVERFLOW)
+            # the token budget is checked on what is really sent: after the context is fitted
+            if (over := self.tokens.over_budget(request.messages, specs)) is not None:
                 return self._finish(over, StopReason.TOKEN_BUDGET)
             try:
                 completion = await ex.provider.complete(
-                    model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
+                    model=ex.model.model, messages=request.messages, tools=specs, temperature=ex.model.temperature,
                     on_text=self.on_text,
                 )
             except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
                 return self._provider_failed(exc)
+            calibrate(self.transcript, reported=_reported_input(completion), raw=request.raw)
             self._answered(completion)
-            self.tokens.charge(completion, messages, self.answered_by)
+            self.tokens.charge(completion, request.messages, self.answered_by)
             assistant: dict[str, Any] = {"role": "assistant", "content": completion.text}
             if not completion.tool_calls:
                 self.transcript.append(assistant)
@@ -233,6 +240,17 @@ class _Turn:
                         "arguments and got the same result.",
                         StopReason.NO_PROGRESS,
                     )
+
+    async def _request(self, prompt: str, specs: Sequence[Mapping[str, Any]]) -> Assembled:
+        # L1: what is sent fits max_context_tokens by the estimate; `summarize` folds what left the window.
+        ex = self.execution
+        policy, cap = ex.context, ex.knobs.max_history_messages
+        request = assemble(policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap)
+        if request.unfolded and policy.strategy == "summarize" and not self.folded:
+            self.folded = True
+            if await fold(policy, self.transcript, window_start=request.start):
+                request = assemble(policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap)
+        return request
 
     async def _emit(self, event: TurnEvent) -> None:
         if self.events is None:
@@ -334,6 +352,11 @@ class _Turn:
             return f"Error: {call.name!r} failed unexpectedly ({type(exc).__name__})."
         output = _capped(output, ex.knobs.max_tool_result_chars)
         return wrap_untrusted(call.name, output) if spec.untrusted_output else output
+
+
+def _reported_input(completion: Completion) -> int | None:
+    """Return the prompt tokens the provider reported for this call (None: it reported none)."""
+    return completion.usage.input_tokens if completion.usage is not None else None
 
 
 def _capped(text: str, cap: int) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["MAX_ENTRY_CHARS", "Transcript", "capped_entry"]
+__all__ = ["MAX_ENTRY_CHARS", "Summary", "Transcript", "capped_entry"]
 
 # What one user or assistant entry may hold in history: a 1 MB model answer would
 # otherwise ride along in every later request of the session (tool results have their
@@ -23,14 +24,25 @@ def capped_entry(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": content[:MAX_ENTRY_CHARS] + note}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    """The running summary of a session: a model's digest of its first `covers` messages."""
+
+    text: str
+    covers: int
+
+
 class Transcript:
     """An append-only message list with a history window that never starts mid-exchange.
 
     User and assistant entries longer than `MAX_ENTRY_CHARS` are cut with a note as they
     are appended or loaded, so what is persisted and sent again later stays bounded.
+    `summary` (never a message: it is sent as context, not shown) folds the oldest
+    messages; `token_scale` is how much the provider's reported prompt tokens exceeded
+    the local estimate on the session's last call (at least 1).
     """
 
-    __slots__ = ("dropped", "messages", "parent", "session")
+    __slots__ = ("dropped", "messages", "parent", "session", "summary", "token_scale")
 
     def __init__(
         self,
@@ -39,11 +51,14 @@ class Transcript:
         messages: Iterable[dict[str, Any]] = (),
         parent: str | None = None,
         dropped: int = 0,
+        summary: Summary | None = None,
     ) -> None:
         self.session = session
         self.parent = parent
         self.messages: list[dict[str, Any]] = [capped_entry(m) for m in messages]
         self.dropped = dropped  # older messages no longer held in memory (still persisted)
+        self.summary = summary
+        self.token_scale = 1.0
 
     @property
     def total(self) -> int:

@@ -3,6 +3,7 @@
 from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.chat_commands import (
     APPROVAL_COMMANDS,
+    COMPACT_COMMAND,
     SESSION_COMMANDS,
     SOP_COMMAND,
     ChatCommands,
@@ -11,6 +12,7 @@ from orchestrator.seam.chat_commands import (
 from orchestrator.seam.delegation import delegation_reach
 from orchestrator.seam.execution import (
     AgentIdentity,
+    ContextPolicy,
     MemoryScope,
     ResolvedAgentExecution,
     RuntimeKnobs,
@@ -43,6 +45,7 @@ from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn,
 __all__ = [
     "DAY_S",
     "APPROVAL_COMMANDS",
+    "COMPACT_COMMAND",
     "DEFAULT_BUILDERS",
     "PATH_PROFILES",
     "SESSION_COMMANDS",
@@ -53,6 +56,7 @@ __all__ = [
     "ChatCommands",
     "ChildRunner",
     "ConstructionPath",
+    "ContextPolicy",
     "CurrentTurn",
     "InteractivityNotAllowed",
     "MemoryScope",

@@ -3,8 +3,9 @@
 Every chat command is authorised by the route that admitted the message, resolved here and
 nowhere else (dispatch asks, `orchestrator route` shows, `policy matrix` checks):
 
-- `/new` and `/stop` act only on the sender's own session, `/usage` shows only the sender's
-  own usage with the routed agent, and `/help` lists what the route grants: every route has them.
+- `/new`, `/stop` and `/compact` act only on the sender's own session, `/usage` shows only the
+  sender's own usage with the routed agent, and `/help` lists what the route grants: every
+  route has them.
 - `/approve ID` and `/deny ID` answer only a prompt the sender may answer (`answerers`).
 - `/sop NAME` starts only an SOP the route lists in `sops` (none by default; an SOP the
   config lacks is never granted, whatever the list says).
@@ -24,9 +25,13 @@ if TYPE_CHECKING:
     from orchestrator.config import Config
     from orchestrator.config import RouteConfig
 
-__all__ = ["APPROVAL_COMMANDS", "SESSION_COMMANDS", "SOP_COMMAND", "ChatCommands", "resolve_chat_commands"]
+__all__ = [
+    "APPROVAL_COMMANDS", "COMPACT_COMMAND", "SESSION_COMMANDS", "SOP_COMMAND", "ChatCommands", "resolve_chat_commands",
+]
 
 SESSION_COMMANDS: Final = ("/new", "/stop", "/usage", "/help")
+# Folds the session's older messages into its summary now; it waits for a running turn.
+COMPACT_COMMAND: Final = "/compact"
 SOP_COMMAND: Final = "/sop"
 APPROVAL_COMMANDS: Final = ("/approve", "/deny")
 
@@ -79,7 +84,7 @@ def resolve_chat_commands(config: Config, route: RouteConfig) -> ChatCommands:
         name: tuple(dict.fromkeys(step.agent or config.sops[name].agent for step in config.sops[name].steps))
         for name in sops
     }
-    commands = (*SESSION_COMMANDS, *((SOP_COMMAND,) if sops else ()), *APPROVAL_COMMANDS)
+    commands = (*SESSION_COMMANDS, COMPACT_COMMAND, *((SOP_COMMAND,) if sops else ()), *APPROVAL_COMMANDS)
     return ChatCommands(
         agent=route.agent,
         commands=commands,

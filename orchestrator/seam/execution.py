@@ -16,6 +16,7 @@ from orchestrator.seam.usage import UsageMeter
 
 __all__ = [
     "AgentIdentity",
+    "ContextPolicy",
     "MemoryScope",
     "ModelBinding",
     "ResolvedAgentExecution",
@@ -62,6 +63,35 @@ class RuntimeKnobs:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ContextPolicy:
+    """What one model request may hold, and who folds what no longer fits into a summary.
+
+    `hold_messages` is how many messages a session keeps in memory between turns: the
+    history window, with room for messages that left it but are not folded yet.
+    """
+
+    max_context_tokens: int
+    strategy: str  # "window" | "summarize"
+    keep_recent: int
+    summary_model: ModelBinding
+    summarizer: Provider
+    summary_timeout_s: float
+    hold_messages: int
+
+    def describe(self) -> dict[str, object]:
+        """Return the resolved values as plain data."""
+        link = self.summary_model
+        return {
+            "max_context_tokens": self.max_context_tokens,
+            "strategy": self.strategy,
+            "keep_recent": self.keep_recent,
+            "summary_model": f"{link.provider} {link.base_url} {link.model}",
+            "summary_timeout_s": self.summary_timeout_s,
+            "hold_messages": self.hold_messages,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryScope:
     """Whose memories an agent writes (itself, or nobody) and whose it may read."""
 
@@ -80,6 +110,7 @@ class ResolvedAgentExecution:
     tools: ScopedToolRegistry
     approvals: ApprovalManager
     knobs: RuntimeKnobs
+    context: ContextPolicy
     assembly: ScopedAssembly
     memory: MemoryScope
     skills: tuple[str, ...]
@@ -159,6 +190,7 @@ class ResolvedAgentExecution:
                 "max_tokens_per_turn": self.knobs.max_tokens_per_turn,
                 "max_tokens_per_day": self.knobs.max_tokens_per_day,
             },
+            "context": self.context.describe(),
             "assembly": self.assembly.describe(),
             "memory": {"mode": self.memory.mode, "read_from": list(self.memory.read_from)},
             "skills": list(self.skills),

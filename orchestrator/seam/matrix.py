@@ -69,6 +69,7 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "skills": frozenset({"caller_allowed"}),
     "peripherals": frozenset({"caller_allowed", "connect_peripherals"}),
     "provider_binding": frozenset(),
+    "context": frozenset(),  # [agents.X.context]: token budget, strategy, summarizer; a delegate's own
     "temperature": frozenset(),
     "prompt_sections": frozenset({"connect_mcp"}),  # pinned MCP resources
     "shell_sandbox": frozenset(),  # the sandbox kind, network and limits: never narrowed per path
@@ -124,6 +125,7 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         "skills": [f"skill:{s}" for s in execution.skills] + _names(execution, ToolSource.SKILL),
         "peripherals": _names(execution, ToolSource.PERIPHERAL),
         "provider_binding": _chain(execution),
+        "context": execution.context.describe(),
         "temperature": described["temperature"],
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
         "shell_sandbox": _sandbox(execution),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Final
 
 from orchestrator.config import AgentConfig, Config, PricesConfig
 from orchestrator.providers import ModelBinding, Prices
@@ -14,6 +15,7 @@ from orchestrator.seam._seal import SEAL
 from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.execution import (
     AgentIdentity,
+    ContextPolicy,
     MemoryScope,
     ResolvedAgentExecution,
     RuntimeKnobs,
@@ -104,6 +106,7 @@ def _resolve(
     )
     sections = registry.prompt_sections
     binding = _binding(config, agent)
+    turn_knobs = _knobs(agent).capped_by(ceiling)
     return ResolvedAgentExecution(
         identity=AgentIdentity(agent=name, path=path, parent=parent),
         model=binding,
@@ -120,7 +123,8 @@ def _resolve(
             audit=services.audit,
             seal=SEAL,
         ),
-        knobs=_knobs(agent).capped_by(ceiling),
+        knobs=turn_knobs,
+        context=_context(config, agent, binding, services, turn_knobs),
         assembly=knobs,
         memory=memory,
         skills=agent.skills,
@@ -252,6 +256,33 @@ def _knobs(agent: AgentConfig) -> RuntimeKnobs:
         max_actions_per_hour=b.max_actions_per_hour,
         max_tokens_per_turn=b.max_tokens_per_turn,
         max_tokens_per_day=b.max_tokens_per_day,
+    )
+
+
+# How many messages past the history window a `summarize` session holds until they are folded.
+_UNFOLDED_SLACK: Final = 3
+
+
+def _context(
+    config: Config, agent: AgentConfig, binding: ModelBinding, services: Services, knobs: RuntimeKnobs
+) -> ContextPolicy:
+    """Resolve `[agents.X.context]`; the summary binding defaults to the agent's own chain."""
+    ctx = agent.context
+    summary = binding
+    if ctx.summary_model is not None or ctx.summary_provider is not None:
+        summary = _link(
+            config, ctx.summary_provider or agent.provider, ctx.summary_model or agent.model, None
+        )
+    window = knobs.max_history_messages
+    hold = window * (1 + _UNFOLDED_SLACK) if ctx.strategy == "summarize" else window
+    return ContextPolicy(
+        max_context_tokens=ctx.max_context_tokens,
+        strategy=ctx.strategy,
+        keep_recent=ctx.keep_recent,
+        summary_model=summary,
+        summarizer=services.providers.get(summary),
+        summary_timeout_s=ctx.summary_timeout_s,
+        hold_messages=hold,
     )
 
 

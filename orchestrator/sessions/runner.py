@@ -10,7 +10,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from loguru import logger
 
-from orchestrator.engine import Transcript, TurnEvent, TurnEvents, TurnResult, run_tool_call_loop
+from orchestrator.engine import Transcript, TurnEvent, TurnEvents, TurnResult, compact_now, run_tool_call_loop
 from orchestrator.errors import OrchestratorError
 from orchestrator.policy import Approver
 from orchestrator.seam import ResolvedAgentExecution
@@ -195,7 +195,7 @@ class Sessions:
     ) -> Turn:
         if not isinstance(execution, ResolvedAgentExecution):
             execution = execution()
-        keep = execution.knobs.max_history_messages
+        keep = execution.context.hold_messages
         held = self.transcripts.open(state.key, agent, keep=keep)
         turn = Turn(key=state.key, agent=agent, transcript=held.transcript, execution=execution)
         watchers = (*self._hooks, *hooks) if self._hooks else tuple(hooks)
@@ -215,6 +215,43 @@ class Sessions:
             return turn
 
         return await _watched(watchers, 0, turn, body)
+
+    async def compact(
+        self,
+        session: str,
+        *,
+        agent: str,
+        execution: Callable[[], ResolvedAgentExecution],
+        gate: Callable[[], bool] | None = None,
+    ) -> int | None:
+        """Fold session `session`'s older messages into its summary now (`/compact`); return how many.
+
+        Waits for a running turn like `run_turn` (the gate and `stop` behave the same; None:
+        stopped). 0 means nothing was folded: too few messages, or summarizing failed (logged);
+        the transcript is unchanged then.
+        """
+        state = self.place(session)
+        try:
+            async with state.lock:
+                if gate is not None and not gate():
+                    raise TurnRefused(state.key)
+                resolved = execution()
+                keep = resolved.context.hold_messages
+                held = self.transcripts.open(state.key, agent, keep=keep)
+                transcript = held.transcript
+                before = transcript.summary.covers if transcript.summary else 0
+
+                async def work() -> int:
+                    if not await compact_now(resolved.context, transcript):
+                        return 0
+                    return (transcript.summary.covers if transcript.summary else 0) - before
+
+                try:
+                    return await self._stoppable(state, work, alongside=())
+                finally:
+                    self.transcripts.save(held, keep=keep)
+        finally:
+            self.release(state)
 
     async def run_task(
         self,

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from orchestrator.engine import Transcript
+from orchestrator.engine import Summary, Transcript
 from orchestrator.store import SessionStore
 
 __all__ = ["HeldTranscript", "MemoryTranscripts", "StoredTranscripts", "TranscriptSource"]
@@ -42,6 +42,7 @@ class StoredSession:
     session_id: int
     transcript: Transcript
     persisted: int
+    summary: Summary | None = None  # the summary as stored
 
 
 class StoredTranscripts:
@@ -59,10 +60,14 @@ class StoredTranscripts:
         if cached is not None and cached.session_id == session_id:
             self._cached.move_to_end(key)
             return cached
+        stored = self._store.load_summary(session_id)
+        summary = Summary(text=stored[0], covers=stored[1]) if stored is not None else None
         messages, total = self._store.load_messages(session_id, last=keep)
-        transcript = Transcript(session=str(session_id), messages=messages, dropped=total - len(messages))
+        transcript = Transcript(
+            session=str(session_id), messages=messages, dropped=total - len(messages), summary=summary
+        )
         transcript.compact(keep)  # never start the window on an orphan tool result
-        entry = StoredSession(session_id=session_id, transcript=transcript, persisted=total)
+        entry = StoredSession(session_id=session_id, transcript=transcript, persisted=total, summary=summary)
         self._cached[key] = entry
         if len(self._cached) > self._cache_size:
             self._cached.popitem(last=False)
@@ -76,6 +81,9 @@ class StoredTranscripts:
         fresh = transcript.messages[held.persisted - transcript.dropped :]
         self._store.append_messages(held.session_id, held.persisted, fresh)
         held.persisted = transcript.total
+        if transcript.summary is not None and transcript.summary != held.summary:
+            self._store.save_summary(held.session_id, transcript.summary.text, transcript.summary.covers)
+            held.summary = transcript.summary
         transcript.compact(keep)
 
     def forget(self, key: str) -> None:

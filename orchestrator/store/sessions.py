@@ -28,6 +28,12 @@ CREATE TABLE IF NOT EXISTS messages (
     body TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS summaries (
+    session_id INTEGER PRIMARY KEY,
+    covers INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    updated REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS inbox (
     channel TEXT NOT NULL,
     event_id TEXT NOT NULL,
@@ -205,6 +211,18 @@ class SessionStore(Database):
         self._db.executemany(
             "INSERT OR REPLACE INTO messages (session_id, seq, body) VALUES (?,?,?)",
             [(session_id, start_seq + i, json.dumps(m)) for i, m in enumerate(messages)],
+        )
+
+    def load_summary(self, session_id: int) -> tuple[str, int] | None:
+        """Return (the running summary, how many leading messages it covers), or None."""
+        row = self._db.execute("SELECT body, covers FROM summaries WHERE session_id = ?", (session_id,)).fetchone()
+        return None if row is None else (str(row[0]), int(row[1]))
+
+    def save_summary(self, session_id: int, text: str, covers: int) -> None:
+        """Store the session's running summary (one per session; a newer one replaces it)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO summaries (session_id, covers, body, updated) VALUES (?,?,?,?)",
+            (session_id, covers, text, self._clock()),
         )
 
     def sessions(self) -> Iterator[tuple[str, str, int]]:

@@ -182,6 +182,7 @@ async def test_help_lists_what_this_route_grants_and_nothing_more(
         "/stop - stop what is running in this session",
         "/usage - your token usage with this agent",
         "/help - this list",
+        "/compact - fold older messages into a summary now",
         "/sop NAME [context] - run an SOP",
         "/approve ID - allow a tool call you were asked about",
         "/deny ID - refuse it",

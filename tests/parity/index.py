@@ -30,6 +30,8 @@ _H: Final = "#7 Parity harness"
 _I7: Final = "issue #7 item 1"
 _C: Final = "#11 Isolation at the edges"
 _I11: Final = "issue #11 item 1"
+_X: Final = "#16 Context, providers and usage"
+_I16: Final = "issue #16 item 1"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="tools", setting="tools (built-in grant)", owner=_F, tracking=_D4,
@@ -318,4 +320,24 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="usage", setting="one usage row per model call on every turn path, naming the path",
               owner="#16 Usage", tracking="issue #16 item 4",
               evidence="tests/parity/test_token_budget_parity.py::test_every_turn_path_records_one_row_per_call_with_its_path"),
+    # Issue 16 item 1: context as a resolved surface.
+    ParityRow(surface="context", setting="[agents.X.context] (max_context_tokens, strategy, keep_recent, summary "
+              "model, summary timeout) identical on every path; delegate and SOP step: the target's own "
+              "(matrix row `context`)", owner=_X, tracking=_I16,
+              evidence="tests/parity/test_context_parity.py::"
+              "test_every_path_resolves_the_agents_own_context_never_the_callers"),
+    ParityRow(surface="context", setting="a path resolved with another agent's context is a gap", owner=_X,
+              tracking=_I16,
+              evidence="tests/parity/test_context_parity.py::test_a_path_resolved_with_another_agents_context_is_a_gap"),
+    ParityRow(surface="context", setting="L1: no turn path sends more than max_context_tokens by the estimate",
+              owner=_X, tracking=_I16,
+              evidence="tests/parity/test_context_parity.py::test_l1_no_turn_path_sends_more_than_max_context_tokens"),
+    ParityRow(surface="context", setting="a delegated child turn gets its own context: none of the parent's "
+              "history or summary", owner=_X, tracking=_I16,
+              evidence="tests/parity/test_context_parity.py::"
+              "test_a_delegated_child_gets_its_own_context_not_the_parents_history_or_summary"),
+    ParityRow(surface="context", setting="summarize: a 500-message session stays within max_context_tokens and "
+              "still sees its beginning; a failing summarizer keeps the window", owner=_X, tracking=_I16,
+              evidence="tests/engine/test_context.py::"
+              "test_a_500_message_session_stays_within_the_budget_and_still_sees_its_beginning"),
 )

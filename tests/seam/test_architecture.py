@@ -27,7 +27,7 @@ PRIVATE_MODULES = {"orchestrator.seam._seal": "orchestrator/seam/", "orchestrato
 # The names a config holds agents under, however they are spelled.
 AGENTS_KEY = "agents"
 EXECUTION_FIELDS = (
-    "identity", "model", "provider", "security", "tools", "approvals", "knobs", "assembly", "memory",
+    "identity", "model", "provider", "security", "tools", "approvals", "knobs", "context", "assembly", "memory",
     "skills", "mcp_bundles", "prompt_sections", "system_prompt", "ledger", "usage",
 )
 
