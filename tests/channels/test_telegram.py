@@ -341,7 +341,7 @@ async def test_webhook_checks_secret_and_redelivers_on_failure(
 
     async with running(adapter, flaky):
         assert fake.webhook() == {
-            "url": url, "secret_token": SECRET, "allowed_updates": ["message", "callback_query"]
+            "url": url, "secret_token": SECRET, "allowed_updates": ["message", "callback_query"], "max_connections": 40,
         }
         update = fake.push_message(chat_id=42, user_id=7, text="via webhook")
         (item,) = await inbox.wait(1)
