@@ -247,7 +247,7 @@ def _label(kind: str, *, singular: bool = False) -> str:
 
 
 def _mb(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB" if size >= 100_000 else f"{size:,} bytes"
+    return f"{size / 1_000_000:.1f} MB" if size >= 1_000_000 else f"{size:,} bytes"
 
 
 def _too_large(item: Incoming, cap: int) -> str:
