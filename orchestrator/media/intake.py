@@ -65,6 +65,7 @@ class Incoming:
     fetch: Fetch
     size: int | None = None
     name: str | None = None
+    digest: str | None = None  # the content's hash when it is known up front (inline uploads)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
