@@ -123,12 +123,13 @@ async def take_in(
     *,
     text: str,
     today: date | None = None,
+    timeout_s: float = DOWNLOAD_TIMEOUT_S,
 ) -> Intake:
     """Check, fetch and prepare `items`; return what the turn runs with.
 
     Raises `MediaRefused` (nothing kept) for an attachment the policy refuses, one over its
-    cap (enforced while reading), a fetch that fails or takes longer than
-    `DOWNLOAD_TIMEOUT_S`, a damaged image, or a transcription that fails.
+    cap (enforced while reading), a fetch that fails or takes longer than `timeout_s`
+    (default `DOWNLOAD_TIMEOUT_S`), a damaged image, or a transcription that fails.
     Cancellation removes what was written and propagates.
     """
     check(policy, items)
@@ -139,7 +140,8 @@ async def take_in(
     left = policy.max_message_bytes
     try:
         for item in items:
-            relative, target, size = await _fetch(item, security, min(policy.max_bytes, left), written, today)
+            cap = min(policy.max_bytes, left)
+            relative, target, size = await _fetch(item, security, cap, written, today, timeout_s)
             left -= size
             mime = item.mime.split(";", 1)[0].strip().lower()
             ref: dict[str, Any] = {"kind": item.kind, "mime": mime, "size": size, "path": relative}
@@ -170,7 +172,7 @@ async def take_in(
 
 
 async def _fetch(
-    item: Incoming, security: SecurityPolicy, cap: int, written: list[Path], today: date | None
+    item: Incoming, security: SecurityPolicy, cap: int, written: list[Path], today: date | None, timeout_s: float
 ) -> tuple[str, Path, int]:
     try:
         relative, target = upload_target(security, safe_name(item.name, kind=item.kind, mime=item.mime), today=today)
@@ -182,7 +184,7 @@ async def _fetch(
     partial = target.with_name(f".partial-{secrets.token_hex(4)}-{target.name}")
     written.append(partial)
     try:
-        async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
+        async with asyncio.timeout(timeout_s):
             size = await item.fetch(partial, cap)
     except AttachmentTooLarge as exc:
         raise MediaRefused(_too_large(item, cap)) from exc
