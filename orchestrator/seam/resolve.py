@@ -10,7 +10,7 @@ from orchestrator.config import AgentConfig, Config
 from orchestrator.media import MediaPolicy, Transcriber
 from orchestrator.providers import ModelBinding
 from orchestrator.errors import OrchestratorError, UnknownAgent
-from orchestrator.policy import Interactivity, SecurityPolicy
+from orchestrator.policy import Interactivity, SecurityPolicy, matches_any
 from orchestrator.seam._seal import SEAL
 from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.execution import (
@@ -261,7 +261,7 @@ def media_as_written(config: Config, agent: str) -> MediaPolicy | None:
     policy = config.agents.get(agent)
     if policy is None:
         return None
-    granted = SEND_FILE_NAME in policy.tools and SEND_FILE_NAME not in policy.excluded_tools
+    granted = SEND_FILE_NAME in policy.tools and not matches_any(SEND_FILE_NAME, policy.excluded_tools)
     return _media(config, policy, carried=True, send_file=granted and policy.autonomy != "read_only")
 
 

@@ -52,6 +52,13 @@ tools = ["file_read"]
 
 [agents.blind.media]
 accept = ["document"]
+
+[agents.muted]
+provider = "fake"
+model = "muted-model"
+autonomy = "full"
+tools = ["send_file", "file_read"]
+excluded_tools = ["send_*"]
 """
 
 CARRY = {ConstructionPath.CHANNEL, ConstructionPath.GATEWAY_CHAT, ConstructionPath.ACP}
@@ -101,6 +108,16 @@ def test_the_matrix_shows_the_media_row_with_its_declared_knobs(
     assert row["gateway_chat"] == row["acp"] == "narrowed: no_chat"
     for column in ("cli_run", "listing", "library", "library+approver", "delegate", "sop_step", "schedule"):
         assert row[column] == "narrowed: no_chat, no_media", column
+
+
+def test_an_excluded_send_file_is_offered_nowhere(write_config: WriteConfig, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(TOML.format(base_url="http://127.0.0.1:9/v1"))
+    config = load_config(path)
+    written = media_as_written(config, "muted")
+    assert written is not None and not written.send_file
+    assert "send_file" not in resolve(config, "muted", path=ConstructionPath.CHANNEL, services=Services()).tools
+    assert cli.main(["policy", "matrix", "--json", "--agent", "muted", "--config", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["gaps"] == []
 
 
 async def test_send_file_is_not_offered_on_the_cli_path(
