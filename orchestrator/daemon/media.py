@@ -37,14 +37,10 @@ async def take_in_chat(adapter: ChannelAdapter, inbound: Inbound, execution: Res
 def _fetcher(adapter: ChannelAdapter, attachment: Attachment) -> Callable[[Path, int], Awaitable[int]]:
     async def fetch(dest: Path, max_bytes: int) -> int:
         if not isinstance(adapter, FileAdapter):  # take_in_chat refuses before any fetch
-            raise ChannelError(inbound_channel(adapter), "this channel cannot fetch files")
+            raise ChannelError(adapter.name, "this channel cannot fetch files")
         return await adapter.download(attachment, dest, max_bytes=max_bytes)
 
     return fetch
-
-
-def inbound_channel(adapter: ChannelAdapter) -> str:
-    return adapter.name
 
 
 async def echo_transcripts(adapter: ChannelAdapter, inbound: Inbound, transcripts: tuple[str, ...]) -> None:
