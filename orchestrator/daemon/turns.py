@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import nullcontext
+from types import TracebackType
 from typing import Any, Final
 
 from loguru import logger
 
-from channels import ChannelAdapter, ChannelError, FileAdapter, Inbound
+from channels import ChannelError, FileAdapter, Inbound
 from orchestrator.daemon.admission import Admitted, Disposition
 from orchestrator.daemon.approvals import ChannelApprover
+from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.media import ChatFileOutlet, echo_transcripts, take_in_chat
 from orchestrator.daemon.replies import deliver_reply, fit_reply
 from orchestrator.daemon.runtime import Runtime
@@ -43,7 +44,7 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
     # A turn's approvals (its delegates' too, which the routed agent's policy granted) are the
     # routed agent's: the requester or the route's approvers answer them.
     approver = ChannelApprover(
-        approvals=runtime.approvals, spawn=runtime.spawn, adapter=channel.adapter, inbound=inbound,
+        approvals=runtime.approvals, spawn=runtime.spawn, channels=runtime.channels, inbound=inbound,
         answerers=lambda _: commands.answerers(route.agent, inbound.sender),
     )
 
@@ -65,21 +66,6 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
         if intake.transcripts and execution.media.echo_transcript:
             await echo_transcripts(channel.adapter, inbound, intake.transcripts)
 
-    @asynccontextmanager
-    async def reply(turn: Turn) -> AsyncIterator[None]:
-        runtime.store.mark(inbound.channel, inbound.event_id, "running")
-        started = time.monotonic()
-        # In flight until the reply is sent (or kept for the next start), so a drain waits for
-        # the send too instead of cancelling a reply it already waited for.
-        async with runtime.in_flight():
-            yield  # the turn runs; it is persisted before we get here
-            _log_turn(inbound, route.agent, turn.result, time.monotonic() - started)
-            if turn.result is None:
-                await deliver_reply(runtime, inbound, "Stopped.", reply_to=False)
-            else:
-                text = fit_reply(turn.result.text or "(no reply)", config.daemon.max_reply_chars)
-                await deliver_reply(runtime, inbound, text)
-
     with bind_outlet(outlet) if outlet is not None else nullcontext():  # the chat `send_file` posts to
         turn = await runtime.sessions.run_turn(
             state,
@@ -88,50 +74,112 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
             text=text,
             approver=approver,
             actor=f"{inbound.channel}:{inbound.sender}",
-            hooks=(reply, typing_indicator(channel.adapter, inbound, channel.settings.typing_after_s)),
+            hooks=(
+                _Reply(runtime, inbound, route.agent, config.daemon.max_reply_chars),
+                typing_indicator(runtime.channels, inbound, channel.settings.typing_after_s),
+            ),
             gate=lambda: runtime.accepting,  # stopping: leave it pending for the next start
             media=media,
         )
     return Disposition.STOPPED if turn.result is None else Disposition.ANSWERED
 
 
-def typing_indicator(adapter: ChannelAdapter, inbound: Inbound, after_s: float) -> TurnHook:
-    """Return a hook showing the typing indicator once the turn has run `after_s`, then every few seconds.
+class _Reply:
+    """The turn hook that sends the reply: one plain object per turn (no generator, no closures).
 
-    The grace keeps quick answers from paying for an indicator that would be cancelled
-    mid-request (and, on Discord, cost a connection) before anyone could see it.
+    It marks the inbox row running, counts the turn in flight until the reply is sent (or kept
+    for the next start), so a drain waits for the send too instead of cancelling a reply it
+    already waited for, and on a turn that ended (stopped or answered) logs it and replies.
+    A turn that raised sends nothing here: the caller tells the user.
     """
 
-    async def keep_typing() -> None:
-        if after_s > 0:
-            await asyncio.sleep(after_s)
-        while True:
-            try:
-                await adapter.typing(inbound.chat, inbound.thread)
-            except ChannelError as exc:
-                logger.debug("typing indicator failed: {}", exc)
-            await asyncio.sleep(_TYPING_EVERY_S)
+    __slots__ = ("_runtime", "_inbound", "_agent", "_max_chars", "_turn", "_started")
 
-    return _Alongside(keep_typing)
+    def __init__(self, runtime: Runtime, inbound: Inbound, agent: str, max_chars: int) -> None:
+        self._runtime, self._inbound, self._agent, self._max_chars = runtime, inbound, agent, max_chars
+        self._turn: Turn | None = None
+        self._started = 0.0
 
-
-class _Alongside:
-    """A turn hook that only runs `work` beside the engine (a plain object: one per turn)."""
-
-    __slots__ = ("_work",)
-
-    def __init__(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        self._work = work
-
-    def __call__(self, turn: Turn) -> _Alongside:
-        turn.alongside(self._work)
+    def __call__(self, turn: Turn) -> _Reply:
+        self._turn = turn
         return self
 
     async def __aenter__(self) -> None:
-        return None
+        runtime, inbound = self._runtime, self._inbound
+        runtime.store.mark(inbound.channel, inbound.event_id, "running")
+        self._started = time.monotonic()
+        await runtime.in_flight().__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        flight = self._runtime.in_flight()
+        try:
+            if exc_type is None and self._turn is not None:
+                await self._send(self._turn.result)
+        except BaseException as failed:
+            await flight.__aexit__(type(failed), failed, failed.__traceback__)
+            raise
+        await flight.__aexit__(exc_type, exc, tb)
+
+    async def _send(self, result: TurnResult | None) -> None:
+        inbound = self._inbound
+        _log_turn(inbound, self._agent, result, time.monotonic() - self._started)
+        if result is None:
+            await deliver_reply(self._runtime, inbound, "Stopped.", reply_to=False)
+        else:
+            await deliver_reply(self._runtime, inbound, fit_reply(result.text or "(no reply)", self._max_chars))
+
+
+def typing_indicator(channels: ChannelSet, inbound: Inbound, after_s: float) -> TurnHook:
+    """Return a hook showing the typing indicator once the turn has run `after_s`, then every few seconds.
+
+    The grace keeps quick answers from paying for an indicator that would be cancelled
+    mid-request (and, on Discord, cost a connection) before anyone could see it; until it
+    passes, the hook holds only a timer, no task. The channel's adapter is looked up at each
+    indicator (a SIGHUP restart swaps it mid-turn), and none is shown while it is down.
+    """
+    return _Typing(channels, inbound, after_s)
+
+
+class _Typing:
+    """The typing indicator as a turn hook: a timer until `after_s`, then a task, both gone at exit."""
+
+    __slots__ = ("_channels", "_inbound", "_after_s", "_timer", "_task")
+
+    def __init__(self, channels: ChannelSet, inbound: Inbound, after_s: float) -> None:
+        self._channels, self._inbound, self._after_s = channels, inbound, after_s
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def __call__(self, _turn: Turn) -> _Typing:
+        return self
+
+    async def __aenter__(self) -> None:
+        if self._after_s > 0:
+            self._timer = asyncio.get_running_loop().call_later(self._after_s, self._start)
+        else:
+            self._start()
 
     async def __aexit__(self, *_: object) -> None:
-        return None
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+    def _start(self) -> None:
+        self._task = asyncio.ensure_future(self._keep_typing())
+
+    async def _keep_typing(self) -> None:
+        channels, inbound = self._channels, self._inbound
+        while True:
+            adapter = channels.adapter(inbound.channel)
+            if adapter is not None:
+                try:
+                    await adapter.typing(inbound.chat, inbound.thread)
+                except ChannelError as exc:
+                    logger.debug("typing indicator failed: {}", exc)
+            await asyncio.sleep(_TYPING_EVERY_S)
 
 
 def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:
