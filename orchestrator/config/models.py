@@ -27,6 +27,8 @@ __all__ = [
     "McpBundleConfig",
     "McpConfig",
     "McpServerConfig",
+    "MediaConfig",
+    "MediaKind",
     "MemoryConfig",
     "PeripheralConfig",
     "PricesConfig",
@@ -94,6 +96,8 @@ class ProviderConfig(_Model):
     # OpenAI kind: ask streamed answers for their usage; false for a server that rejects `stream_options`
     stream_usage: bool = Field(default=True, strict=True)
     prices: PricesConfig | None = None
+    # the model its OpenAI-compatible `/audio/transcriptions` runs voice notes through (absent = none)
+    transcription_model: NonEmptyStr | None = None
 
 
 class FallbackConfig(_Model):
@@ -173,6 +177,20 @@ class HttpFetchConfig(_Model):
     max_bytes: int = Field(default=1_000_000, ge=1, strict=True)
 
 
+MediaKind = Literal["image", "document", "voice", "audio", "video"]
+
+
+class MediaConfig(_Model):
+    """`[agents.X.media]`: which attachments an agent takes (absent = none) and their caps."""
+
+    accept: tuple[MediaKind, ...] = ()
+    max_bytes: int = Field(default=10_000_000, ge=1, strict=True)  # per attachment
+    max_message_bytes: int = Field(default=25_000_000, ge=1, strict=True)  # all of one message's
+    image_detail: Literal["auto", "low", "high"] = "auto"
+    # quote a voice note's transcription back to the sender before the answer
+    echo_transcript: bool = Field(default=False, strict=True)
+
+
 class AgentConfig(_Model):
     """`[agents.<name>]` or `agents.d/<name>.toml`: one agent's whole policy."""
 
@@ -197,6 +215,9 @@ class AgentConfig(_Model):
     peripherals: Names = ()
     delegates: Names = ()
     acp_enable_mcp: bool = Field(default=False, strict=True)
+    # the model can look at pictures (images are sent to it as content parts)
+    vision: bool = Field(default=False, strict=True)
+    media: MediaConfig = MediaConfig()
 
 
 class McpServerConfig(_Model):

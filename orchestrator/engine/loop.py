@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from loguru import logger
 
+from orchestrator.media import MEDIA_KEY, ImageCache, model_messages
 from orchestrator.providers import Completion, ToolCall
 from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
@@ -88,6 +89,7 @@ async def run_tool_call_loop(
     actor: str | None = None,
     events: TurnEvents | None = None,
     stream: bool = False,
+    media: Sequence[Mapping[str, Any]] = (),
 ) -> TurnResult:
     """Run one turn: model, tools it may call, model again, until a final answer or a budget.
 
@@ -96,14 +98,20 @@ async def run_tool_call_loop(
     channel sender) keys the hourly action budget together with the agent; `events`, when
     given, is awaited as each tool call starts and finishes, and with `stream` also with
     a `TextDelta` for every piece of model text as it arrives (the provider is asked to
-    stream only then). Cancellation propagates after the transcript has been closed
+    stream only then). `media` are the references of the message's attachments (the
+    intake wrote them into the workspace): the transcript keeps them, and a vision model
+    gets each image as a content part while the message is in the history window.
+    Cancellation propagates after the transcript has been closed
     cleanly (every tool call answered).
     """
     if type(execution) is not ResolvedAgentExecution:
         raise SealViolation("the engine's execution argument")
     for observer in _observers:
         observer(execution)
-    transcript.append({"role": "user", "content": message})
+    entry: dict[str, Any] = {"role": "user", "content": message}
+    if media:
+        entry[MEDIA_KEY] = [dict(ref) for ref in media]
+    transcript.append(entry)
     turn = _Turn(execution, transcript, approver, actor, events, stream=stream)
     # Seam tools (delegate) read the caller's remaining budgets and approver from here,
     # and run a nested turn through `run_child`, so nothing below the engine imports it.
@@ -138,8 +146,8 @@ async def run_tool_call_loop(
 
 class _Turn:
     __slots__ = (
-        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "folded", "on_text",
-        "pending", "scope", "tokens", "transcript",
+        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "folded", "images",
+        "on_text", "pending", "scope", "tokens", "transcript",
     )
 
     def __init__(
@@ -164,6 +172,7 @@ class _Turn:
         self.failed_over = False
         self.tokens = TokenAccount(execution, actor=actor, session=transcript.session, turn=lambda: self.scope)
         self.folded = False  # one summarizing attempt per turn: a failing summarizer costs one timeout
+        self.images: ImageCache = {}  # data URLs read this turn, by workspace path
         self.on_text: Callable[[str], Awaitable[None]] | None = (
             self._stream_text if stream and events is not None else None
         )
@@ -189,19 +198,24 @@ class _Turn:
             except ContextOverflow as exc:
                 self.close_pending("the context budget is spent")
                 return self._finish(f"Stopped: {exc}.", StopReason.CONTEXT_OVERFLOW)
+            # as the provider must see it: media references out, a vision agent's images as parts
+            messages = model_messages(
+                request.messages, ex.security.workspace,
+                vision=ex.media.vision, detail=ex.media.image_detail, cache=self.images,
+            )
             # the token budget is checked on what is really sent: after the context is fitted
-            if (over := self.tokens.over_budget(request.messages, specs)) is not None:
+            if (over := self.tokens.over_budget(messages, specs)) is not None:
                 return self._finish(over, StopReason.TOKEN_BUDGET)
             try:
                 completion = await ex.provider.complete(
-                    model=ex.model.model, messages=request.messages, tools=specs, temperature=ex.model.temperature,
+                    model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
                     on_text=self.on_text,
                 )
             except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
                 return self._provider_failed(exc)
             calibrate(self.transcript, reported=_reported_input(completion), raw=request.raw)
             self._answered(completion)
-            self.tokens.charge(completion, request.messages, self.answered_by)
+            self.tokens.charge(completion, messages, self.answered_by)
             assistant: dict[str, Any] = {"role": "assistant", "content": completion.text}
             if not completion.tool_calls:
                 self.transcript.append(assistant)

@@ -36,7 +36,7 @@ from orchestrator.seam.path_builders import (
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
 from orchestrator.seam.assembly import assemble
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
-from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
+from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, media_as_written, resolve, uses_memory
 from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
 from orchestrator.seam.usage import DAY_S, UsageMeter, budget_key
@@ -91,6 +91,7 @@ __all__ = [
     "enter_turn",
     "leave_turn",
     "mcp_servers_for",
+    "media_as_written",
     "open_services",
     "resolve",
     "resolve_chat_commands",

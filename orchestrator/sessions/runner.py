@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
@@ -162,6 +162,7 @@ class Sessions:
         stream: bool = False,
         hooks: Sequence[TurnHook] = (),
         gate: Callable[[], bool] | None = None,
+        media: Sequence[Mapping[str, Any]] = (),
     ) -> Turn:
         """Run one turn of `agent` in `session` (a key, or a place taken with `place`).
 
@@ -177,7 +178,9 @@ class Sessions:
             async with state.lock:
                 if gate is not None and not gate():
                     raise TurnRefused(state.key)
-                return await self._run_held(state, agent, execution, text, approver, actor, events, stream, hooks)
+                return await self._run_held(
+                    state, agent, execution, text, approver, actor, events, stream, hooks, media
+                )
         finally:
             self.release(state)
 
@@ -192,6 +195,7 @@ class Sessions:
         events: TurnEvents | None,
         stream: bool,
         hooks: Sequence[TurnHook],
+        media: Sequence[Mapping[str, Any]] = (),
     ) -> Turn:
         if not isinstance(execution, ResolvedAgentExecution):
             execution = execution()
@@ -205,6 +209,7 @@ class Sessions:
             observer = _fan_out(events, turn._watchers) if turn._watchers else events
             return await run_tool_call_loop(
                 execution, held.transcript, text, approver=approver, actor=actor, events=observer, stream=stream,
+                media=media,
             )
 
         async def body() -> Turn:
