@@ -12,8 +12,9 @@ Usage::
         fake.fail_next("chat.postMessage", status=429, retry_after=1)
         await fake.drop_socket(); await fake.wait_connections(2)     # the client reconnected
 
-Web API: `POST /api/<method>` for `auth.test`, `chat.postMessage` and `apps.connections.open`
-(other methods answer `unknown_method`); every call is recorded in `requests`. Tokens other
+Web API: `POST /api/<method>` for `auth.test`, `chat.postMessage`, `apps.connections.open` and
+the files methods of `tests/fakes/slack_files.py` (other methods answer `unknown_method`);
+every call is recorded in `requests`. Tokens other
 than `bot_token` / `app_token` get `invalid_auth`, a missing one `not_authed`, the bot token on
 `apps.connections.open` `not_allowed_token_type`, like Slack (HTTP 200 with `ok: false`).
 
@@ -47,6 +48,7 @@ import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from tests.fakes.loopback import start_app
+from tests.fakes.slack_files import FakeSlackFiles
 
 __all__ = [
     "ApiCall",
@@ -94,8 +96,9 @@ def message_event(
     subtype: str | None = None,
     bot_id: str | None = None,
     event_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Return an Events API `event_callback` body carrying a `message` event."""
+    """Return an Events API `event_callback` body carrying a `message` event (`files`: see FakeSlackFiles.add)."""
     event: dict[str, Any] = {
         "type": "message",
         "user": user,
@@ -105,7 +108,7 @@ def message_event(
         "channel_type": channel_type,
         "event_ts": _ts(),
     }
-    optional = {"thread_ts": thread_ts, "subtype": subtype, "bot_id": bot_id}
+    optional = {"thread_ts": thread_ts, "subtype": subtype, "bot_id": bot_id, "files": files}
     event.update({k: v for k, v in optional.items() if v is not None})
     return _callback(event, event_id)
 
@@ -117,6 +120,7 @@ def mention_event(
     channel: str = "C0001",
     thread_ts: str | None = None,
     event_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Return an `event_callback` body with an `app_mention` whose text starts `<@UBOT> `."""
     event: dict[str, Any] = {
@@ -129,6 +133,8 @@ def mention_event(
     }
     if thread_ts is not None:
         event["thread_ts"] = thread_ts
+    if files is not None:
+        event["files"] = files
     return _callback(event, event_id)
 
 
@@ -215,6 +221,9 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._origin: str | None = None
+        self.files = FakeSlackFiles(
+            bot_token=self.bot_token, origin=lambda: self._require_origin("http"), notify=self._notify
+        )
 
     @property
     def api_base_url(self) -> str:
@@ -249,6 +258,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_post("/api/{method}", self._web_api)
         app.router.add_get("/socket", self._socket)
+        self.files.install(app)
         self._runner, port = await start_app(app)
         self._origin = f"127.0.0.1:{port}"
         return self
@@ -405,6 +415,9 @@ class FakeSlack:
             return web.json_response({"ok": True, "url": f"{self._require_origin('ws')}/socket"})
         if method == "chat.postMessage":
             return await self._post_message(args)
+        answer = await self.files.api(method, args)
+        if answer is not None:
+            return web.json_response(answer)
         return _error("unknown_method")
 
     async def _post_message(self, args: dict[str, Any]) -> web.Response:
