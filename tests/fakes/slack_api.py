@@ -64,6 +64,7 @@ __all__ = [
 MAX_SECTION_CHARS: Final = 3000  # a section block's text
 BOT_USER_ID: Final = "UBOT"
 _ids = itertools.count(1)
+_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,7 +256,7 @@ class FakeSlack:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def __aenter__(self) -> FakeSlack:
-        app = web.Application()
+        app = web.Application(client_max_size=_MAX_BODY_BYTES)  # file posts: past aiohttp's 1 MiB default
         app.router.add_post("/api/{method}", self._web_api)
         app.router.add_get("/socket", self._socket)
         self.files.install(app)
