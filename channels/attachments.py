@@ -8,7 +8,7 @@ loop that enforces the byte cap while reading, never after.
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -57,6 +57,7 @@ async def stream_to_file(
     max_bytes: int,
     idle_timeout_s: float,
     headers: Mapping[str, str] | None = None,
+    check: Callable[[aiohttp.ClientResponse], None] | None = None,
 ) -> int:
     """GET `url` into `dest` chunk by chunk and return the byte count.
 
@@ -65,11 +66,14 @@ async def stream_to_file(
     `AttachmentTooLarge`. Redirects are not followed (a bearer token must not travel on, and a
     file host answering with a redirect means the credentials were not accepted). A 4xx is
     `ChannelRefused`; a 5xx, 429, network failure or `idle_timeout_s` without a byte is
-    `ChannelError`. On any failure, cancellation included, `dest` is removed.
+    `ChannelError`. `check` sees the response first and may raise a clearer refusal (the
+    platform's own ways of saying no). On any failure, cancellation included, `dest` is removed.
     """
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=idle_timeout_s, sock_read=idle_timeout_s)
     try:
         async with session.get(url, headers=dict(headers or {}), allow_redirects=False, timeout=timeout) as response:
+            if check is not None:
+                check(response)
             _check_status(channel, response)
             declared = response.content_length
             if declared is not None and declared > max_bytes:

@@ -4,7 +4,8 @@
   Files Slack does not host (`is_external`: Google Drive and other remote files, whose
   `url_private` may point anywhere), deleted ones (`mode = "tombstone"`) and partial objects
   without a URL (Slack Connect's `file_access = "check_file_info"`) are left out.
-- Download: GET `url_private` with the bot token as bearer (scope `files:read`). The token is
+- Download: GET `url_private` with the bot token as bearer (scope `files:read`; without it
+  Slack answers with its sign-in page, which is refused rather than saved). The token is
   only ever sent to Slack's file host, or to the host of the configured `api_base_url` (a
   self-hosted or loopback Slack); any other URL is refused without a request.
 - Upload: `files.getUploadURLExternal`, the bytes POSTed to the returned URL (streamed from
@@ -108,7 +109,19 @@ async def download(
         max_bytes=max_bytes,
         idle_timeout_s=idle_timeout_s,
         headers={"Authorization": f"Bearer {bot_token}"},
+        check=lambda response: _refused_by_slack(response, attachment, channel),
     )
+
+
+def _refused_by_slack(response: aiohttp.ClientResponse, attachment: Attachment, channel: str) -> None:
+    """Name the likely cause when Slack will not hand over a file: the token or its scope."""
+    if response.status in (401, 403):
+        raise ChannelRefused(
+            channel, f"download: HTTP {response.status}: Slack refused the bot token (does the app have files:read?)"
+        )
+    # A token without files:read gets the workspace's sign-in page instead of the file, as HTTP 200.
+    if response.status == 200 and response.content_type == "text/html" and attachment.mime != "text/html":
+        raise ChannelRefused(channel, "download: Slack sent a sign-in page, not the file (does the app have files:read?)")
 
 
 async def upload(

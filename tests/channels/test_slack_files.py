@@ -144,10 +144,19 @@ async def test_download_stops_at_the_cap_and_removes_the_file(fake: FakeSlack, t
 async def test_a_wrong_token_is_refused_by_slack(fake: FakeSlack, tmp_path: Path) -> None:
     attachment = hosted(fake)
     async with make_adapter(fake, bot_token="xoxb-not-ours") as adapter:
-        with pytest.raises(ChannelRefused, match="HTTP 401"):
+        with pytest.raises(ChannelRefused, match="HTTP 401.*files:read"):
             await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
     assert fake.files.refused_downloads == [(401, "xoxb-not-ours")] and fake.files.downloads == 0
     assert not (tmp_path / "p.png").exists()
+
+
+async def test_a_sign_in_page_instead_of_the_file_is_refused_naming_the_scope(fake: FakeSlack, tmp_path: Path) -> None:
+    attachment = hosted(fake)
+    fake.files.missing_scope = True
+    async with make_adapter(fake) as adapter:
+        with pytest.raises(ChannelRefused, match="sign-in page.*files:read"):
+            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+    assert fake.files.refused_downloads == [(200, fake.bot_token)] and not (tmp_path / "p.png").exists()
 
 
 async def test_an_unknown_file_is_refused_and_a_server_error_may_be_retried(fake: FakeSlack, tmp_path: Path) -> None:

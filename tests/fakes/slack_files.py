@@ -11,8 +11,8 @@ Usage (through `FakeSlack.files`)::
     fake.files.uploads[0].content, .channel, .thread_ts, .initial_comment
 
 Downloads, as Slack: `GET /files-pri/<team>-<file id>/<name>` needs `Authorization: Bearer
-<bot token>`; a missing or wrong token gets 401 (Slack itself redirects a browser to sign in;
-the API answers 401 to a bad bearer), an unknown file 404. Uploads: `files.getUploadURLExternal`
+<bot token>`; a missing or wrong token gets 401, an unknown file 404, and with `missing_scope`
+(a token without `files:read`) the workspace's sign-in page as HTML with status 200, as Slack does. Uploads: `files.getUploadURLExternal`
 (`filename`, `length` >= 1, else `invalid_arguments` / `invalid_length`) returns a one-use URL
 `/upload/v1/<ticket>`; a POST there stores the bytes (`OK - <n>` as text/plain); then
 `files.completeUploadExternal` shares them (`file_not_found` if nothing was uploaded,
@@ -35,6 +35,7 @@ from aiohttp import web
 __all__ = ["FakeSlackFiles", "ServedDownload", "Upload"]
 
 _CHUNK: Final = 16 * 1024
+_SIGN_IN_PAGE: Final = "<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Fake</body></html>"
 _ids = itertools.count(1)
 
 
@@ -85,6 +86,7 @@ class FakeSlackFiles:
         self._origin = origin
         self._notify = notify
         self.chunked = False
+        self.missing_scope = False  # the token lacks files:read: downloads get the sign-in page
         self.downloads = 0
         self.served: list[ServedDownload] = []
         self.refused_downloads: list[tuple[int, str | None]] = []  # (status, token) per refused GET
@@ -168,6 +170,10 @@ class FakeSlackFiles:
             self.refused_downloads.append((401, token))
             await self._notify()
             return web.json_response({"ok": False, "error": "invalid_auth"}, status=401)
+        if self.missing_scope:
+            self.refused_downloads.append((200, token))
+            await self._notify()
+            return web.Response(text=_SIGN_IN_PAGE, content_type="text/html")
         file_id = request.match_info["team_file"].rpartition("-")[2]
         hosted = self._hosted.get(file_id)
         if hosted is None:
