@@ -34,7 +34,7 @@ from aiohttp import web
 __all__ = ["MAX_UPLOAD_BYTES", "FakeDiscordCdn", "ServedDownload", "UploadedFile", "parse_multipart"]
 
 MAX_UPLOAD_BYTES: Final = 10 * 1024 * 1024
-_CHUNK: Final = 16 * 1024
+_CHUNK: Final = 64 * 1024
 _KEY: Final = b"fake-cdn-signing-key"
 _ids = itertools.count(1_400_000_000_000_000_001)
 

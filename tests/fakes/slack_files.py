@@ -34,7 +34,7 @@ from aiohttp import web
 
 __all__ = ["FakeSlackFiles", "ServedDownload", "Upload"]
 
-_CHUNK: Final = 16 * 1024
+_CHUNK: Final = 64 * 1024
 _SIGN_IN_PAGE: Final = "<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Fake</body></html>"
 _ids = itertools.count(1)
 
