@@ -16,6 +16,7 @@ import functools
 import hmac
 import random
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import urlsplit
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 from channels.base import (
+    Attachment,
     ApprovalAnswer,
     ApprovalPrompt,
     ChannelAdapter,
@@ -45,6 +47,7 @@ from channels.base import (
     Deliver,
     Inbound,
     Outbound,
+    OutboundFile,
     Ready,
     ReplyProgress,
     fit_arguments,
@@ -57,6 +60,7 @@ from channels.approval_codec import (
 )
 from channels.telegram_format import plain, render
 from channels.telegram_http import AiohttpRequest
+from channels import telegram_media
 from orchestrator.config import SecretRef
 from orchestrator.config.channels import TelegramChannelConfig
 
@@ -87,6 +91,7 @@ class TelegramAdapter:
     """
 
     max_message_chars: int = MAX_MESSAGE_CHARS
+    max_file_bytes: int = telegram_media.MAX_FILE_BYTES
 
     def __init__(
         self, *, name: str, config: TelegramChannelConfig, token: str, webhook_secret: str | None
@@ -209,6 +214,18 @@ class TelegramAdapter:
             if not isinstance(exc.__cause__, RetryAfter):
                 raise
             logger.debug("channel {}: typing indicator skipped: {}", self.name, exc.reason)
+
+    # -- FileAdapter (channels.telegram_media) ----------------------------------------------
+
+    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
+        """Stream an inbound file (getFile, then the file endpoint) into `dest` under `max_bytes`."""
+        return await telegram_media.download(
+            self.name, self._bot, self._api_request, self._call, attachment, dest, max_bytes=max_bytes
+        )
+
+    async def send_file(self, file: OutboundFile) -> str:
+        """Post `file` to its chat with sendPhoto or sendDocument; return the message id."""
+        return await telegram_media.send_file(self.name, self._bot, self._call, file)
 
     async def aclose(self) -> None:
         """Confirm delivered updates to Telegram (polling mode) and close the HTTP clients."""
@@ -334,8 +351,10 @@ class TelegramAdapter:
     def _inbound(self, update_id: int, message: Message) -> Inbound | ApprovalAnswer | None:
         text = message.text if message.text is not None else message.caption
         user = message.from_user
-        if not text or user is None or user.is_bot:
+        attachments = telegram_media.attachments_of(message) if message.text is None else ()
+        if (not text and not attachments) or user is None or user.is_bot:
             return None  # stickers, service messages, channel posts: nothing to answer
+        text = text or ""
         chat, sender = str(message.chat.id), str(user.id)
         command = parse_approval_command(text, bot_username=self._username)
         if command is not None:
@@ -356,6 +375,7 @@ class TelegramAdapter:
             thread=str(topic) if topic else None,
             sender_name=user.full_name,
             is_direct=message.chat.type == ChatType.PRIVATE,
+            attachments=attachments,
         )
 
     async def _handle_click(self, query: CallbackQuery, deliver: Deliver) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 from typing import Final
 
 import aiohttp
@@ -23,10 +24,19 @@ from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
-__all__ = ["AiohttpRequest"]
+__all__ = ["AiohttpRequest", "DownloadTooLarge", "stream_download"]
 
 _DEFAULT_MEDIA_WRITE_TIMEOUT_S: Final = 20.0
 _TOKEN_IN_PATH: Final = re.compile(r"/(?:file/)?bot[^/\s'\")]+/")
+_CHUNK: Final = 64 * 1024
+
+
+class DownloadTooLarge(Exception):
+    """A download passed its byte cap while reading; `received` bytes had arrived."""
+
+    def __init__(self, received: int, limit: int) -> None:
+        self.received, self.limit = received, limit
+        super().__init__(f"more than {limit} bytes (stopped at {received})")
 
 
 class AiohttpRequest(BaseRequest):
@@ -119,6 +129,39 @@ class AiohttpRequest(BaseRequest):
             raise TimedOut from exc
         except Exception as exc:  # aiohttp's and yarl's texts may quote the URL, which holds the token
             raise NetworkError(f"{type(exc).__name__}: {_redact(str(exc))}") from None
+
+
+async def stream_download(request: AiohttpRequest, url: str, dest: Path, *, max_bytes: int, timeout_s: float) -> int:
+    """GET `url` into `dest` chunk by chunk, never holding more than one chunk; return the size.
+
+    Raises `DownloadTooLarge` as soon as more than `max_bytes` arrived (the partial file is
+    removed), `NetworkError` (token redacted) for a failed transfer or a non-200 answer.
+    """
+    session = request._open()
+    received = 0
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s), allow_redirects=False) as response:
+            if response.status != 200:
+                raise NetworkError(f"file download answered {response.status}")
+            declared = response.content_length
+            if declared is not None and declared > max_bytes:
+                raise DownloadTooLarge(declared, max_bytes)
+            with dest.open("wb") as handle:
+                async for chunk in response.content.iter_chunked(_CHUNK):
+                    received += len(chunk)
+                    if received > max_bytes:
+                        raise DownloadTooLarge(received, max_bytes)
+                    handle.write(chunk)
+        return received
+    except BaseException as exc:
+        dest.unlink(missing_ok=True)
+        if isinstance(exc, (DownloadTooLarge, NetworkError, asyncio.CancelledError)):
+            raise
+        if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
+            raise TimedOut from exc
+        if isinstance(exc, Exception):
+            raise NetworkError(f"{type(exc).__name__}: {_redact(str(exc))}") from None
+        raise
 
 
 def _redact(text: str) -> str:

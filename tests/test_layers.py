@@ -31,7 +31,7 @@ LAYERS: Final = (
     ("policy", ("policy",)),
     # What a resolved execution is made of: tools and their sources, model providers,
     # the stores, and the platform adapters (which see config and errors only).
-    ("domain", ("tools", "mcp", "memory", "skills", "peripherals", "providers", "store", "channels")),
+    ("domain", ("tools", "mcp", "memory", "skills", "peripherals", "providers", "store", "channels", "media")),
     # Cross-references between config sections and the domain packages; `load_config`.
     ("checks", ("checks",)),
     # `check --connect`: secrets, MCP, providers and channels probed once, from this environment.

@@ -32,9 +32,11 @@ from loguru import logger
 
 from orchestrator.acp.framing import screen_input
 from orchestrator.acp.history import AcpHistory, StoredTranscript
+from orchestrator.acp.media import advertises_audio, not_advertised, take_in_prompt
 from orchestrator.acp.session import AcpSession
 from orchestrator.acp.stdio import open_stdio
 from orchestrator.engine import StopReason
+from orchestrator.media import MediaRefused
 from orchestrator.seam import ConstructionPath, Services, build_acp, open_services
 from orchestrator.sessions import HeldTranscript, Sessions
 
@@ -56,8 +58,6 @@ _STOP: Final[dict[StopReason, AcpStopReason]] = {
     StopReason.PROVIDER_ERROR: "end_turn",
 }
 _STDIO_LIMIT: Final = 16 * 1024 * 1024
-# Prompt content we do not advertise (promptCapabilities image and audio are false).
-_NOT_ACCEPTED: Final = frozenset({"image", "audio"})
 
 
 async def serve_acp(config: Config, agent: str) -> int:
@@ -130,12 +130,17 @@ class AcpServer:
         if client_info is not None and getattr(client_info, "name", None):
             self._client_name = str(client_info.name)
         self._initialized = True
+        media = build_acp(self._config, self._agent, self._services).media
         # The spec: answer the version asked for when supported, else the latest supported
         # (only PROTOCOL_VERSION is, so a client asking 0 or a future version gets it).
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
-                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True)
+                load_session=True,
+                # image (and audio) only when this agent's media policy takes them (`media.prompt_media`)
+                prompt_capabilities=PromptCapabilities(
+                    embedded_context=True, image=media.takes_images, audio=advertises_audio(media)
+                ),
             ),
             agent_info=Implementation(name="orchestrator", title=f"orchestrator: {self._agent}", version="0.1.0"),
         )
@@ -198,19 +203,25 @@ class AcpServer:
             raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})
         if self._turns.busy(session_id):
             raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
-        refused = sorted({kind for kind in (getattr(b, "type", None) for b in prompt) if kind in _NOT_ACCEPTED})
+        execution: ResolvedAgentExecution = build_acp(self._config, self._agent, self._services)
+        refused = not_advertised(prompt, execution.media)
         if refused:  # not advertised in promptCapabilities: say so rather than drop it silently
             raise RequestError.invalid_params(
                 {"prompt": f"this agent does not accept {' or '.join(refused)} content; send text or resources"}
             )
-        execution: ResolvedAgentExecution = build_acp(self._config, self._agent, self._services)
+        try:
+            intake = await take_in_prompt(prompt, execution, text=_prompt_text(prompt))
+        except MediaRefused as exc:  # one clear line; the turn does not run and nothing is kept
+            await session.say(exc.reason)
+            return PromptResponse(stop_reason="refusal")
         session.streamed = False
         try:
             # Stored after the turn whatever happened, cancelled too: the engine answered its
             # open calls first, so the transcript is well-formed.
             turn = await self._turns.run_turn(
-                session_id, agent=self._agent, execution=execution, text=_prompt_text(prompt),
+                session_id, agent=self._agent, execution=execution, text=intake.text,
                 approver=session.approve, actor=self._actor, events=session.on_event, stream=True,
+                media=intake.media,
             )
         finally:
             session.current_call = None

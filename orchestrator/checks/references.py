@@ -17,7 +17,7 @@ from orchestrator.errors import ConfigProblem
 from orchestrator.policy import is_granted
 from orchestrator.skills import find_skill_dirs
 from orchestrator.text import suggest
-from orchestrator.tools import BUILTIN_NAMES, DELEGATE_TOOL_NAME, MEMORY_TOOL_NAMES, RESERVED_TOOL_NAMES
+from orchestrator.tools import BUILTIN_NAMES, DELEGATE_TOOL_NAME, MEMORY_TOOL_NAMES, RESERVED_TOOL_NAMES, SEND_FILE_NAME
 
 __all__ = ["RESERVED_AGENT_NAMES", "check_references"]
 
@@ -88,6 +88,8 @@ def _check_agent(
         problem = _check_grant(entry, builtins)
         if entry == DELEGATE_TOOL_NAME:
             problem = None if agent.delegates else "'delegate' grants nothing without a non-empty delegates list"
+        if entry == SEND_FILE_NAME:
+            problem = None  # offered on paths with a chat (the seam decides)
         if problem:
             yield f"tools[{i}]", problem
     if not agent.http_fetch.allowed_hosts and is_granted(

@@ -25,6 +25,8 @@ __all__ = [
     "McpBundleConfig",
     "McpConfig",
     "McpServerConfig",
+    "MediaConfig",
+    "MediaKind",
     "MemoryConfig",
     "PeripheralConfig",
     "ProviderConfig",
@@ -79,6 +81,8 @@ class ProviderConfig(_Model):
     model_env: NonEmptyStr | None = None
     timeout_s: float = Field(default=120.0, gt=0, strict=True)
     max_retries: int = Field(default=2, ge=0, le=10, strict=True)
+    # the model its OpenAI-compatible `/audio/transcriptions` runs voice notes through (absent = none)
+    transcription_model: NonEmptyStr | None = None
 
 
 class FallbackConfig(_Model):
@@ -138,6 +142,20 @@ class HttpFetchConfig(_Model):
     max_bytes: int = Field(default=1_000_000, ge=1, strict=True)
 
 
+MediaKind = Literal["image", "document", "voice", "audio", "video"]
+
+
+class MediaConfig(_Model):
+    """`[agents.X.media]`: which attachments an agent takes (absent = none) and their caps."""
+
+    accept: tuple[MediaKind, ...] = ()
+    max_bytes: int = Field(default=10_000_000, ge=1, strict=True)  # per attachment
+    max_message_bytes: int = Field(default=25_000_000, ge=1, strict=True)  # all of one message's
+    image_detail: Literal["auto", "low", "high"] = "auto"
+    # quote a voice note's transcription back to the sender before the answer
+    echo_transcript: bool = Field(default=False, strict=True)
+
+
 class AgentConfig(_Model):
     """`[agents.<name>]` or `agents.d/<name>.toml`: one agent's whole policy."""
 
@@ -161,6 +179,9 @@ class AgentConfig(_Model):
     peripherals: Names = ()
     delegates: Names = ()
     acp_enable_mcp: bool = Field(default=False, strict=True)
+    # the model can look at pictures (images are sent to it as content parts)
+    vision: bool = Field(default=False, strict=True)
+    media: MediaConfig = MediaConfig()
 
 
 class McpServerConfig(_Model):

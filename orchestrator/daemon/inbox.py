@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import Any
 
 from loguru import logger
 
-from channels import ApprovalAnswer, ChannelAdapter, ChannelError, Inbound, Outbound, create_adapter
+from channels import ApprovalAnswer, Attachment, ChannelAdapter, ChannelError, Inbound, Outbound, create_adapter
 from orchestrator.config import ChannelConfig
 from orchestrator.daemon.admission import Admitted, Disposition, admit
 from orchestrator.daemon.approvals import answer_approval, send
@@ -151,7 +152,7 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
     this process accepts are never mistaken for the previous one's.
     """
     for row in rows:
-        inbound = Inbound(**row.body)
+        inbound = _inbound_of(row.body)
         if inbound.channel not in runtime.channels:
             logger.warning("channel {} is gone; dropping accepted message {}", inbound.channel, inbound.event_id)
             runtime.store.mark(row.channel, row.event_id, "interrupted")
@@ -177,3 +178,9 @@ async def _reply(runtime: Runtime, inbound: Inbound, text: str) -> None:
     channel = runtime.channels.get(inbound.channel)
     if channel is not None:
         await send(channel.adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
+
+
+def _inbound_of(body: dict[str, Any]) -> Inbound:
+    """Rebuild an accepted message from its inbox row (attachments were stored as plain dicts)."""
+    attachments = tuple(Attachment(**a) for a in body.get("attachments") or ())
+    return Inbound(**{**body, "attachments": attachments})

@@ -5,19 +5,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any, Final
 
 from loguru import logger
 
-from channels import ChannelAdapter, ChannelError, Inbound
+from channels import ChannelAdapter, ChannelError, FileAdapter, Inbound
 from orchestrator.daemon.admission import Admitted, Disposition
 from orchestrator.daemon.approvals import ChannelApprover
+from orchestrator.daemon.media import ChatFileOutlet, echo_transcripts, take_in_chat
 from orchestrator.daemon.replies import deliver_reply, fit_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.engine import TurnResult
+from orchestrator.media import MediaRefused
 from orchestrator.seam import build_channel, resolve_chat_commands
 from orchestrator.sessions import SessionState, Turn, TurnHook
+from orchestrator.tools import bind_outlet
 
 __all__ = ["run_chat_turn", "typing_indicator"]
 
@@ -44,6 +47,24 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
         answerers=lambda _: commands.answerers(route.agent, inbound.sender),
     )
 
+    text = inbound.text
+    media: tuple[dict[str, Any], ...] = ()
+    outlet = ChatFileOutlet(adapter=channel.adapter, inbound=inbound) if isinstance(channel.adapter, FileAdapter) else None
+    if inbound.attachments:
+        try:
+            execution = build_channel(config, route.agent, runtime.services)
+            intake = await take_in_chat(channel.adapter, inbound, execution)
+        except MediaRefused as refused:  # one clear line; nothing was kept
+            runtime.sessions.release(state)
+            await deliver_reply(runtime, inbound, refused.reason)
+            return Disposition.ANSWERED
+        except BaseException:
+            runtime.sessions.release(state)
+            raise
+        text, media = intake.text, intake.media
+        if intake.transcripts and execution.media.echo_transcript:
+            await echo_transcripts(channel.adapter, inbound, intake.transcripts)
+
     @asynccontextmanager
     async def reply(turn: Turn) -> AsyncIterator[None]:
         runtime.store.mark(inbound.channel, inbound.event_id, "running")
@@ -59,16 +80,18 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
                 text = fit_reply(turn.result.text or "(no reply)", config.daemon.max_reply_chars)
                 await deliver_reply(runtime, inbound, text)
 
-    turn = await runtime.sessions.run_turn(
-        state,
-        agent=route.agent,
-        execution=lambda: build_channel(config, route.agent, runtime.services),
-        text=inbound.text,
-        approver=approver,
-        actor=f"{inbound.channel}:{inbound.sender}",
-        hooks=(reply, typing_indicator(channel.adapter, inbound, channel.settings.typing_after_s)),
-        gate=lambda: runtime.accepting,  # stopping: leave it pending for the next start
-    )
+    with bind_outlet(outlet) if outlet is not None else nullcontext():  # the chat `send_file` posts to
+        turn = await runtime.sessions.run_turn(
+            state,
+            agent=route.agent,
+            execution=lambda: build_channel(config, route.agent, runtime.services),
+            text=text,
+            approver=approver,
+            actor=f"{inbound.channel}:{inbound.sender}",
+            hooks=(reply, typing_indicator(channel.adapter, inbound, channel.settings.typing_after_s)),
+            gate=lambda: runtime.accepting,  # stopping: leave it pending for the next start
+            media=media,
+        )
     return Disposition.STOPPED if turn.result is None else Disposition.ANSWERED
 
 

@@ -6,12 +6,13 @@ import asyncio
 import enum
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from loguru import logger
 
+from orchestrator.media import MEDIA_KEY, ImageCache, model_messages
 from orchestrator.providers import Completion, ToolCall
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.transcript import Transcript
@@ -82,6 +83,7 @@ async def run_tool_call_loop(
     actor: str | None = None,
     events: TurnEvents | None = None,
     stream: bool = False,
+    media: Sequence[Mapping[str, Any]] = (),
 ) -> TurnResult:
     """Run one turn: model, tools it may call, model again, until a final answer or a budget.
 
@@ -90,14 +92,20 @@ async def run_tool_call_loop(
     channel sender) keys the hourly action budget together with the agent; `events`, when
     given, is awaited as each tool call starts and finishes, and with `stream` also with
     a `TextDelta` for every piece of model text as it arrives (the provider is asked to
-    stream only then). Cancellation propagates after the transcript has been closed
+    stream only then). `media` are the references of the message's attachments (the
+    intake wrote them into the workspace): the transcript keeps them, and a vision model
+    gets each image as a content part while the message is in the history window.
+    Cancellation propagates after the transcript has been closed
     cleanly (every tool call answered).
     """
     if type(execution) is not ResolvedAgentExecution:
         raise SealViolation("the engine's execution argument")
     for observer in _observers:
         observer(execution)
-    transcript.append({"role": "user", "content": message})
+    entry: dict[str, Any] = {"role": "user", "content": message}
+    if media:
+        entry[MEDIA_KEY] = [dict(ref) for ref in media]
+    transcript.append(entry)
     turn = _Turn(execution, transcript, approver, actor, events, stream=stream)
     # Seam tools (delegate) read the caller's remaining budgets and approver from here,
     # and run a nested turn through `run_child`, so nothing below the engine imports it.
@@ -131,7 +139,8 @@ async def run_tool_call_loop(
 
 class _Turn:
     __slots__ = (
-        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "on_text", "pending",
+        "actor", "answered_by", "approver", "events", "executed", "execution", "failed_over", "images", "on_text",
+        "pending",
         "scope", "transcript",
     )
 
@@ -155,6 +164,7 @@ class _Turn:
         self.scope: CurrentTurn | None = None
         self.answered_by: tuple[str, str] | None = None
         self.failed_over = False
+        self.images: ImageCache = {}  # data URLs read this turn, by workspace path
         self.on_text: Callable[[str], Awaitable[None]] | None = (
             self._stream_text if stream and events is not None else None
         )
@@ -176,7 +186,10 @@ class _Turn:
         repeats = 0
         iteration = 0
         while True:
-            window = self.transcript.window(knobs.max_history_messages)
+            window = model_messages(
+                self.transcript.window(knobs.max_history_messages), ex.security.workspace,
+                vision=ex.media.vision, detail=ex.media.image_detail, cache=self.images,
+            )
             messages = [system, *window] if system else window
             try:
                 completion = await ex.provider.complete(

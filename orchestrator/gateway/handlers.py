@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Sequence
 from typing import Any, Final
 
 from aiohttp import web
 
 from orchestrator.engine import StopReason
 from orchestrator.gateway.idempotency import StoredResponse, fingerprint
+from orchestrator.gateway.uploads import attachments_fingerprint, inline_attachments
+from orchestrator.media import Incoming, MediaRefused, take_in
 from orchestrator.gateway.state import GATEWAY, GatewayHost, json_error
 from orchestrator.seam import (
     ConstructionPath,
@@ -96,18 +99,22 @@ async def messages(request: web.Request) -> web.Response:
     state = request.app[GATEWAY]
     host = state.host
     name = request.match_info["agent"]
-    text, session = _chat_body(await _json(request))
+    body = await _json(request)
+    attachments = inline_attachments(body)
+    text, session = _chat_body(body, attachments=bool(attachments))
     execution = build_gateway_chat(host.config, name, host.services)
     key = request.headers.get("Idempotency-Key")
     if key is None:
-        return _respond(await _chat(host, execution, text, session or uuid.uuid4().hex))
+        return _respond(await _chat(host, execution, text, session or uuid.uuid4().hex, attachments=attachments))
     if not _IDEMPOTENCY_KEY.fullmatch(key):
         return json_error(400, "bad_request", "Idempotency-Key must be 1-255 visible ASCII characters")
-    asked = fingerprint(name, text, session)
+    asked = fingerprint(name, text + attachments_fingerprint(attachments), session)
     async with state.idempotency.lock(key):
         stored = state.idempotency.get(key)
         if stored is None:
-            stored = await _chat(host, execution, text, session or uuid.uuid4().hex, fingerprint=asked)
+            stored = await _chat(
+                host, execution, text, session or uuid.uuid4().hex, fingerprint=asked, attachments=attachments
+            )
             state.idempotency.put(key, stored)
             return _respond(stored)
     if stored.fingerprint != asked:
@@ -129,11 +136,13 @@ async def _json(request: web.Request) -> Any:
         raise web.HTTPBadRequest(text="the body must be JSON") from None
 
 
-def _chat_body(body: Any) -> tuple[str, str | None]:
-    if not isinstance(body, dict) or set(body) - {"text", "session"}:
-        raise web.HTTPBadRequest(text='the body must be {"text": "...", "session": "optional id"}')
-    text, session = body.get("text"), body.get("session")
-    if not isinstance(text, str) or not text.strip():
+def _chat_body(body: Any, *, attachments: bool = False) -> tuple[str, str | None]:
+    if not isinstance(body, dict) or set(body) - {"text", "session", "attachments"}:
+        raise web.HTTPBadRequest(
+            text='the body must be {"text": "...", "session": "optional id", "attachments": [optional]}'
+        )
+    text, session = body.get("text", "" if attachments else None), body.get("session")
+    if not isinstance(text, str) or (not text.strip() and not attachments):
         raise web.HTTPBadRequest(text="'text' must be a non-empty string")
     if session is not None and not (isinstance(session, str) and _SESSION.fullmatch(session)):
         raise web.HTTPBadRequest(text="'session' must be 1-128 characters of letters, digits and . _ : -")
@@ -141,15 +150,29 @@ def _chat_body(body: Any) -> tuple[str, str | None]:
 
 
 async def _chat(
-    host: GatewayHost, execution: ResolvedAgentExecution, text: str, session: str, *, fingerprint: str = ""
+    host: GatewayHost,
+    execution: ResolvedAgentExecution,
+    text: str,
+    session: str,
+    *,
+    fingerprint: str = "",
+    attachments: Sequence[Incoming] = (),
 ) -> StoredResponse:
     if not host.accepting:
         raise web.HTTPServiceUnavailable(text="the daemon is stopping; retry after it restarts")
     agent = execution.identity.agent
+    media: tuple[dict[str, Any], ...] = ()
+    if attachments:
+        try:
+            intake = await take_in(execution.media, execution.security, attachments, text=text)
+        except MediaRefused as exc:  # one clear answer; nothing was kept
+            refusal = {"error": "media_refused", "detail": exc.reason, "agent": agent, "session": session}
+            return StoredResponse(fingerprint=fingerprint, status=422, body=refusal)
+        text, media = intake.text, intake.media
     # one turn at a time per session, in arrival order
     turn = await host.sessions.run_turn(
         f"@gateway:{agent}:{session}", agent=agent, execution=execution, text=text, approver=None,
-        actor=_ACTOR, hooks=(host.counting,),
+        actor=_ACTOR, hooks=(host.counting,), media=media,
     )
     result = turn.completed()
     body: dict[str, Any] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -194,6 +195,27 @@ class OpenAICompatProvider:
     def _scrub(self, text: str) -> str:
         # The redactor knows keys resolved from the config; a client built with a bare key knows its own.
         return text.replace(self._key, "***") if self._key else text
+
+    async def transcribe(self, *, model: str, path: Path, mime: str) -> str:
+        """Return the text spoken in the audio file at `path` (`/audio/transcriptions`).
+
+        Raises `ProviderUnavailable` or `ProviderError` like `complete`.
+        """
+        import asyncio
+
+        data = await asyncio.to_thread(path.read_bytes)
+        try:
+            result = await self._client.audio.transcriptions.create(
+                model=model, file=(path.name, data, mime), response_format="json"
+            )
+        except self._sdk_error as exc:
+            raise self._failure(exc) from exc
+        except ValueError as exc:
+            raise self._malformed(exc) from exc
+        text = getattr(result, "text", None)
+        if not isinstance(text, str):
+            raise self._malformed(TypeError("the transcription has no text"))
+        return text
 
     async def aclose(self) -> None:
         """Close the client's connection pool; calling it again does nothing."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 from orchestrator.config import SecretRef, resolve_secret
 from orchestrator.providers.base import Completion, ModelBinding, Provider
+from orchestrator.errors import ProviderError
 from orchestrator.providers.failover import FailoverProvider
 
 __all__ = ["ProviderFactory", "ProviderPool", "openai_factory", "provider_factory", "warm_provider_sdk"]
@@ -93,6 +95,19 @@ class _LazyProvider:
             real = self._real = self._factory(self._binding)
         return await real.complete(model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text)
 
+    async def transcribe(self, *, model: str, path: Path, mime: str) -> str:
+        real = self._real
+        if real is None:
+            real = self._real = self._factory(self._binding)
+        transcribe = getattr(real, "transcribe", None)
+        if transcribe is None:
+            raise ProviderError(
+                self._binding.provider, self._binding.base_url,
+                reason=f"a {self._binding.kind!r} provider has no /audio/transcriptions endpoint",
+            )
+        text: str = await transcribe(model=model, path=path, mime=mime)
+        return text
+
     async def aclose(self) -> None:
         if self._real is not None:
             await self._real.aclose()
@@ -122,7 +137,11 @@ class ProviderPool:
             chain = self._chains[key] = FailoverProvider(links=[(link, self._endpoint(link)) for link in links])
         return chain
 
-    def _endpoint(self, binding: ModelBinding) -> Provider:
+    def transcriber(self, binding: ModelBinding) -> _LazyProvider:
+        """Return the pooled client of `binding`'s endpoint, for `transcribe` (no failover)."""
+        return self._endpoint(dataclasses.replace(binding, fallback=()))
+
+    def _endpoint(self, binding: ModelBinding) -> _LazyProvider:
         key = _endpoint_key(binding)
         provider = self._providers.get(key)
         if provider is None:

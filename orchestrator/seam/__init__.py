@@ -34,7 +34,7 @@ from orchestrator.seam.path_builders import (
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile, ScopedAssembly
 from orchestrator.seam.assembly import assemble
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
-from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, resolve, uses_memory
+from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, media_as_written, resolve, uses_memory
 from orchestrator.seam.sandbox import SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
 from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn, enter_turn, leave_turn
@@ -83,6 +83,7 @@ __all__ = [
     "enter_turn",
     "leave_turn",
     "mcp_servers_for",
+    "media_as_written",
     "open_services",
     "resolve",
     "resolve_chat_commands",

@@ -10,7 +10,7 @@ from orchestrator.policy import SecurityPolicy, is_granted, matches_any
 from orchestrator.seam._seal import SEAL
 from orchestrator.seam.paths import ScopedAssembly
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
-from orchestrator.tools import BUILTIN_TOOLS, MEMORY_TOOL_NAMES, Tool, ToolSource
+from orchestrator.tools import BUILTIN_TOOLS, MEMORY_TOOL_NAMES, SEND_FILE_NAME, SendFileTool, Tool, ToolSource
 
 if TYPE_CHECKING:
     from orchestrator.mcp import McpPool, McpScope
@@ -34,6 +34,7 @@ def assemble(
     memory_scope: MemoryScope | None = None,
     peripherals: PeripheralPool | None = None,
     delegation: Services | None = None,
+    chat: bool = False,
 ) -> ScopedToolRegistry:
     """Build one agent's registry; every source passes the same policy, knobs only narrow.
 
@@ -52,6 +53,8 @@ def assemble(
             tools[name] = builtin.bind(security)
     tools.update(_memory_tools(agent_name, memory, memory_scope))
     tools.update(_delegate_tools(config, agent_name, agent, delegation))
+    if chat and SEND_FILE_NAME in agent.tools:  # only by its exact name, only where a chat is answered
+        tools[SEND_FILE_NAME] = SendFileTool(security=security)
     if assembly.exclude_memory:
         for name in MEMORY_TOOL_NAMES:
             tools.pop(name, None)

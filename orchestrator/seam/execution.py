@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import InitVar, dataclass
 
+from orchestrator.media import NO_MEDIA, MediaPolicy
 from orchestrator.providers import ModelBinding, Provider
 from orchestrator.errors import SealViolation
 from orchestrator.policy import SecurityPolicy
@@ -85,6 +86,8 @@ class ResolvedAgentExecution:
     seal: InitVar[object]
     # Read at the start of every turn (pinned MCP resources); the engine wraps it as data.
     turn_context: tuple[TurnContext, ...] = ()
+    # Which attachments a turn on this path takes and how (empty `accept` where none can arrive).
+    media: MediaPolicy = NO_MEDIA
 
     def __post_init__(self, seal: object) -> None:
         if seal is not SEAL:
@@ -155,4 +158,5 @@ class ResolvedAgentExecution:
             "skills": list(self.skills),
             "mcp_bundles": list(self.mcp_bundles),
             "prompt_sections": [s.name for s in self.prompt_sections],
+            "media": self.media.describe(),
         }

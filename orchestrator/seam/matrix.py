@@ -34,7 +34,8 @@ from orchestrator.seam.path_builders import (
     build_sop_step,
 )
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath
-from orchestrator.tools import ToolSource
+from orchestrator.seam.resolve import media_as_written
+from orchestrator.tools import SEND_FILE_NAME, ToolSource
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
@@ -73,6 +74,8 @@ SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "shell_sandbox": frozenset(),  # the sandbox kind, network and limits: never narrowed per path
     "sop_reach": frozenset({"no_chat_commands"}),  # `routes[i]:<sop>` a chat sender may start
     "network": frozenset(),  # [http_fetch] limits of http_fetch and skill http tools
+    # [media] as written: what attachments a turn takes, their caps, vision, transcription, send_file
+    "media": frozenset({"no_media", "no_chat"}),
 }
 # Declared by every column but the channel: no chat command (so no `/sop`) reaches that path.
 _NO_CHAT: Final = ("no_chat_commands",)
@@ -111,7 +114,8 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
     deferred = execution.tools.deferred
     mode = execution.memory.mode
     values: dict[str, Value] = {
-        "tools": [n for n in _names(execution, ToolSource.BUILTIN, ToolSource.SEAM)],
+        # send_file is offered by path (a chat to post to): the `media` row holds it
+        "tools": [n for n in _names(execution, ToolSource.BUILTIN, ToolSource.SEAM) if n != SEND_FILE_NAME],
         "excluded_tools": sorted(n for n in execution.tools.names if any(fnmatchcase(n, p) for p in excluded)),
         "mcp_scope": [f"bundle:{b}" for b in execution.mcp_bundles]
         + [n for n in _names(execution, ToolSource.MCP) if n not in deferred],
@@ -127,6 +131,7 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
         "prompt_sections": [f"system_prompt:{_own_prompt(execution)}", *(s.name for s in execution.prompt_sections)],
         "shell_sandbox": _sandbox(execution),
         "network": _network(execution),
+        "media": execution.media.describe(),
     }
     knobs = described["knobs"]
     assert isinstance(knobs, dict)
@@ -287,9 +292,12 @@ def matrix_columns(
     columns = []
     for label, build, extra in builds:
         execution = build(services[label])
+        profile = PATH_PROFILES[execution.identity.path]
+        # a path that cannot bring attachments, or has no chat to post a file to, says so
+        media_knobs = (*(() if profile.carries_media else ("no_media",)), *(() if profile.has_chat else ("no_chat",)))
         columns.append(
             MatrixColumn(
-                label=label, execution=execution, declared=_declared(execution, baseline, extra),
+                label=label, execution=execution, declared=_declared(execution, baseline, (*extra, *media_knobs)),
                 chat_sops=chat_sop_reach(config, agent) if label == "channel" else (),
             )
         )
@@ -320,10 +328,17 @@ def parity_matrix(
     excluded: Iterable[str],
     *,
     granted: Iterable[str] = (),
+    media: Iterable[str] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """Return {setting: {column: verdict}} for one agent; `granted` is the routes' `sops` baseline."""
+    """Return {setting: {column: verdict}} for one agent.
+
+    `granted` is the routes' `sops` baseline; `media` the agent's media policy as written
+    (`media_as_written(...).describe()`; None: the baseline execution's).
+    """
     patterns = tuple(excluded)
     base = settings_of(baseline, patterns) | {"sop_reach": sorted(granted)}
+    if media is not None:
+        base["media"] = list(media)
     grid: dict[str, dict[str, str]] = {setting: {} for setting in SETTINGS}
     for column in columns:
         values = settings_of(column.execution, patterns) | {"sop_reach": sorted(column.chat_sops)}
@@ -371,4 +386,8 @@ async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[s
         baseline, columns = matrix_columns(
             config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools
         )
-        return parity_matrix(baseline, columns, policy.excluded_tools, granted=granted_sops(config, agent))
+        written = media_as_written(config, agent)
+        return parity_matrix(
+            baseline, columns, policy.excluded_tools, granted=granted_sops(config, agent),
+            media=written.describe() if written is not None else None,
+        )

@@ -68,6 +68,10 @@ class PathProfile:
     interactivity: Interactivity
     allowed_interactivity: frozenset[Interactivity]
     runs_turns: bool = True
+    # the path can bring attachments into a turn (channel messages, gateway and ACP uploads)
+    carries_media: bool = False
+    # the turn answers a chat a file can be posted to (`send_file` is offered only here)
+    has_chat: bool = False
 
 
 _ANY: Final = frozenset(Interactivity)
@@ -79,6 +83,8 @@ PATH_PROFILES: Final = MappingProxyType(
             knobs=ScopedAssembly(),
             interactivity=Interactivity.CHANNEL_PROMPT,
             allowed_interactivity=frozenset({Interactivity.CHANNEL_PROMPT}),
+            carries_media=True,
+            has_chat=True,
         ),
         ConstructionPath.CLI_RUN: PathProfile(
             knobs=ScopedAssembly(),
@@ -88,7 +94,8 @@ PATH_PROFILES: Final = MappingProxyType(
             ),
         ),
         ConstructionPath.GATEWAY_CHAT: PathProfile(
-            knobs=ScopedAssembly(), interactivity=Interactivity.NON_INTERACTIVE, allowed_interactivity=_NON
+            knobs=ScopedAssembly(), interactivity=Interactivity.NON_INTERACTIVE, allowed_interactivity=_NON,
+            carries_media=True,
         ),
         ConstructionPath.LISTING: PathProfile(
             knobs=ScopedAssembly(connect_peripherals=False),
@@ -113,6 +120,7 @@ PATH_PROFILES: Final = MappingProxyType(
             knobs=ScopedAssembly(connect_mcp=False, exclude_memory=True),
             interactivity=Interactivity.INTERACTIVE,
             allowed_interactivity=frozenset({Interactivity.INTERACTIVE}),
+            carries_media=True,
         ),
         ConstructionPath.SCHEDULE: PathProfile(
             knobs=ScopedAssembly(), interactivity=Interactivity.NON_INTERACTIVE, allowed_interactivity=_NON

@@ -7,9 +7,10 @@ import os
 from pathlib import Path
 
 from orchestrator.config import AgentConfig, Config
+from orchestrator.media import MediaPolicy, Transcriber
 from orchestrator.providers import ModelBinding
 from orchestrator.errors import OrchestratorError, UnknownAgent
-from orchestrator.policy import Interactivity, SecurityPolicy
+from orchestrator.policy import Interactivity, SecurityPolicy, matches_any
 from orchestrator.seam._seal import SEAL
 from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.execution import (
@@ -22,8 +23,9 @@ from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssem
 from orchestrator.seam.assembly import assemble
 from orchestrator.seam.sandbox import default_workspace, shell_sandbox
 from orchestrator.seam.services import Services
+from orchestrator.tools import SEND_FILE_NAME
 
-__all__ = ["InteractivityNotAllowed", "mcp_servers_for", "resolve", "uses_memory"]
+__all__ = ["InteractivityNotAllowed", "mcp_servers_for", "media_as_written", "resolve", "uses_memory"]
 
 
 class InteractivityNotAllowed(OrchestratorError):
@@ -100,10 +102,11 @@ def _resolve(
     registry = assemble(
         config, name, agent, assembly=knobs, security=security, mcp=services.mcp,
         memory=services.memory, memory_scope=memory,
-        peripherals=services.peripherals, delegation=services,
+        peripherals=services.peripherals, delegation=services, chat=profile.has_chat,
     )
     sections = registry.prompt_sections
     binding = _binding(config, agent)
+    media = _media(config, agent, carried=profile.carries_media, send_file=registry.get(SEND_FILE_NAME) is not None)
     return ResolvedAgentExecution(
         identity=AgentIdentity(agent=name, path=path, parent=parent),
         model=binding,
@@ -129,6 +132,7 @@ def _resolve(
         turn_context=registry.turn_context,
         system_prompt="\n\n".join([agent.system_prompt, *(s.text for s in sections)]).strip(),
         ledger=services.ledger,
+        media=dataclasses.replace(media, transcriber=_transcriber(config, agent, services)) if media.accept else media,
         seal=SEAL,
     )
 
@@ -247,3 +251,41 @@ def _memory(agent: AgentConfig, knobs: ScopedAssembly) -> MemoryScope:
     if knobs.exclude_memory or agent.memory.scope == "none":
         return MemoryScope(mode="none", read_from=())
     return MemoryScope(mode=agent.memory.scope, read_from=agent.memory.read_from)
+
+
+def media_as_written(config: Config, agent: str) -> MediaPolicy | None:
+    """Return `agent`'s media policy as its config writes it (the matrix's `media` baseline).
+
+    That is what a path that carries media and has a chat resolves; None for an unknown agent.
+    """
+    policy = config.agents.get(agent)
+    if policy is None:
+        return None
+    granted = SEND_FILE_NAME in policy.tools and not matches_any(SEND_FILE_NAME, policy.excluded_tools)
+    return _media(config, policy, carried=True, send_file=granted and policy.autonomy != "read_only")
+
+
+def _media(config: Config, agent: AgentConfig, *, carried: bool, send_file: bool) -> MediaPolicy:
+    """The agent's media policy on a path; `accept` is empty where no attachment can arrive."""
+    media = agent.media
+    provider = config.providers.get(agent.provider)
+    model = provider.transcription_model if provider is not None and provider.kind == "openai" else None
+    return MediaPolicy(
+        accept=frozenset(media.accept) if carried else frozenset(),
+        max_bytes=media.max_bytes,
+        max_message_bytes=media.max_message_bytes,
+        image_detail=media.image_detail,
+        vision=agent.vision,
+        echo_transcript=media.echo_transcript,
+        transcription_model=model,
+        transcription_provider=agent.provider if model is not None else None,
+        send_file=send_file,
+    )
+
+
+def _transcriber(config: Config, agent: AgentConfig, services: Services) -> Transcriber | None:
+    # The agent's own provider transcribes (an OpenAI-kind endpoint with a transcription model).
+    provider = config.providers.get(agent.provider)
+    if provider is None or provider.kind != "openai" or provider.transcription_model is None:
+        return None
+    return services.providers.transcriber(_link(config, agent.provider, agent.model, None))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
@@ -141,6 +141,7 @@ class Sessions:
         stream: bool = False,
         hooks: Sequence[TurnHook] = (),
         gate: Callable[[], bool] | None = None,
+        media: Sequence[Mapping[str, Any]] = (),
     ) -> Turn:
         """Run one turn of `agent` in `session` (a key, or a place taken with `place`).
 
@@ -156,7 +157,9 @@ class Sessions:
             async with state.lock:
                 if gate is not None and not gate():
                     raise TurnRefused(state.key)
-                return await self._run_held(state, agent, execution, text, approver, actor, events, stream, hooks)
+                return await self._run_held(
+                    state, agent, execution, text, approver, actor, events, stream, hooks, media
+                )
         finally:
             self.release(state)
 
@@ -171,6 +174,7 @@ class Sessions:
         events: TurnEvents | None,
         stream: bool,
         hooks: Sequence[TurnHook],
+        media: Sequence[Mapping[str, Any]] = (),
     ) -> Turn:
         if not isinstance(execution, ResolvedAgentExecution):
             execution = execution()
@@ -185,7 +189,7 @@ class Sessions:
                     state,
                     lambda: run_tool_call_loop(
                         execution, held.transcript, text, approver=approver, actor=actor,
-                        events=events, stream=stream,
+                        events=events, stream=stream, media=media,
                     ),
                     alongside=turn._alongside,
                 )

@@ -12,8 +12,10 @@ from orchestrator.tools.reserved import (
     MEMORY_TOOL_NAMES,
     RESERVED_TOOL_NAMES,
     SEAM_TOOL_NAMES,
+    SEND_FILE_NAME,
     TOOL_SEARCH_NAME,
 )
+from orchestrator.tools.send_file import SEND_FILE_SPEC, ChatOutlet, SendFileTool, bind_outlet, current_outlet
 from orchestrator.tools.sandbox import bwrap_error, landlock_error
 from orchestrator.tools.shell import run_command
 
@@ -32,6 +34,12 @@ __all__ = [
     "MEMORY_TOOL_NAMES",
     "RESERVED_TOOL_NAMES",
     "SEAM_TOOL_NAMES",
+    "SEND_FILE_NAME",
+    "SEND_FILE_SPEC",
+    "ChatOutlet",
+    "SendFileTool",
+    "bind_outlet",
+    "current_outlet",
     "TOOL_SEARCH_NAME",
     "Tool",
     "ToolSource",

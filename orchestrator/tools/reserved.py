@@ -16,11 +16,14 @@ __all__ = [
     "MEMORY_TOOL_NAMES",
     "RESERVED_TOOL_NAMES",
     "SEAM_TOOL_NAMES",
+    "SEND_FILE_NAME",
     "TOOL_SEARCH_NAME",
 ]
 
 # Granted by naming it exactly in `tools` (never by a glob) plus a non-empty `delegates`.
 DELEGATE_TOOL_NAME: Final = "delegate"
+# Granted by naming it exactly in `tools` (never by a glob); offered only on a path with a chat.
+SEND_FILE_NAME: Final = "send_file"
 # The deferred-MCP search: added with a deferred bundle, never named in `tools`.
 TOOL_SEARCH_NAME: Final = "tool_search"
 MEMORY_STORE_NAME: Final = "memory_store"
@@ -30,4 +33,6 @@ MEMORY_FORGET_NAME: Final = "memory_forget"
 MEMORY_TOOL_NAMES: Final[frozenset[str]] = frozenset({MEMORY_STORE_NAME, MEMORY_RECALL_NAME, MEMORY_FORGET_NAME})
 # Tools the seam itself adds: valid in excluded_tools and the approval lists, never in `tools`.
 SEAM_TOOL_NAMES: Final[frozenset[str]] = frozenset({TOOL_SEARCH_NAME})
-RESERVED_TOOL_NAMES: Final[frozenset[str]] = frozenset({DELEGATE_TOOL_NAME, *SEAM_TOOL_NAMES, *MEMORY_TOOL_NAMES})
+RESERVED_TOOL_NAMES: Final[frozenset[str]] = frozenset(
+    {DELEGATE_TOOL_NAME, SEND_FILE_NAME, *SEAM_TOOL_NAMES, *MEMORY_TOOL_NAMES}
+)

@@ -42,6 +42,7 @@ N events; `stream_error(429)` sends `message_start` and then an `event: error`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import itertools
 import json
@@ -397,6 +398,13 @@ def _validate_messages(messages: Any) -> None:
         results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
         for position, block in enumerate(blocks):
             kind = block.get("type")
+            if kind == "image":  # as the API: base64 of a supported type, or a URL
+                source = block.get("source") or {}
+                ok = (source.get("type") == "base64" and source.get("media_type") in _IMAGE_TYPES
+                      and isinstance(source.get("data"), str) and _is_base64(source["data"])) or (
+                    source.get("type") == "url" and isinstance(source.get("url"), str))
+                if not ok:
+                    raise _Invalid(f"messages.{index}.content.{position}.image.source: invalid image source")
             if kind in ("tool_use", "tool_result"):
                 member = "id" if kind == "tool_use" else "tool_use_id"
                 if not isinstance(block.get(member), str) or not _TOOL_ID.fullmatch(block[member]):
@@ -425,6 +433,17 @@ def _validate_messages(messages: Any) -> None:
             expected_results = {b["id"] for b in blocks if b.get("type") == "tool_use"}
             if any(not isinstance(b.get("input"), Mapping) for b in blocks if b.get("type") == "tool_use"):
                 raise _Invalid(f"messages.{index}: tool_use.input: Input should be a valid dictionary")
+
+
+_IMAGE_TYPES: Final = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def _is_base64(data: str) -> bool:
+    try:
+        base64.b64decode(data, validate=True)
+    except ValueError:
+        return False
+    return True
 
 
 def _cache_controls(value: Any) -> Iterator[Any]:

@@ -21,6 +21,12 @@ the finish reason, then `data: [DONE]`.  `cut_off(reply, after=N)` drops the con
 after N events instead, like a server that dies mid-answer.  Error replies are sent as
 plain JSON errors either way, as real servers do before a stream starts.
 
+Media: every request's content parts (a user message whose `content` is a list) are kept in
+`fake.parts`, one list per request, so a test sees which images a model was shown.
+POST /v1/audio/transcriptions takes a multipart upload (`file`, `model`) as OpenAI does
+(400 without either), records it in `fake.transcriptions` and answers
+`{"text": fake.transcript}`; `fake.transcription_status` set to an HTTP status makes it fail.
+
 `fake.refuse_key = True` switches on a fault: every chat request is answered 401 with a
 message quoting the API key from its `Authorization` header back, as an echoing proxy does.
 """
@@ -188,6 +194,10 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
         self.refuse_key = False
+        self.parts: list[list[dict[str, Any]]] = []  # per request: its user messages' content parts
+        self.transcriptions: list[dict[str, Any]] = []
+        self.transcript = "hello from the voice note"
+        self.transcription_status: int | None = None
         self._queue: deque[_Scripted] = deque()
         self._ids = itertools.count(1)
         self._created = b'","object":"chat.completion","created":%d,"model":' % int(time.time())
@@ -217,8 +227,9 @@ class FakeOpenAI:
         self._queue.extend(replies)
 
     async def __aenter__(self) -> FakeOpenAI:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)  # image parts make large bodies
         app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         app.router.add_get("/v1/models", self._list_models)
         self._runner, port = await start_app(app)
         self._base_url = f"http://127.0.0.1:{port}/v1"
@@ -239,6 +250,10 @@ class FakeOpenAI:
         if not isinstance(body, dict):
             return _error_response(status(400, message="request body must be a JSON object"))
         self.requests.append(body)
+        self.parts.append([
+            part for message in body.get("messages") or () if isinstance(message, dict)
+            and isinstance(message.get("content"), list) for part in message["content"]
+        ])
         self.authorizations.append(request.headers.get("Authorization"))
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
@@ -262,6 +277,20 @@ class FakeOpenAI:
             message = f"FakeOpenAI: script exhausted at request #{len(self.requests)}"
             return status(500, message=message, should_retry=False)
         return scripted if isinstance(scripted, Reply) else scripted(body)
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload, model = form.get("file"), form.get("model")
+        if not isinstance(upload, web.FileField) or not isinstance(model, str) or not model:
+            return _error_response(status(400, message="'file' and 'model' are required", should_retry=False))
+        data = upload.file.read()
+        self.transcriptions.append(
+            {"model": model, "filename": upload.filename, "content_type": upload.content_type, "size": len(data),
+             "authorization": request.headers.get("Authorization")}
+        )
+        if self.transcription_status is not None:
+            return _error_response(status(self.transcription_status, message="transcription failed", should_retry=False))
+        return web.json_response({"text": self.transcript})
 
     async def _list_models(self, request: web.Request) -> web.Response:
         return web.Response(body=self._models, content_type=_JSON)

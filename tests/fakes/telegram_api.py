@@ -10,6 +10,8 @@ Usage::
         fake.press_button(user_id=7, text="Approve")              # click the last keyboard
         fake.fail_next("sendMessage", status=429, retry_after=0.2)
         fake.drop_connections()                                   # cut in-flight long polls
+        fake.push_photo(chat_id=42, user_id=7, data=jpeg)         # a captionless photo
+        assert fake.downloads == 1 and fake.uploads[0]["method"] == "sendDocument"
 
 It serves `/bot<token>/<method>` like the real server (form, JSON or query parameters) and
 answers in the Bot API's `{"ok": ..., "result" | "error_code", "description"}` shape; an
@@ -17,6 +19,12 @@ unknown token gets 401 Unauthorized.  Updates stay queued per bot until confirme
 Telegram: by a later getUpdates whose `offset` passes them, or (once `setWebhook` was
 called) by a 2xx answer of the webhook, which the fake POSTs them to in order, with the
 `X-Telegram-Bot-Api-Secret-Token` header, retrying every 50 ms until one is accepted.
+
+Files: `push_photo`, `push_document`, `push_voice`, `push_audio` and `push_video_note` queue
+a message carrying a file stored in the fake; `getFile` answers its `file_path` (refusing
+files over the Bot API's 20 MB as Telegram does), `/file/bot<token>/<path>` streams it in
+chunks and counts `downloads`; `sendPhoto` and `sendDocument` take multipart uploads
+(`uploads` records them, with their bytes) under Telegram's 10 MB photo and 50 MB file limits.
 
 `parallel_webhooks()` delivers as Telegram does with `max_connections` (default 40): up to
 that many POSTs at once, the updates of one chat in sequence (the next only after the
@@ -45,6 +53,10 @@ __all__ = ["Call", "FakeTelegram", "DEFAULT_TOKEN"]
 
 DEFAULT_TOKEN: Final = "123456:TEST-token"
 MAX_TEXT_UTF16: Final = 4096
+MAX_GET_FILE_BYTES: Final = 20 * 1024 * 1024
+MAX_PHOTO_BYTES: Final = 10 * 1024 * 1024
+MAX_UPLOAD_BYTES: Final = 50 * 1024 * 1024
+_FILE_CHUNK: Final = 32 * 1024
 _SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
 # Parameters whose form value is a plain string, never JSON (a text "123" stays a string).
 _RAW_STRINGS: Final = frozenset(
@@ -80,6 +92,13 @@ class _Failure:
     description: str | None
     drop: bool
     html: bool = False
+
+
+@dataclass(slots=True)
+class _File:
+    data: bytes
+    path: str
+    reported_size: int | None  # what the message says (a lying client may understate it)
 
 
 @dataclass(slots=True)
@@ -127,6 +146,11 @@ class FakeTelegram:
         self._session: aiohttp.ClientSession | None = None
         self._pusher: asyncio.Task[None] | None = None
         self._api_base_url: str | None = None
+        self.downloads = 0  # file downloads started on the file endpoint
+        self.downloaded_bytes = 0
+        self.uploads: list[dict[str, Any]] = []  # accepted sendPhoto / sendDocument, with their bytes
+        self._files: dict[str, _File] = {}
+        self._file_ids = itertools.count(1)
         self.add_bot(token, username=username)
 
     # -- set-up -------------------------------------------------------------------------
@@ -148,8 +172,9 @@ class FakeTelegram:
         self._bots[token] = _Bot(token=token, id=int(token.split(":")[0]), username=username)
 
     async def __aenter__(self) -> FakeTelegram:
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_UPLOAD_BYTES + 1024 * 1024)  # uploads, as the Bot API
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._serve_file)
         self._runner, port = await start_app(app)
         self._session = aiohttp.ClientSession()
         # Owned by this context (cancelled and awaited in __aexit__), not a TaskGroup: pytest
@@ -233,6 +258,128 @@ class FakeTelegram:
         if thread_id is not None:
             message |= {"message_thread_id": thread_id, "is_topic_message": True}
         return self._push(bot, {"message": message})
+
+    # -- files ----------------------------------------------------------------------------
+
+    def add_file(self, data: bytes, *, reported_size: int | None = None, suffix: str = "") -> dict[str, Any]:
+        """Store `data` as a Telegram file; return its `file_id`, `file_unique_id` and `file_size`."""
+        number = next(self._file_ids)
+        file_id = f"FILE{number:04d}-{len(data)}"
+        size = len(data) if reported_size is None else reported_size
+        self._files[file_id] = _File(data=data, path=f"files/file_{number}{suffix}", reported_size=size)
+        return {"file_id": file_id, "file_unique_id": f"U{number:04d}", "file_size": size}
+
+    def push_photo(
+        self, chat_id: int, user_id: int, data: bytes, *, caption: str | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        """Queue a photo (Telegram sends three sizes; the last is the original) with an optional caption."""
+        big = self.add_file(data, suffix=".jpg")
+        small = self.add_file(data[: max(1, len(data) // 10)], suffix=".jpg")
+        sizes = [small | {"width": 90, "height": 90}, big | {"width": 1280, "height": 960}]
+        return self._push_file(chat_id, user_id, {"photo": sizes}, caption=caption, token=token)
+
+    def push_document(
+        self, chat_id: int, user_id: int, data: bytes, *, file_name: str, mime_type: str,
+        caption: str | None = None, reported_size: int | None = None, token: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue a file sent as a document (`reported_size`: what the message claims)."""
+        doc = self.add_file(data, reported_size=reported_size) | {"file_name": file_name, "mime_type": mime_type}
+        return self._push_file(chat_id, user_id, {"document": doc}, caption=caption, token=token)
+
+    def push_voice(
+        self, chat_id: int, user_id: int, data: bytes, *, duration: int = 3, token: str | None = None
+    ) -> dict[str, Any]:
+        """Queue a voice note (OGG/Opus, as Telegram records them)."""
+        voice = self.add_file(data, suffix=".oga") | {"duration": duration, "mime_type": "audio/ogg"}
+        return self._push_file(chat_id, user_id, {"voice": voice}, caption=None, token=token)
+
+    def push_audio(
+        self, chat_id: int, user_id: int, data: bytes, *, file_name: str = "song.mp3",
+        mime_type: str = "audio/mpeg", token: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue an audio file."""
+        audio = self.add_file(data) | {"duration": 5, "file_name": file_name, "mime_type": mime_type}
+        return self._push_file(chat_id, user_id, {"audio": audio}, caption=None, token=token)
+
+    def push_video_note(self, chat_id: int, user_id: int, data: bytes, *, token: str | None = None) -> dict[str, Any]:
+        """Queue a round video note."""
+        note = self.add_file(data, suffix=".mp4") | {"length": 240, "duration": 4}
+        return self._push_file(chat_id, user_id, {"video_note": note}, caption=None, token=token)
+
+    def _push_file(
+        self, chat_id: int, user_id: int, fields: dict[str, Any], *, caption: str | None, token: str | None
+    ) -> dict[str, Any]:
+        bot = self._bot(token)
+        sender: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"}
+        chat = self._chat(chat_id, chat_type="private", sender=sender, forum=False)
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids), "date": int(time.time()), "chat": chat, "from": sender, **fields,
+        }
+        if caption is not None:
+            message["caption"] = caption
+        return self._push(bot, {"message": message})
+
+    async def _get_file(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        stored = self._files.get(str(params.get("file_id", "")))
+        if stored is None:
+            return _error(400, "Bad Request: wrong file_id or the file is temporarily unavailable")
+        if len(stored.data) > MAX_GET_FILE_BYTES:
+            return _error(400, "Bad Request: file is too big")
+        file_id = str(params["file_id"])
+        return _ok({"file_id": file_id, "file_unique_id": f"U{file_id}", "file_size": stored.reported_size,
+                    "file_path": stored.path})
+
+    async def _serve_file(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] not in self._bots:
+            return web.Response(status=401, text="Unauthorized")
+        path = request.match_info["path"]
+        stored = next((f for f in self._files.values() if f.path == path), None)
+        if stored is None:
+            return web.Response(status=404, text="Not Found")
+        self.downloads += 1
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        await response.prepare(request)  # chunked: the size is known only to who reads it all
+        for start in range(0, len(stored.data), _FILE_CHUNK):
+            await response.write(stored.data[start : start + _FILE_CHUNK])
+            self.downloaded_bytes += min(_FILE_CHUNK, len(stored.data) - start)
+        await response.write_eof()
+        return response
+
+    async def _send_upload(self, bot: _Bot, params: dict[str, Any], *, method: str, field: str) -> web.Response:
+        upload = params.get(field)
+        if not isinstance(upload, dict) or "data" not in upload:
+            return _error(400, f"Bad Request: there is no {field} in the request")
+        data: bytes = upload["data"]
+        if len(data) > MAX_UPLOAD_BYTES:
+            return _error(413, "Request Entity Too Large")
+        if field == "photo" and len(data) > MAX_PHOTO_BYTES:
+            return _error(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+        chat_id = int(params["chat_id"])
+        stored = self.add_file(data)
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private", "first_name": "User"}),
+            "from": bot.user(),
+        }
+        if field == "photo":
+            message["photo"] = [stored | {"width": 640, "height": 480}]
+        else:
+            message["document"] = stored | {"file_name": upload["filename"], "mime_type": upload["content_type"]}
+        if params.get("caption"):
+            message["caption"] = params["caption"]
+        self._messages[message["message_id"]] = (bot.token, message)
+        self.uploads.append({
+            "method": method, "chat_id": chat_id, "filename": upload["filename"], "data": data,
+            "caption": params.get("caption"), "message_id": message["message_id"],
+        })
+        return _ok(message)
+
+    async def _send_photo(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        return await self._send_upload(bot, params, method="sendPhoto", field="photo")
+
+    async def _send_document(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        return await self._send_upload(bot, params, method="sendDocument", field="document")
 
     def push_callback(
         self, message_id: int, user_id: int, data: str, *, token: str | None = None
@@ -552,6 +699,9 @@ _METHODS: Final[dict[str, _Handler]] = {
     "answerCallbackQuery": FakeTelegram._true,
     "setWebhook": FakeTelegram._set_webhook,
     "deleteWebhook": FakeTelegram._delete_webhook,
+    "getFile": FakeTelegram._get_file,
+    "sendPhoto": FakeTelegram._send_photo,
+    "sendDocument": FakeTelegram._send_document,
 }
 
 
@@ -563,7 +713,13 @@ async def _parameters(request: web.Request) -> dict[str, Any]:
         params |= body if isinstance(body, dict) else {}
         return params
     if request.can_read_body:
-        params |= {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+        form = await request.post()
+        params |= {k: v for k, v in form.items() if isinstance(v, str)}
+        # a multipart upload's file parts, as the platform stores them (sendPhoto, sendDocument)
+        params |= {
+            k: {"filename": v.filename, "content_type": v.content_type, "data": v.file.read()}
+            for k, v in form.items() if isinstance(v, web.FileField)
+        }
     for key, value in params.items():
         if key not in _RAW_STRINGS and isinstance(value, str):
             try:

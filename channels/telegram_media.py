@@ -1,0 +1,98 @@
+"""Telegram attachments: what a message carries (`attachments_of`), fetching one, posting a file.
+
+Kept apart from the adapter's text path: `attachments_of` turns a photo, document, voice
+note, audio file or video note into `Attachment`s (the handle is the `file_id`);
+`download` asks `getFile` for the file's path and streams it from the file endpoint under
+the caller's cap; `send_file` posts with `sendPhoto` (an image Telegram can show inline)
+or `sendDocument`, both multipart uploads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Final, TypeVar
+
+from telegram import Bot, InputFile, Message
+from telegram.error import NetworkError
+
+from channels.base import Attachment, AttachmentTooLarge, ChannelError, OutboundFile
+from channels.telegram_http import AiohttpRequest, DownloadTooLarge, stream_download
+
+__all__ = ["MAX_DOWNLOAD_BYTES", "MAX_FILE_BYTES", "attachments_of", "download", "send_file"]
+
+T = TypeVar("T")
+Call = Callable[[str, Callable[[], Awaitable[T]]], Awaitable[T]]
+
+MAX_FILE_BYTES: Final = 50_000_000  # what a bot may upload (sendDocument)
+MAX_DOWNLOAD_BYTES: Final = 20_000_000  # what getFile serves to a bot
+_MAX_PHOTO_BYTES: Final = 10_000_000  # sendPhoto's own limit; larger images go as documents
+_PHOTO_MIMES: Final = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
+_DOWNLOAD_TIMEOUT_S: Final = 60.0
+_MAX_CAPTION: Final = 1024
+
+
+def attachments_of(message: Message) -> tuple[Attachment, ...]:
+    """Return the files `message` carries (the largest size of a photo), in a fixed order."""
+    found: list[Attachment] = []
+    if message.photo:
+        best = message.photo[-1]  # Telegram lists the sizes smallest first
+        found.append(Attachment(kind="image", mime="image/jpeg", handle=best.file_id, size=best.file_size,
+                                name=f"photo-{best.file_unique_id}.jpg"))
+    if message.document is not None:
+        doc = message.document
+        found.append(Attachment(kind="document", mime=doc.mime_type or "application/octet-stream",
+                                handle=doc.file_id, size=doc.file_size, name=doc.file_name))
+    if message.voice is not None:
+        voice = message.voice
+        found.append(Attachment(kind="voice", mime=voice.mime_type or "audio/ogg", handle=voice.file_id,
+                                size=voice.file_size, name=f"voice-{voice.file_unique_id}.ogg"))
+    if message.audio is not None:
+        audio = message.audio
+        found.append(Attachment(kind="audio", mime=audio.mime_type or "audio/mpeg", handle=audio.file_id,
+                                size=audio.file_size, name=audio.file_name))
+    if message.video_note is not None:
+        note = message.video_note
+        found.append(Attachment(kind="video", mime="video/mp4", handle=note.file_id, size=note.file_size,
+                                name=f"video-note-{note.file_unique_id}.mp4"))
+    return tuple(found)
+
+
+async def download(
+    channel: str, bot: Bot, request: AiohttpRequest, call: Call[object], attachment: Attachment, dest: Path,
+    *, max_bytes: int,
+) -> int:
+    """Stream `attachment` into `dest`; raises `AttachmentTooLarge` past `max_bytes`, else `ChannelError`."""
+    limit = min(max_bytes, MAX_DOWNLOAD_BYTES)
+    if attachment.size is not None and attachment.size > limit:
+        raise AttachmentTooLarge(channel, f"the file is {attachment.size} bytes; the limit is {limit}")
+    file = await call("getFile", functools.partial(bot.get_file, attachment.handle))
+    url = getattr(file, "file_path", None)
+    if not isinstance(url, str) or not url:
+        raise ChannelError(channel, "getFile: Telegram gave no file path")
+    try:
+        return await stream_download(request, url, dest, max_bytes=limit, timeout_s=_DOWNLOAD_TIMEOUT_S)
+    except DownloadTooLarge as exc:
+        raise AttachmentTooLarge(channel, f"file download: {exc}") from exc
+    except NetworkError as exc:  # TimedOut included; the text is token-free
+        raise ChannelError(channel, f"file download: {exc.message}") from exc
+
+
+async def send_file(channel: str, bot: Bot, call: Call[Message], file: OutboundFile) -> str:
+    """Post `file` to its chat (sendPhoto for an inline-showable image, else sendDocument); return the message id."""
+    data = await asyncio.to_thread(file.path.read_bytes)
+    chat: int | str = int(file.chat) if file.chat.lstrip("-").isdigit() else file.chat
+    thread = int(file.thread) if file.thread else None
+    caption = file.caption[:_MAX_CAPTION] if file.caption else None
+    upload = InputFile(data, filename=file.name, attach=False)
+    if file.mime in _PHOTO_MIMES and len(data) <= _MAX_PHOTO_BYTES:
+        send = functools.partial(bot.send_photo, chat_id=chat, photo=upload, caption=caption,
+                                 message_thread_id=thread)
+        message = await call("sendPhoto", send)
+    else:
+        send = functools.partial(bot.send_document, chat_id=chat, document=upload, caption=caption,
+                                 message_thread_id=thread)
+        message = await call("sendDocument", send)
+    return str(message.message_id)

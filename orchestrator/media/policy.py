@@ -1,0 +1,68 @@
+"""MediaPolicy: what attachments one resolved execution takes, and how (the seam builds it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["NO_MEDIA", "MediaPolicy", "Transcriber"]
+
+
+class Transcriber(Protocol):
+    """An OpenAI-compatible `/audio/transcriptions` endpoint (the provider's client)."""
+
+    async def transcribe(self, *, model: str, path: Path, mime: str) -> str:
+        """Return the text spoken in `path`; raises `ProviderError` when the endpoint fails."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MediaPolicy:
+    """One execution's media policy; only the seam builds it (`accept` is empty where no media can arrive).
+
+    `send_file` is whether the `send_file` tool is offered (the agent names it and the path
+    has a chat to post to); `transcriber` is None when no transcription model is configured.
+    """
+
+    accept: frozenset[str]
+    max_bytes: int
+    max_message_bytes: int
+    image_detail: str
+    vision: bool
+    echo_transcript: bool
+    transcription_model: str | None = None
+    transcription_provider: str | None = None
+    transcriber: Transcriber | None = None
+    send_file: bool = False
+
+    def accepts(self, kind: str) -> bool:
+        """Return whether an attachment of `kind` may be taken in."""
+        return kind in self.accept
+
+    @property
+    def takes_images(self) -> bool:
+        """Return whether an image would reach the model (accepted and the model can see)."""
+        return "image" in self.accept and self.vision
+
+    def describe(self) -> list[str]:
+        """Return the policy as sorted-comparable strings (the `media` row of the matrix)."""
+        transcription = (
+            f"transcription:{self.transcription_provider}/{self.transcription_model}"
+            if self.transcription_model else "transcription:none"
+        )
+        return [
+            *(f"accept:{kind}" for kind in sorted(self.accept)),
+            f"max_bytes:{self.max_bytes}",
+            f"max_message_bytes:{self.max_message_bytes}",
+            f"image_detail:{self.image_detail}",
+            f"vision:{'yes' if self.vision else 'no'}",
+            f"echo_transcript:{'yes' if self.echo_transcript else 'no'}",
+            transcription,
+            *(["send_file"] if self.send_file else []),
+        ]
+
+
+NO_MEDIA = MediaPolicy(
+    accept=frozenset(), max_bytes=1, max_message_bytes=1, image_detail="auto", vision=False, echo_transcript=False
+)

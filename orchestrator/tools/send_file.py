@@ -1,0 +1,130 @@
+"""The `send_file` tool: post a workspace file to the chat the current turn answers.
+
+The seam offers it only when the agent names it in `tools` and the path has a chat (a
+channel turn); the chat itself is the turn's `ChatOutlet`, which the daemon binds for the
+turn (`bind_outlet`), so the tool can post only into the conversation it was called from.
+The file is jailed like the file tools and capped by the platform's `max_file_bytes`.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from orchestrator.errors import OrchestratorError, ToolFailure, WorkspaceEscape
+from orchestrator.tools.base import ToolSource, ToolSpec
+from orchestrator.tools.reserved import SEND_FILE_NAME
+
+if TYPE_CHECKING:
+    from orchestrator.policy import SecurityPolicy
+
+__all__ = ["SEND_FILE_SPEC", "ChatOutlet", "SendFileTool", "bind_outlet", "current_outlet"]
+
+_MAX_CAPTION: Final = 1000
+
+SEND_FILE_SPEC: Final = ToolSpec(
+    name=SEND_FILE_NAME,
+    description=(
+        "Send a file from the agent workspace to the current chat (images are shown inline). "
+        "Use it when the user asked for a file, not to repeat text you can write in the answer."
+    ),
+    parameters=MappingProxyType({
+        "type": "object",
+        "properties": MappingProxyType({
+            "path": MappingProxyType({"type": "string", "description": "File path relative to the workspace root."}),
+            "caption": MappingProxyType({"type": "string", "description": "Optional short caption."}),
+        }),
+        "required": ("path",),
+        "additionalProperties": False,
+    }),
+    read_only=False,
+    source=ToolSource.SEAM,
+)
+
+
+class ChatOutlet(Protocol):
+    """The chat a turn answers, able to take a file (the daemon wraps the adapter)."""
+
+    @property
+    def max_file_bytes(self) -> int: ...
+
+    async def send_file(self, path: Path, *, name: str, mime: str, caption: str | None) -> str:
+        """Post the file; return the platform message id; raises an `OrchestratorError` on failure."""
+        ...
+
+
+_outlet: ContextVar[ChatOutlet | None] = ContextVar("orchestrator_chat_outlet", default=None)
+
+
+def current_outlet() -> ChatOutlet | None:
+    """Return the chat the running turn answers, or None (no chat: CLI, gateway, schedule)."""
+    return _outlet.get()
+
+
+@contextmanager
+def bind_outlet(outlet: ChatOutlet) -> Iterator[None]:
+    """Make `outlet` the current turn's chat for the duration of the block."""
+    token = _outlet.set(outlet)
+    try:
+        yield
+    finally:
+        _outlet.reset(token)
+
+
+class SendFileTool:
+    """Posts one workspace file to the current chat."""
+
+    __slots__ = ("_security",)
+
+    def __init__(self, *, security: SecurityPolicy) -> None:
+        self._security = security
+
+    @property
+    def spec(self) -> ToolSpec:
+        return SEND_FILE_SPEC
+
+    async def invoke(self, arguments: Mapping[str, Any]) -> str:
+        """Send the file; raises `ToolFailure` for escapes, missing or oversize files, or no chat."""
+        tool = SEND_FILE_NAME
+        unknown = sorted(set(arguments) - {"path", "caption"})
+        if unknown:
+            raise ToolFailure(tool, f"unexpected argument(s): {', '.join(unknown)}")
+        path, caption = arguments.get("path"), arguments.get("caption")
+        if not isinstance(path, str) or not path:
+            raise ToolFailure(tool, "'path' must be a non-empty string")
+        if caption is not None and not isinstance(caption, str):
+            raise ToolFailure(tool, "'caption' must be a string")
+        outlet = current_outlet()
+        if outlet is None:
+            raise ToolFailure(tool, "this turn has no chat to send a file to")
+        try:
+            target = self._security.confine(path)
+        except WorkspaceEscape as exc:
+            raise ToolFailure(tool, f"refused: {exc}") from exc
+        try:
+            info = os.stat(target, follow_symlinks=False)
+        except FileNotFoundError:
+            raise ToolFailure(tool, f"no such file: {path!r}") from None
+        except OSError as exc:
+            raise ToolFailure(tool, f"cannot read {path!r}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolFailure(tool, f"{path!r} is not a regular file")
+        if info.st_size > outlet.max_file_bytes:
+            raise ToolFailure(
+                tool, f"{path!r} is {info.st_size:,} bytes; this chat takes files up to {outlet.max_file_bytes:,} bytes"
+            )
+        mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        try:
+            message_id = await outlet.send_file(
+                target, name=target.name, mime=mime, caption=caption[:_MAX_CAPTION] if caption else None
+            )
+        except OrchestratorError as exc:
+            raise ToolFailure(tool, f"the chat refused the file: {exc}") from exc
+        return f"sent {path} ({info.st_size:,} bytes) to the chat as message {message_id}"

@@ -1,0 +1,169 @@
+"""Parity for `media`: every path resolves the agent's media policy as written, minus what it declares.
+
+The paths that can bring attachments (channel, gateway, ACP) take exactly the written
+`accept`, caps, vision and transcription; the others take none (`no_media`). `send_file`
+is offered only where a chat is answered (`no_chat` elsewhere). L2 is checked on the
+resolved values and the live matrix, and through the CLI (`orchestrator agent`), whose
+request to the model must not offer `send_file`; L1 (the engine shows images only to an
+execution whose policy says its model can see) is checked by running the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestrator import cli
+from orchestrator.checks import load_config
+from orchestrator.engine import Transcript, run_tool_call_loop
+from orchestrator.seam import PATH_PROFILES, ConstructionPath, ResolvedAgentExecution, Services, media_as_written, resolve
+from tests.conftest import WriteConfig
+from tests.fakes.openai_server import FakeOpenAI, text
+from tests.media.samples import JPEG
+
+TOML = """
+[providers.fake]
+base_url = "{base_url}"
+max_retries = 0
+transcription_model = "whisper-small"
+
+[agents.seer]
+provider = "fake"
+model = "seer-model"
+autonomy = "full"
+vision = true
+tools = ["file_read", "send_file"]
+
+[agents.seer.media]
+accept = ["image", "voice", "document"]
+max_bytes = 123456
+max_message_bytes = 654321
+image_detail = "high"
+echo_transcript = true
+
+[agents.blind]
+provider = "fake"
+model = "blind-model"
+tools = ["file_read"]
+
+[agents.blind.media]
+accept = ["document"]
+
+[agents.muted]
+provider = "fake"
+model = "muted-model"
+autonomy = "full"
+tools = ["send_file", "file_read"]
+excluded_tools = ["send_*"]
+"""
+
+CARRY = {ConstructionPath.CHANNEL, ConstructionPath.GATEWAY_CHAT, ConstructionPath.ACP}
+
+
+@pytest.mark.parametrize("agent", ["seer", "blind"])
+def test_every_path_resolves_the_written_media_policy_minus_its_declared_knobs(
+    agent: str, write_config: WriteConfig
+) -> None:
+    config = load_config(write_config(TOML.format(base_url="http://127.0.0.1:9/v1")))
+    written = media_as_written(config, agent)
+    assert written is not None
+    services = Services()
+    for path in ConstructionPath:
+        media = resolve(config, agent, path=path, services=services).media
+        profile = PATH_PROFILES[path]
+        assert profile.carries_media is (path in CARRY)
+        assert media.accept == (written.accept if profile.carries_media else frozenset()), path
+        assert (media.max_bytes, media.max_message_bytes, media.image_detail, media.vision, media.echo_transcript) == (
+            written.max_bytes, written.max_message_bytes, written.image_detail, written.vision, written.echo_transcript
+        ), path
+        assert (media.transcription_provider, media.transcription_model) == (
+            written.transcription_provider, written.transcription_model
+        ), path
+        assert media.send_file is (written.send_file and path is ConstructionPath.CHANNEL), path
+        tools = resolve(config, agent, path=path, services=services).tools.names
+        assert ("send_file" in tools) is media.send_file, path
+    # the values are the agent's own, not defaults
+    if agent == "seer":
+        assert written.describe() == [
+            "accept:document", "accept:image", "accept:voice", "max_bytes:123456", "max_message_bytes:654321",
+            "image_detail:high", "vision:yes", "echo_transcript:yes", "transcription:fake/whisper-small", "send_file",
+        ]
+    else:
+        assert written.accept == {"document"} and not written.vision and not written.send_file
+
+
+def test_the_matrix_shows_the_media_row_with_its_declared_knobs(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(TOML.format(base_url="http://127.0.0.1:9/v1"))
+    assert cli.main(["policy", "matrix", "--json", "--agent", "seer", "--config", str(path)]) == 0
+    grid = json.loads(capsys.readouterr().out)
+    assert grid["gaps"] == []
+    row = grid["agents"]["seer"]["media"]
+    assert row["channel"] == "enforced"
+    assert row["gateway_chat"] == row["acp"] == "narrowed: no_chat"
+    for column in ("cli_run", "listing", "library", "library+approver", "delegate", "sop_step", "schedule"):
+        assert row[column] == "narrowed: no_chat, no_media", column
+
+
+def test_an_excluded_send_file_is_offered_nowhere(write_config: WriteConfig, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(TOML.format(base_url="http://127.0.0.1:9/v1"))
+    config = load_config(path)
+    written = media_as_written(config, "muted")
+    assert written is not None and not written.send_file
+    assert "send_file" not in resolve(config, "muted", path=ConstructionPath.CHANNEL, services=Services()).tools
+    assert cli.main(["policy", "matrix", "--json", "--agent", "muted", "--config", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["gaps"] == []
+
+
+async def test_send_file_is_not_offered_on_the_cli_path(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, seen: list[ResolvedAgentExecution],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = write_config(TOML.format(base_url=fake_llm.base_url))
+    fake_llm.script(text("no chat here"))
+    code = await asyncio.to_thread(cli.main, ["agent", "seer", "-m", "send me the file", "--config", str(path)])
+    assert (code, capsys.readouterr().out) == (0, "no chat here\n")
+    (execution,) = seen
+    assert execution.identity.path is ConstructionPath.CLI_RUN and "send_file" not in execution.tools
+    assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == ["file_read"]
+
+
+@pytest.mark.parametrize("agent", ["seer", "blind"])
+async def test_the_engine_shows_images_only_to_a_model_that_can_see(
+    agent: str, write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    config = load_config(write_config(TOML.format(base_url=fake_llm.base_url)))
+    execution = resolve(config, agent, path=ConstructionPath.GATEWAY_CHAT, services=Services())
+    workspace = execution.security.workspace
+    (workspace / "uploads").mkdir(parents=True, exist_ok=True)
+    (workspace / "uploads" / "dot.jpg").write_bytes(JPEG)
+    ref = {"kind": "image", "mime": "image/jpeg", "size": len(JPEG), "path": "uploads/dot.jpg"}
+    fake_llm.script(text("seen"))
+    transcript = Transcript(session="s")
+    await run_tool_call_loop(execution, transcript, "look", media=[ref])
+    (user,) = [m for m in fake_llm.requests[0]["messages"] if m["role"] == "user"]
+    assert "media" not in user  # references never reach a provider
+    if agent == "seer":
+        url = "data:image/jpeg;base64," + base64.b64encode(JPEG).decode()
+        assert user["content"] == [{"type": "text", "text": "look"},
+                                   {"type": "image_url", "image_url": {"url": url, "detail": "high"}}]
+    else:
+        assert user["content"] == "look"
+    assert transcript.messages[0]["media"] == [ref]  # the transcript keeps the reference only
+
+
+async def test_a_reference_outside_the_workspace_is_never_read(write_config: WriteConfig, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    config = load_config(write_config(TOML.format(base_url=fake_llm.base_url)))
+    execution = resolve(config, "seer", path=ConstructionPath.GATEWAY_CHAT, services=Services())
+    secret = tmp_path / "secret.jpg"
+    secret.write_bytes(JPEG)
+    fake_llm.script(text("nothing"))
+    ref = {"kind": "image", "mime": "image/jpeg", "size": 1, "path": "../../secret.jpg"}
+    await run_tool_call_loop(execution, Transcript(session="s"), "look", media=[ref])
+    parts = fake_llm.parts[0]
+    assert [p["type"] for p in parts] == ["text", "text"] and "no longer available" in parts[1]["text"]
