@@ -22,6 +22,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import aiohttp
@@ -31,15 +32,18 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from loguru import logger
 
+from channels import discord_files
 from channels.base import (
     ApprovalAnswer,
     ApprovalPrompt,
+    Attachment,
     ChannelAuthError,
     ChannelError,
     ChannelRefused,
     Deliver,
     Inbound,
     Outbound,
+    OutboundFile,
     Ready,
     ReplyProgress,
     fit_arguments,
@@ -136,6 +140,9 @@ class DiscordAdapter:
     """
 
     max_message_chars = MAX_MESSAGE_CHARS
+    max_file_bytes: int = discord_files.MAX_FILE_BYTES
+    # A download that sends no byte for this long fails with ChannelError (the core may retry).
+    download_idle_timeout_s: float = 30.0
 
     def __init__(
         self,
@@ -251,7 +258,8 @@ class DiscordAdapter:
             return ApprovalAnswer(
                 channel=self.name, request_id=request_id, sender=str(message.author.id), approved=approved, chat=chat
             )
-        if not text or (not is_direct and self._mention_only and not mentioned):
+        attachments = discord_files.attachments_of(message)
+        if (not text and not attachments) or (not is_direct and self._mention_only and not mentioned):
             return None
         return Inbound(
             channel=self.name,
@@ -263,6 +271,7 @@ class DiscordAdapter:
             thread=thread,
             sender_name=message.author.display_name,
             is_direct=is_direct,
+            attachments=attachments,
         )
 
     # -- sending ---------------------------------------------------------------------------
@@ -319,6 +328,35 @@ class DiscordAdapter:
     async def typing(self, chat: str, thread: str | None) -> None:
         """Show "typing..." once (Discord keeps it for about 10 s or until the bot posts)."""
         await self._call("send typing", self._channel(chat, thread).typing())
+
+    # -- files (FileAdapter) ---------------------------------------------------------------
+
+    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
+        """Stream an attachment from Discord's CDN into `dest` (no token is sent there).
+
+        Raises `AttachmentTooLarge` past `max_bytes` (dest removed), `ChannelRefused` when the
+        CDN refuses (an expired link is a 404) or the URL is not Discord's, and `ChannelError`
+        when the fetch fails or stalls for `download_idle_timeout_s`.
+        """
+        custom = None if self.endpoints.api_base == _SDK_DEFAULT_BASE else self.endpoints.api_base
+        return await discord_files.download(
+            attachment,
+            dest,
+            channel=self.name,
+            api_base=custom,
+            max_bytes=max_bytes,
+            idle_timeout_s=self.download_idle_timeout_s,
+        )
+
+    async def send_file(self, file: OutboundFile) -> str:
+        """Post `file` as an attachment (images show inline), the caption as its text; return the message id.
+
+        Raises `ChannelRefused` for a file over `max_file_bytes` or one Discord refuses (413 /
+        40005 past the channel's limit, no permission to attach files), `ChannelError` otherwise.
+        """
+        return await discord_files.post_file(
+            self._channel(file.chat, file.thread), file, channel=self.name, call=self._call, max_chars=MAX_MESSAGE_CHARS
+        )
 
     async def aclose(self) -> None:
         """Disconnect, and restore discord.py's default endpoints if no Discord channel is left."""

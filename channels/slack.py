@@ -27,6 +27,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -42,14 +43,17 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels import slack_files
 from channels.base import (
     ApprovalPrompt,
+    Attachment,
     ChannelAuthError,
     ChannelError,
     ChannelRefused,
     Deliver,
     Inbound,
     Outbound,
+    OutboundFile,
     Ready,
     ReplyProgress,
 )
@@ -102,6 +106,9 @@ class SlackAdapter:
     """One Slack app (bot user) in one workspace; see the module docstring for behaviour."""
 
     max_message_chars: int = _TEXT_LIMIT
+    max_file_bytes: int = slack_files.MAX_FILE_BYTES
+    # A download that sends no byte for this long fails with ChannelError (the core may retry).
+    download_idle_timeout_s: float = 30.0
 
     def __init__(
         self,
@@ -321,6 +328,33 @@ class SlackAdapter:
             chat=chat, thread=thread, text="is thinking...",
         )
 
+    # -- files (FileAdapter) -----------------------------------------------------------------
+
+    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
+        """Stream a file's `url_private` into `dest` with the bot token (`files:read`).
+
+        Raises `AttachmentTooLarge` past `max_bytes` (dest removed), `ChannelRefused` when Slack
+        refuses (401/403/404, a redirect to the sign-in page) or the URL is not Slack's, and
+        `ChannelError` when the fetch fails or stalls for `download_idle_timeout_s`.
+        """
+        _client, session = self._http()
+        return await slack_files.download(
+            session,
+            attachment,
+            dest,
+            channel=self.name,
+            bot_token=self._bot_token,
+            api_base_url=self._config.api_base_url,
+            max_bytes=max_bytes,
+            idle_timeout_s=self.download_idle_timeout_s,
+        )
+
+    async def send_file(self, file: OutboundFile) -> str:
+        """Share `file` in its chat or thread (`files:write`), the caption as its comment; return the file id."""
+        client, session = self._http()
+        comment = escape(file.caption) if file.caption else None
+        return await slack_files.upload(client, session, file, channel=self.name, api=self._api, initial_comment=comment)
+
     # -- Web API -----------------------------------------------------------------------------
 
     def _web_client(self) -> AsyncWebClient:
@@ -337,6 +371,14 @@ class SlackAdapter:
                 ],
             )
         return self._client
+
+    def _http(self) -> tuple[AsyncWebClient, aiohttp.ClientSession]:
+        """Return the Web API client and the aiohttp session it uses (file transfers share it)."""
+        client = self._web_client()
+        session = self._session
+        if session is None:  # pragma: no cover - _web_client always makes both
+            raise ChannelError(self.name, "the Web API session is closed")
+        return client, session
 
     async def _api(self, method: str, call: Awaitable[T]) -> T:
         """Await one Web API call, translating SDK and network errors into channel errors."""

@@ -9,6 +9,8 @@ Pure functions over the raw JSON Slack sends (Events API `event_callback` bodies
 - Bot messages (`bot_id`, `bot_profile`, subtype `bot_message`, or our own user id) are ignored.
 - Subtypes other than `file_share`, `thread_broadcast` and `me_message` (all typed by a person)
   are ignored: `message_changed` (edits), `message_deleted`, `channel_join`, `channel_topic`, ...
+- Files on the event become `Inbound.attachments` (`slack_files.py`); a file with no text is
+  still a message.
 - A leading mention of the bot is stripped, and `/approve ID` / `/deny ID` become
   `ApprovalAnswer`s. (Slack's composer treats a leading `/` as a slash command; users type
   ` /approve ID` with a space, or `@bot /approve ID`, or simply press the buttons.)
@@ -22,6 +24,7 @@ from typing import Any, Final, TypedDict
 
 from channels.approval_codec import approval_command, parse_approval_command
 from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound, fit_arguments
+from channels.slack_files import attachments_from_event
 
 __all__ = [
     "APPROVE",
@@ -106,6 +109,7 @@ def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None
         thread=_str(event, "thread_ts"),
         sender_name=_str(profile, "display_name") or _str(profile, "real_name"),
         is_direct=kind == "message",
+        attachments=attachments_from_event(event),
     )
 
 

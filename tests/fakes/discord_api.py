@@ -25,6 +25,8 @@ A bad token gets 401 on REST and close code 4004 on IDENTIFY.
 Bot messages can be edited (PATCH) and deleted within Discord's per-channel edit rate limit,
 with the `X-RateLimit-*` headers and 429 answers Discord sends; `messages`
 (`discord_messages.DiscordMessages`) holds what a user sees and when each change happened.
+Attachments live on a CDN route and message posts may be multipart with files
+(`tests/fakes/discord_files.py`, `fake.cdn`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from aiohttp import WSMsgType, web
 
 from tests.fakes import discord_payloads as payloads
 from tests.fakes.discord_messages import DiscordMessages
+from tests.fakes.discord_files import MAX_UPLOAD_BYTES, FakeDiscordCdn, UploadedFile, parse_multipart
 from tests.fakes.loopback import start_app
 
 __all__ = ["FakeDiscord", "RecordedRequest"]
@@ -51,6 +54,7 @@ __all__ = ["FakeDiscord", "RecordedRequest"]
 MAX_CONTENT_CHARS: Final = 2000  # a message's content, as Discord counts it
 _API: Final = "/api/v10"
 GATEWAY_MESSAGE_CONTENT_LIMITED: Final = 1 << 19  # the application flag of the intent switched on (unverified app)
+_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 _MESSAGE_CONTENT_INTENT: Final = 1 << 15
 _PRIVILEGED_INTENTS: Final = (1 << 1) | (1 << 8) | _MESSAGE_CONTENT_INTENT
 
@@ -64,6 +68,7 @@ class RecordedRequest:
     query: dict[str, str]
     headers: dict[str, str]
     body: Any
+    files: tuple[UploadedFile, ...] = ()
 
 
 @dataclass(slots=True)
@@ -152,6 +157,7 @@ class FakeDiscord:
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._origin: str | None = None
+        self.cdn = FakeDiscordCdn(origin=lambda: self._require_origin("http"), notify=self._notify)
 
     # -- addresses -------------------------------------------------------------------------
 
@@ -178,10 +184,11 @@ class FakeDiscord:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> FakeDiscord:
-        app = web.Application()
+        app = web.Application(client_max_size=_MAX_BODY_BYTES)  # file posts: past aiohttp's 1 MiB default
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/gateway-resume", self._gateway)
         app.router.add_route("*", _API + "/{tail:.*}", self._rest)
+        self.cdn.install(app)
         self._runner, port = await start_app(app)
         self._origin = f"127.0.0.1:{port}"
         return self
@@ -242,8 +249,13 @@ class FakeDiscord:
         bot: bool = False,
         message_id: int | str | None = None,
         username: str | None = None,
+        attachments: Iterable[dict[str, Any]] = (),
     ) -> str:
-        """Dispatch MESSAGE_CREATE; return the message id (pass `message_id` to redeliver one)."""
+        """Dispatch MESSAGE_CREATE; return the message id (pass `message_id` to redeliver one).
+
+        `attachments` are objects from `fake.cdn.attachment(...)`; a voice one flags the
+        message IS_VOICE_MESSAGE, as Discord does.
+        """
         mid = str(message_id) if message_id is not None else payloads.snowflake()
         payload = payloads.user_message(
             mid,
@@ -253,6 +265,10 @@ class FakeDiscord:
             guild_id=None if guild_id is None else str(guild_id),
             mentions=[payloads.user(str(u), bot=str(u) == self.bot_id) for u in mentions],
         )
+        files = list(attachments)
+        if files:
+            voice = any("waveform" in item for item in files)
+            payload |= {"attachments": files, "flags": (1 << 13) if voice else 0}
         await self._dispatch("MESSAGE_CREATE", payload)
         return mid
 
@@ -316,19 +332,25 @@ class FakeDiscord:
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["tail"]
         raw = await request.read()
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode(errors="replace")
+        files: list[UploadedFile] = []
+        if request.content_type == "multipart/form-data":
+            body, files = parse_multipart(request.headers["Content-Type"], raw)
+        else:
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode(errors="replace")
         self.requests.append(
-            RecordedRequest(request.method, path, dict(request.query), dict(request.headers), body)
+            RecordedRequest(request.method, path, dict(request.query), dict(request.headers), body, tuple(files))
         )
         try:
-            return await self._answer(request, path, body)
+            return await self._answer(request, path, body, files)
         finally:
             await self._notify()
 
-    async def _answer(self, request: web.Request, path: str, body: Any) -> web.StreamResponse:
+    async def _answer(
+        self, request: web.Request, path: str, body: Any, files: list[UploadedFile]
+    ) -> web.StreamResponse:
         # interaction callbacks are authorised by the interaction token in the path, not the bot token
         token_in_path = path.startswith(("/interactions/", "/webhooks/"))
         if not token_in_path and request.headers.get("Authorization") != f"Bot {self.token}":
@@ -370,12 +392,24 @@ class FakeDiscord:
                             {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}}},
                         status=400,
                     )
+                if sum(len(f.content) for f in files) > MAX_UPLOAD_BYTES:  # as Discord, for a bot by default
+                    return _json({"message": "Request entity too large", "code": 40005}, status=413)
                 channel = self._channels.get(match[1])
                 message = payloads.bot_message(
                     match[1], self._bot_user(), body, guild_id=None if channel is None else channel["guild_id"]
                 )
+                message["attachments"] = [
+                    self.cdn.attachment(
+                        channel_id=match[1], filename=f.filename or "file", content=f.content,
+                        content_type=f.content_type,
+                    )
+                    for f in files
+                ]
                 self._bot_messages.append(message)
-                self.created_messages.append(dict(body) | {"channel_id": match[1], "id": message["id"]})
+                record = dict(body) | {"channel_id": match[1], "id": message["id"]}
+                if files:
+                    record["files"] = files
+                self.created_messages.append(record)
                 self.messages.created(match[1], message["id"], str(body.get("content") or ""))
                 return _json(message, headers=headers)
         if (match := re.fullmatch(r"/channels/(\d+)/typing", path)) and method == "POST":

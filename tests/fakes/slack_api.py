@@ -13,8 +13,9 @@ Usage::
         await fake.drop_socket(); await fake.wait_connections(2)     # the client reconnected
 
 Web API: `POST /api/<method>` for `auth.test`, `chat.postMessage` and `apps.connections.open`,
-and, through `messages` (`slack_streams.SlackMessages`), `chat.update`, `chat.delete`, the chat
-stream methods and `assistant.threads.setStatus` (other methods answer `unknown_method`); every call is recorded in `requests`. Tokens other
+the files methods of `tests/fakes/slack_files.py`, and, through `messages`
+(`slack_streams.SlackMessages`), `chat.update`, `chat.delete`, the chat stream methods and
+`assistant.threads.setStatus` (other methods answer `unknown_method`); every call is recorded in `requests`. Tokens other
 than `bot_token` / `app_token` get `invalid_auth`, a missing one `not_authed`, the bot token on
 `apps.connections.open` `not_allowed_token_type`, like Slack (HTTP 200 with `ok: false`).
 
@@ -50,6 +51,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from tests.fakes.loopback import start_app
 from tests.fakes.slack_streams import METHODS as MESSAGE_METHODS
 from tests.fakes.slack_streams import SlackMessages
+from tests.fakes.slack_files import FakeSlackFiles
 
 __all__ = [
     "ApiCall",
@@ -65,6 +67,7 @@ __all__ = [
 MAX_SECTION_CHARS: Final = 3000  # a section block's text
 BOT_USER_ID: Final = "UBOT"
 _ids = itertools.count(1)
+_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,8 +100,9 @@ def message_event(
     subtype: str | None = None,
     bot_id: str | None = None,
     event_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Return an Events API `event_callback` body carrying a `message` event."""
+    """Return an Events API `event_callback` body carrying a `message` event (`files`: see FakeSlackFiles.add)."""
     event: dict[str, Any] = {
         "type": "message",
         "user": user,
@@ -108,7 +112,7 @@ def message_event(
         "channel_type": channel_type,
         "event_ts": _ts(),
     }
-    optional = {"thread_ts": thread_ts, "subtype": subtype, "bot_id": bot_id}
+    optional = {"thread_ts": thread_ts, "subtype": subtype, "bot_id": bot_id, "files": files}
     event.update({k: v for k, v in optional.items() if v is not None})
     return _callback(event, event_id)
 
@@ -120,6 +124,7 @@ def mention_event(
     channel: str = "C0001",
     thread_ts: str | None = None,
     event_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Return an `event_callback` body with an `app_mention` whose text starts `<@UBOT> `."""
     event: dict[str, Any] = {
@@ -132,6 +137,8 @@ def mention_event(
     }
     if thread_ts is not None:
         event["thread_ts"] = thread_ts
+    if files is not None:
+        event["files"] = files
     return _callback(event, event_id)
 
 
@@ -220,6 +227,9 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._origin: str | None = None
+        self.files = FakeSlackFiles(
+            bot_token=self.bot_token, origin=lambda: self._require_origin("http"), notify=self._notify
+        )
 
     @property
     def api_base_url(self) -> str:
@@ -251,9 +261,10 @@ class FakeSlack:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def __aenter__(self) -> FakeSlack:
-        app = web.Application()
+        app = web.Application(client_max_size=_MAX_BODY_BYTES)  # file posts: past aiohttp's 1 MiB default
         app.router.add_post("/api/{method}", self._web_api)
         app.router.add_get("/socket", self._socket)
+        self.files.install(app)
         self._runner, port = await start_app(app)
         self._origin = f"127.0.0.1:{port}"
         return self
@@ -418,6 +429,9 @@ class FakeSlack:
             status, body, headers = self.messages.answer(method, args)
             await self._notify()
             return web.json_response(body, status=status, headers=headers)
+        answer = await self.files.api(method, args)
+        if answer is not None:
+            return web.json_response(answer)
         return _error("unknown_method")
 
     async def _post_message(self, args: dict[str, Any]) -> web.Response:

@@ -1,0 +1,187 @@
+"""Slack files: file objects on message events, `url_private` downloads, the v2 external upload.
+
+- Inbound: each entry of an event's `files` becomes an `Attachment` (handle = `url_private`).
+  Files Slack does not host (`is_external`: Google Drive and other remote files, whose
+  `url_private` may point anywhere), deleted ones (`mode = "tombstone"`) and partial objects
+  without a URL (Slack Connect's `file_access = "check_file_info"`) are left out.
+- Download: GET `url_private` with the bot token as bearer (scope `files:read`; without it
+  Slack answers with its sign-in page, which is refused rather than saved). The token is
+  only ever sent to Slack's file host, or to the host of the configured `api_base_url` (a
+  self-hosted or loopback Slack); any other URL is refused without a request.
+- Upload: `files.getUploadURLExternal`, the bytes POSTed to the returned URL (streamed from
+  disk, no token: the URL is pre-signed), then `files.completeUploadExternal` shares it in the
+  chat or thread (scope `files:write`). slack_sdk's `files_upload_v2` does the same three steps
+  (and works against a loopback base URL, since the upload URL comes from the API) but reads
+  the whole file into memory first, so the middle step is ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import aiohttp
+from yarl import URL
+
+from channels.attachments import guess_mime, kind_for_mime, stream_to_file
+from channels.base import Attachment, ChannelError, ChannelRefused, OutboundFile
+
+if TYPE_CHECKING:
+    from slack_sdk.web.async_client import AsyncWebClient
+
+__all__ = ["MAX_FILE_BYTES", "SLACK_FILE_HOSTS", "attachments_from_event", "download", "upload"]
+
+MAX_FILE_BYTES: Final = 1024 * 1024 * 1024  # Slack's per-file upload limit (1 GB)
+SLACK_FILE_HOSTS: Final = frozenset({"files.slack.com"})
+_VOICE_SUBTYPES: Final = frozenset({"slack_audio"})  # a clip recorded in Slack's composer
+_UPLOAD_TIMEOUT_S: Final = 300.0
+
+ApiCall = Callable[[str, Awaitable[Any]], Awaitable[Any]]
+
+
+def attachments_from_event(event: Mapping[str, Any]) -> tuple[Attachment, ...]:
+    """Return the attachments of a `message` / `app_mention` event's `files` (none: empty)."""
+    files = event.get("files")
+    if not isinstance(files, list):
+        return ()
+    found: list[Attachment] = []
+    for item in files:
+        if not isinstance(item, Mapping) or item.get("is_external") or item.get("mode") == "tombstone":
+            continue
+        url = item.get("url_private")
+        if not isinstance(url, str) or not url:
+            continue
+        name = item.get("name") if isinstance(item.get("name"), str) else None
+        mimetype = item.get("mimetype") if isinstance(item.get("mimetype"), str) else None
+        mime = guess_mime(mimetype, name or _filetype_name(item))
+        size = item.get("size")
+        found.append(
+            Attachment(
+                kind=kind_for_mime(mime, voice=item.get("subtype") in _VOICE_SUBTYPES),
+                mime=mime,
+                handle=url,
+                size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
+                name=name,
+            )
+        )
+    return tuple(found)
+
+
+def _filetype_name(item: Mapping[str, Any]) -> str | None:
+    """Return a stand-in file name from Slack's `filetype` (`pdf`, `png`) for guessing a type."""
+    filetype = item.get("filetype")
+    return f"file.{filetype}" if isinstance(filetype, str) and filetype.isalnum() else None
+
+
+def _trusted(url: URL, api_base_url: str | None) -> bool:
+    if url.scheme == "https" and url.host in SLACK_FILE_HOSTS:
+        return True
+    if api_base_url is None:
+        return False
+    base = URL(api_base_url)
+    return (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
+
+
+async def download(
+    session: aiohttp.ClientSession,
+    attachment: Attachment,
+    dest: Path,
+    *,
+    channel: str,
+    bot_token: str,
+    api_base_url: str | None,
+    max_bytes: int,
+    idle_timeout_s: float,
+) -> int:
+    """Stream `attachment.handle` (a `url_private`) into `dest` with the bot token; see the module."""
+    try:
+        url = URL(attachment.handle)
+    except ValueError:
+        url = URL()
+    if not url.is_absolute() or not _trusted(url, api_base_url):
+        raise ChannelRefused(channel, f"download: {attachment.handle[:100]!r} is not a Slack file URL")
+    return await stream_to_file(
+        session,
+        str(url),
+        dest,
+        channel=channel,
+        max_bytes=max_bytes,
+        idle_timeout_s=idle_timeout_s,
+        headers={"Authorization": f"Bearer {bot_token}"},
+        check=lambda response: _refused_by_slack(response, attachment, channel),
+    )
+
+
+def _refused_by_slack(response: aiohttp.ClientResponse, attachment: Attachment, channel: str) -> None:
+    """Name the likely cause when Slack will not hand over a file: the token or its scope."""
+    if response.status in (401, 403):
+        raise ChannelRefused(
+            channel, f"download: HTTP {response.status}: Slack refused the bot token (does the app have files:read?)"
+        )
+    # A token without files:read gets the workspace's sign-in page instead of the file, as HTTP 200.
+    if response.status == 200 and response.content_type == "text/html" and attachment.mime != "text/html":
+        raise ChannelRefused(channel, "download: Slack sent a sign-in page, not the file (does the app have files:read?)")
+
+
+async def upload(
+    client: AsyncWebClient,
+    session: aiohttp.ClientSession,
+    file: OutboundFile,
+    *,
+    channel: str,
+    api: ApiCall,
+    initial_comment: str | None,
+) -> str:
+    """Share `file` in its chat through the v2 external upload flow; return the file id.
+
+    Slack shares the file into the chat asynchronously, so the message's `ts` is not known
+    when `files.completeUploadExternal` returns; the file id names what was posted.
+    Raises `ChannelRefused` for a file over Slack's limit or an API refusal (`not_in_channel`,
+    `channel_not_found`), `ChannelError` when an upload step fails in a way a retry may fix.
+    """
+    try:
+        length = file.path.stat().st_size
+    except OSError as exc:
+        raise ChannelRefused(channel, f"send_file: cannot read {file.name!r}: {exc.strerror}") from exc
+    if length > MAX_FILE_BYTES:
+        raise ChannelRefused(channel, f"send_file: {file.name!r} is {length} bytes; Slack takes at most {MAX_FILE_BYTES}")
+    if length == 0:
+        raise ChannelRefused(channel, f"send_file: {file.name!r} is empty; Slack refuses empty uploads")
+    ticket = await api(
+        "files.getUploadURLExternal", client.files_getUploadURLExternal(filename=file.name, length=length)
+    )
+    upload_url, file_id = ticket.get("upload_url"), ticket.get("file_id")
+    if not isinstance(upload_url, str) or not isinstance(file_id, str):
+        raise ChannelError(channel, "files.getUploadURLExternal: no upload_url / file_id in the answer")
+    await _post_bytes(session, upload_url, file, length, channel=channel)
+    await api(
+        "files.completeUploadExternal",
+        client.files_completeUploadExternal(
+            files=[{"id": file_id, "title": file.name}],
+            channel_id=file.chat,
+            thread_ts=file.thread,
+            initial_comment=initial_comment,
+        ),
+    )
+    return file_id
+
+
+async def _post_bytes(session: aiohttp.ClientSession, url: str, file: OutboundFile, length: int, *, channel: str) -> None:
+    timeout = aiohttp.ClientTimeout(total=_UPLOAD_TIMEOUT_S)
+    try:
+        with file.path.open("rb") as body:  # aiohttp streams a file object in chunks
+            headers = {"Content-Type": file.mime, "Content-Length": str(length)}
+            async with session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False) as response:
+                text = await response.text(errors="replace")
+                status = response.status
+    except TimeoutError as exc:
+        raise ChannelError(channel, f"send_file: the upload took over {_UPLOAD_TIMEOUT_S:g}s") from exc
+    except (aiohttp.ClientError, OSError) as exc:
+        raise ChannelError(channel, f"send_file: upload failed: {type(exc).__name__}: {exc}") from exc
+    if status == 200:
+        return
+    reason = f"send_file: the upload URL answered HTTP {status} {text[:200]}".rstrip()
+    if 400 <= status < 500 and status != 429:
+        raise ChannelRefused(channel, reason)
+    raise ChannelError(channel, reason)
