@@ -24,8 +24,6 @@ __all__ = ["StreamFeed", "tool_line"]
 # The least time between two updates the feed hands the stream: the text is joined once per
 # update, so a fast model's thousands of deltas cost a bounded number of joins.
 _MIN_GAP_S: Final = 0.02
-# Between the text of two model answers of one turn (before and after its tool calls).
-_ROUND_BREAK: Final = "\n\n"
 
 
 def tool_line(tool: str) -> str:
@@ -35,6 +33,10 @@ def tool_line(tool: str) -> str:
 
 class StreamFeed:
     """One streamed turn's visible text, fed by its engine events and pumped into `stream`.
+
+    The visible text is the current model answer: the text a model wrote before calling
+    tools stays shown (with the tool line under it) until the next answer starts, which
+    replaces it, so what the stream shows last is what the final text says.
 
     `cap` bounds the text kept (the reply is cut to `max_reply_chars` at the end anyway);
     `on_messages` is called with the stream's `message_ids` whenever it posted another
@@ -69,10 +71,10 @@ class StreamFeed:
         if isinstance(event, TextDelta):
             if self._size >= self._cap or not event.text:
                 return
-            if self._after_tool and self._size:
-                self._pending.append(_ROUND_BREAK)
-                self._size += len(_ROUND_BREAK)
-            self._after_tool = False
+            if self._after_tool:  # the next answer of the turn: it replaces the one before its tools
+                self._text, self._size = "", 0
+                self._pending.clear()
+                self._after_tool = False
             self._pending.append(event.text)
             self._size += len(event.text)
         elif isinstance(event, ToolCallStarted):

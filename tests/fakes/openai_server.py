@@ -18,7 +18,8 @@ A request with `"stream": true` gets the same scripted reply as Server-Sent Even
 `chat.completion.chunk` format: the role, the text in word-sized pieces, each tool call as
 a first delta (index, id, type, name, start of the arguments) followed by argument pieces,
 the finish reason, then `data: [DONE]`.  `cut_off(reply, after=N)` drops the connection
-after N events instead, like a server that dies mid-answer.  Error replies are sent as
+after N events instead, like a server that dies mid-answer; `paced(reply, over_s=2)` spreads
+the events over about two seconds, like a model writing.  Error replies are sent as
 plain JSON errors either way, as real servers do before a stream starts.
 
 `fake.refuse_key = True` switches on a fault: every chat request is answered 401 with a
@@ -48,6 +49,7 @@ __all__ = [
     "Reply",
     "Responder",
     "cut_off",
+    "paced",
     "status",
     "text",
     "tool_call",
@@ -84,6 +86,8 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes
     cut_after: int | None = None
+    gap_s: float = 0.0  # streamed requests: the pause before each event after the first
+
 
 
 Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
@@ -162,6 +166,12 @@ def status(
         headers.append(("x-should-retry", "true" if should_retry else "false"))
     body = json.dumps({"error": error}, separators=(",", ":")).encode()
     return Reply(status=code, headers=tuple(headers), body=body)
+
+
+def paced(reply: Reply, *, over_s: float) -> Reply:
+    """Stream `reply` slowly, its events spread evenly over about `over_s` seconds (a model writing)."""
+    events = sum(1 for _ in _events(reply.body, b"{"))
+    return replace(reply, gap_s=over_s / max(events, 1))
 
 
 def cut_off(reply: Reply, *, after: int) -> Reply:
@@ -271,6 +281,8 @@ async def _stream(request: web.Request, reply: Reply, head: bytes) -> web.Stream
     response = web.StreamResponse(headers={"Content-Type": _SSE, "Cache-Control": "no-cache"})
     await response.prepare(request)
     for sent, event in enumerate(_events(reply.body, head)):
+        if sent and reply.gap_s:
+            await asyncio.sleep(reply.gap_s)
         if sent == reply.cut_after:
             assert request.transport is not None
             request.transport.close()
