@@ -1,0 +1,295 @@
+"""A platform-neutral streamed reply: post a message, then edit it as the text grows.
+
+`EditStream` implements `ReplyStream` from what an adapter gives it: `post(text) -> id`,
+`edit(id, text)`, an optional `delete(id)`, the platform's message limit and how the platform
+measures it (characters for Discord and Slack, UTF-16 units for Telegram). The rules:
+
+- Pacing: every platform call of one chat goes through that chat's `ChatPacer`, so a chat sees
+  at most one call per `interval_s` however many streams (sessions) write into it. The first
+  post of a reply goes out at once when the chat has been quiet for `interval_s`.
+- Coalescing: `update` only records the latest text and returns; one flusher task per stream
+  shows the newest text when the pacer allows. Texts in between are never sent, and a message is
+  never edited to the text it already shows.
+- Failures: an intermediate post or edit that fails is logged, and the next flush retries with
+  the newest text; a `StreamRateLimited` (the adapter's translation of a 429) holds the whole
+  chat for `retry_after` seconds.
+- Overflow: past the limit the text continues in a new message, split like `send` splits
+  (paragraph, line, word; a code fence cut in two is closed and reopened).
+- `finish` edits the first message into chunk 1 of the final text and continues with the
+  following messages (edited, or posted when the stream had fewer), following the
+  `ReplyProgress` protocol; messages the final text no longer needs are deleted (or, without
+  `delete`, emptied to a "…"). `abort(ending)` appends `ending` to the partial text, or posts it
+  when it does not fit.
+
+Lifecycle: the flusher task is created on the first deferred update and always joined by
+`finish` / `abort`; without them it ends by itself after the last pending flush, so a stream
+the core forgets holds no task forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final, TypeVar
+
+from channels.base import ChannelError, ChannelRefused, ReplyProgress
+from channels.chunking import chunk_text
+
+__all__ = ["ChatPacer", "EditStream", "PacerBook", "StreamRateLimited", "split_to_limit"]
+
+_log: Final = logging.getLogger(__name__)
+# How often `finish` and `abort` wait out a rate limit before giving up with ChannelError.
+_FINAL_ATTEMPTS: Final = 5
+_MAX_HOLD_S: Final = 60.0
+_EMPTIED: Final = "…"
+
+Post = Callable[[str], Awaitable[str]]
+Edit = Callable[[str, str], Awaitable[None]]
+Delete = Callable[[str], Awaitable[None]]
+Measure = Callable[[str], int]
+_R = TypeVar("_R")
+# Consecutive failed intermediate calls after which the flusher rests until the next update.
+_MAX_FAILURES: Final = 3
+
+
+class StreamRateLimited(ChannelError):
+    """The platform asked us to wait `retry_after` seconds (a 429); the adapter raises it."""
+
+    def __init__(self, channel: str, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(channel, f"rate limited, retry after {retry_after:g}s")
+
+
+class ChatPacer:
+    """Space the platform calls of one chat at least `interval_s` apart (a shared clock)."""
+
+    __slots__ = ("interval_s", "_next_at", "_lock", "calls")
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._next_at = 0.0
+        self._lock = asyncio.Lock()
+        self.calls = 0
+
+    async def slot(self) -> None:
+        """Wait for this chat's next free slot and take it (cancellable while waiting)."""
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            delay = self._next_at - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self._next_at = loop.time() + self.interval_s
+            self.calls += 1
+
+    def hold(self, seconds: float) -> None:
+        """Give the chat no slot for `seconds` from now (the platform's retry_after)."""
+        until = asyncio.get_running_loop().time() + min(max(seconds, 0.0), _MAX_HOLD_S)
+        self._next_at = max(self._next_at, until)
+
+
+class PacerBook:
+    """One `ChatPacer` per chat for one adapter, so streams in one chat share its pace."""
+
+    __slots__ = ("interval_s", "_pacers")
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._pacers: dict[str, ChatPacer] = {}
+
+    def pacer(self, chat: str) -> ChatPacer:
+        """Return the pacer of `chat`, made on first use."""
+        found = self._pacers.get(chat)
+        if found is None:
+            found = self._pacers[chat] = ChatPacer(self.interval_s)
+        return found
+
+
+def split_to_limit(text: str, limit: int, measure: Measure = len) -> list[str]:
+    """Split `text` like `chunk_text`, so that `measure` of every chunk is at most `limit`."""
+    chars = limit
+    while True:
+        chunks = chunk_text(text, chars)
+        longest = max((measure(chunk) for chunk in chunks), default=0)
+        if longest <= limit:
+            return chunks
+        # measure counts at least one unit per character, so this shrinks towards the answer
+        chars = max(16, min(chars - 1, chars * limit // longest))
+
+
+class EditStream:
+    """One reply streamed by post-then-edit; see the module docstring for the rules."""
+
+    def __init__(
+        self,
+        *,
+        channel: str,
+        post: Post,
+        edit: Edit,
+        limit: int,
+        pacer: ChatPacer,
+        measure: Measure = len,
+        delete: Delete | None = None,
+        render: Callable[[str], str] | None = None,
+    ) -> None:
+        self._channel = channel
+        self._post, self._edit, self._delete = post, edit, delete
+        self._limit, self._measure = limit, measure
+        self._pacer = pacer
+        self._render = render or (lambda text: text)
+        self._ids: list[str] = []
+        self._shown: list[str] = []  # what each message in `_ids` shows now
+        self._latest: list[str] = []  # the chunks of the newest text from `update`
+        self._lock = asyncio.Lock()  # one platform call of this stream at a time
+        self._flusher: asyncio.Task[None] | None = None
+        self._ended = False
+
+    @property
+    def message_ids(self) -> Sequence[str]:
+        """Return the platform ids of the messages this stream posted, in order."""
+        return tuple(self._ids)
+
+    @property
+    def ended(self) -> bool:
+        """Return True once `finish` or `abort` began."""
+        return self._ended
+
+    # -- streaming ---------------------------------------------------------------------------
+
+    async def update(self, text: str) -> None:
+        """Record `text` as the newest visible text; the flusher shows it when the chat may."""
+        if self._ended:
+            return
+        chunks = split_to_limit(self._render(text), self._limit, self._measure)
+        if not chunks or not "".join(chunks).strip():
+            return  # platforms refuse empty messages; nothing worth showing yet
+        self._latest = chunks
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    def _pending(self) -> int | None:
+        """Return the index of the first message that does not show the newest text, or None."""
+        for index, chunk in enumerate(self._latest):
+            if index >= len(self._shown) or self._shown[index] != chunk:
+                return index
+        return None
+
+    async def _flush_loop(self) -> None:
+        failures = 0
+        while not self._ended and failures < _MAX_FAILURES and self._pending() is not None:
+            await self._pacer.slot()
+            async with self._lock:
+                if self._ended:
+                    return
+                index = self._pending()
+                if index is None:
+                    return
+                try:
+                    await self._show(index, self._latest[index])
+                    failures = 0
+                except StreamRateLimited as exc:
+                    _log.info("%s: stream update rate limited, holding %.1fs", self._channel, exc.retry_after)
+                    self._pacer.hold(exc.retry_after)
+                except ChannelError as exc:
+                    # the next flush retries with the newest text; the final text is what counts
+                    _log.warning("%s: stream update failed: %s", self._channel, exc)
+                    failures += 1
+
+    async def _show(self, index: int, chunk: str) -> None:
+        """Make message `index` show `chunk`: an edit, or a post when it does not exist yet."""
+        if index < len(self._ids):
+            await self._edit(self._ids[index], chunk)
+            self._shown[index] = chunk
+        else:
+            message_id = await self._post(chunk)
+            self._ids.append(message_id)
+            self._shown.append(chunk)
+
+    async def _stop_flusher(self) -> None:
+        """Mark the stream ended and wait until no intermediate call is in flight."""
+        self._ended = True
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None and not flusher.done():
+            async with self._lock:  # an edit in flight completes; we know what it showed
+                flusher.cancel()
+            await asyncio.wait([flusher])
+
+    # -- ending ------------------------------------------------------------------------------
+
+    async def finish(self, text: str, *, progress: ReplyProgress | None = None) -> None:
+        """Replace what was shown with the final `text`, message by message.
+
+        Chunk 1 is the edit of the first message; chunks `progress` counts as accepted are
+        skipped and each accepted chunk advances it. A message that refuses the edit (deleted
+        by a user) gets its chunk posted anew. Raises `ChannelError` when the platform still
+        refuses or rate-limits after the retries.
+        """
+        await self._stop_flusher()
+        chunks = split_to_limit(self._render(text), self._limit, self._measure)
+        skip = progress.done if progress is not None else 0
+        async with self._lock:
+            for index, chunk in enumerate(chunks):
+                if index < skip:
+                    continue
+                await self._final_show(index, chunk)
+                if progress is not None:
+                    progress.advance()
+            for index in range(len(chunks), len(self._ids)):
+                await self._retire(index)
+
+    async def _final_show(self, index: int, chunk: str) -> None:
+        if index < len(self._ids) and self._shown[index] == chunk:
+            return  # already showing exactly this
+        try:
+            await self._paced(lambda: self._show(index, chunk))
+        except ChannelRefused:
+            if index >= len(self._ids):
+                raise
+            _log.warning("%s: message %s refused the final edit; posting it anew", self._channel, self._ids[index])
+            message_id = await self._paced(lambda: self._post(chunk))
+            self._ids[index], self._shown[index] = message_id, chunk
+
+    async def _retire(self, index: int) -> None:
+        """Remove message `index`, which the final text no longer needs."""
+        message_id = self._ids[index]
+        try:
+            if self._delete is not None:
+                await self._paced(lambda: self._delete_one(message_id))
+            elif self._shown[index] != _EMPTIED:
+                await self._paced(lambda: self._edit(message_id, _EMPTIED))
+                self._shown[index] = _EMPTIED
+        except ChannelError as exc:
+            _log.warning("%s: could not remove streamed message %s: %s", self._channel, message_id, exc)
+
+    async def _delete_one(self, message_id: str) -> None:
+        assert self._delete is not None
+        await self._delete(message_id)
+
+    async def abort(self, ending: str) -> None:
+        """End the stream with `ending` after the partial text (in the last message if it fits)."""
+        await self._stop_flusher()
+        async with self._lock:
+            if self._ids:
+                last = len(self._ids) - 1
+                joined = f"{self._shown[last].rstrip()}\n\n{self._render(ending)}"
+                if self._measure(joined) <= self._limit and self._shown[last] != _EMPTIED:
+                    try:
+                        await self._paced(lambda: self._show(last, joined))
+                        return
+                    except ChannelRefused as exc:
+                        _log.warning("%s: could not append the ending: %s", self._channel, exc)
+            for chunk in split_to_limit(self._render(ending), self._limit, self._measure):
+                await self._paced(lambda: self._show(len(self._ids), chunk))
+
+    async def _paced(self, call: Callable[[], Awaitable[_R]]) -> _R:
+        """Run one final call in the chat's pace, waiting out rate limits a few times."""
+        for attempt in range(_FINAL_ATTEMPTS):
+            await self._pacer.slot()
+            try:
+                return await call()
+            except StreamRateLimited as exc:
+                if attempt == _FINAL_ATTEMPTS - 1:
+                    raise
+                self._pacer.hold(exc.retry_after)
+        raise AssertionError("unreachable")
+
