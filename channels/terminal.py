@@ -259,9 +259,10 @@ class _TerminalStream:
 
     async def finish(self, text: str, *, progress: ReplyProgress | None = None) -> None:
         adapter = self._adapter
-        adapter._live = None
         if progress is not None and progress.done:
             return
+        self._start()
+        adapter._live = None
         lines = text.split("\n")
         if self._line is not None and (self._continues(lines) or lines == [*self._lines, self._line]):
             self._draw(lines)
@@ -277,6 +278,7 @@ class _TerminalStream:
 
     async def abort(self, ending: str) -> None:
         adapter = self._adapter
+        self._start()
         adapter._live = None
         self._end_line(keep=not _is_tool_line(self._line))
         self._draw([ending])
