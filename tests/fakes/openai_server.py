@@ -198,6 +198,8 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
         self.refuse_key = False
+        # time.monotonic() when the first text piece of each streamed reply was written
+        self.first_text_at: list[float] = []
         self._queue: deque[_Scripted] = deque()
         self._ids = itertools.count(1)
         self._created = b'","object":"chat.completion","created":%d,"model":' % int(time.time())
@@ -263,7 +265,7 @@ class FakeOpenAI:
         model = json.dumps(body.get("model")).encode()
         if body.get("stream"):
             chunk_head = head.replace(b'"chat.completion"', b'"chat.completion.chunk"')
-            return await _stream(request, reply, chunk_head + model)
+            return await _stream(request, reply, chunk_head + model, self.first_text_at)
         return web.Response(body=head + model + b"," + reply.body, content_type=_JSON)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
@@ -277,7 +279,7 @@ class FakeOpenAI:
         return web.Response(body=self._models, content_type=_JSON)
 
 
-async def _stream(request: web.Request, reply: Reply, head: bytes) -> web.StreamResponse:
+async def _stream(request: web.Request, reply: Reply, head: bytes, first_text_at: list[float]) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": _SSE, "Cache-Control": "no-cache"})
     await response.prepare(request)
     for sent, event in enumerate(_events(reply.body, head)):
@@ -288,6 +290,8 @@ async def _stream(request: web.Request, reply: Reply, head: bytes) -> web.Stream
             request.transport.close()
             return response
         await response.write(b"data: " + event + b"\n\n")
+        if sent == 1:  # the event after the role: the first piece of the answer
+            first_text_at.append(time.monotonic())
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response
