@@ -71,7 +71,9 @@ class SessionStore(Database):
     Inbox states: `pending` (accepted, turn not started), `running`, `replying` (the turn
     is persisted and its reply is being sent: the text and the chunks accepted so far are
     stored, so the next start sends the rest), `done` (the platform accepted every chunk),
-    `interrupted` (the daemon stopped mid-turn; the user was told on the next start).
+    `interrupted` (the daemon stopped mid-turn; the user was told on the next start). A
+    streamed reply's rows also keep the platform ids of the messages it has shown
+    (`stream_messages`), so the next start can close a reply a crash left half-shown.
 
     Finished rows are kept for `dedupe_window_s` so a redelivery is recognised; they are
     pruned at start (`prune_inbox`) and while running, every `prune_every` finished rows

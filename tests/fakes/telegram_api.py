@@ -18,6 +18,14 @@ Telegram: by a later getUpdates whose `offset` passes them, or (once `setWebhook
 called) by a 2xx answer of the webhook, which the fake POSTs them to in order, with the
 `X-Telegram-Bot-Api-Secret-Token` header, retrying every 50 ms until one is accepted.
 
+Streaming as Telegram allows it: `sendMessageDraft` works in private chats only (400
+elsewhere, and for a zero `draft_id`); `editMessageText` to the text (and entities and
+markup) a message already shows is 400 "message is not modified"; an edit or draft in a chat
+less than `edit_gap_s` after its previous one is 429 with `retry_after` (counted in
+`rate_limited`); `deleteMessage` removes a message. `visible` records every change a user
+could see (send, edit, delete, draft) with its `time.monotonic()` stamp, and `shown(chat)`
+what the bot's messages in a chat read now.
+
 `parallel_webhooks()` delivers as Telegram does with `max_connections` (default 40): up to
 that many POSTs at once, the updates of one chat in sequence (the next only after the
 previous was accepted), different chats concurrently; `webhook_peak` records the most POSTs
