@@ -257,3 +257,29 @@ async def test_a_streamed_reply_past_its_limit_is_cut_with_the_note(
     [final] = tg.shown(GROUP)
     assert final.endswith("[The reply was cut here: 3,599 characters, the first 995 shown.]")
     assert all(len(v.text) <= 1_100 for v in tg.visible)  # the preview never passed the limit either
+
+
+async def test_a_final_edit_that_outlives_its_deadline_is_completed_once_after_the_restart(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    toml = bot_toml(fake_llm, tg).replace("[daemon]\n", "[daemon]\nreply_deadline_s = 1\n")
+    path = write_config(toml)
+    fake_llm.script(paced(text(ANSWER), over_s=2.0))
+    async with started(path) as runtime:
+        tg.push_message(GROUP, USER, "write slowly", chat_type="group")
+        await tg.wait_for(lambda: kinds(tg, GROUP, "send"), timeout=20)
+        tg.fail_next("editMessageText", status=502, description="Bad Gateway", times=1000)
+        await tg.wait_for(lambda: runtime.store.unfinished() and runtime.idle.is_set(), timeout=30)
+        (row,) = runtime.store.unfinished()
+        assert (row.state, row.reply, row.sent, len(row.stream)) == ("replying", ANSWER, 0, 1)
+    tg.heal("editMessageText")
+    for _ in range(2):  # a second restart sends nothing more
+        async with started(path) as runtime:
+            await tg.wait_for(lambda: ANSWER in tg.shown(GROUP), timeout=20)
+            await runtime.drain(10)
+            assert runtime.store.unfinished() == []
+    partial, notice, final = tg.shown(GROUP)
+    assert ANSWER not in partial and partial.startswith("word0")  # the half-shown message, left as it was
+    assert notice.startswith("This reply was interrupted by a restart")  # said once
+    assert final == ANSWER  # and the reply in full, once
+    assert len(fake_llm.requests) == 1
