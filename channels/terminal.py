@@ -211,7 +211,15 @@ class _TerminalStream:
         self._shown_any = False
 
     def _continues(self, lines: list[str]) -> bool:
-        return lines[: len(self._lines)] == self._lines and len(lines) > len(self._lines)
+        """Return True when `lines` only add to what this answer shows (its open line grows)."""
+        done = len(self._lines)
+        if lines[:done] != self._lines or len(lines) <= done:
+            return False
+        return self._line is None or lines[done].startswith(self._line) or _is_tool_line(self._line)
+
+    def _shows_all_but_open_line(self, text: str) -> bool:
+        """Return True when `text` is what the screen shows above the open line (a tool line went)."""
+        return self._line is not None and "\n".join(self._lines).rstrip() == text.rstrip()
 
     def _draw(self, lines: list[str]) -> None:
         """Show `lines`, the last one left open; the screen already shows `self._lines` of them."""
@@ -239,9 +247,13 @@ class _TerminalStream:
     async def update(self, text: str) -> None:
         self._start()
         lines = text.split("\n")
-        if not self._continues(lines):
-            self._end_line(keep=not _is_tool_line(self._line))
-        self._draw(lines)
+        if self._shows_all_but_open_line(text):
+            self._adapter._stdout.write(_CLEAR_LINE)  # the tool line goes; the text above stays
+            self._line = None
+        else:
+            if not self._continues(lines):  # the text started over: the new answer goes below
+                self._end_line(keep=not _is_tool_line(self._line))
+            self._draw(lines)
         self._adapter._stdout.flush()
 
     def _end_line(self, *, keep: bool) -> None:
@@ -264,11 +276,16 @@ class _TerminalStream:
         self._start()
         adapter._live = None
         lines = text.split("\n")
-        if self._line is not None and (self._continues(lines) or lines == [*self._lines, self._line]):
-            self._draw(lines)
-            adapter._stdout.write("\n")
-        else:  # not a continuation of what is shown: the final text, whole, below it
-            self._end_line(keep=not _is_tool_line(self._line))
+        if self._line is not None and lines == [*self._lines, self._line]:
+            adapter._stdout.write("\n")  # the screen shows it already
+        elif self._shows_all_but_open_line(text) or (self._line is None and self._lines and
+                                                     "\n".join(self._lines).rstrip() == text.rstrip()):
+            if self._line is not None:
+                adapter._stdout.write(_CLEAR_LINE)  # only the tool line was left to go
+        else:
+            if not (self._shown_any and self._continues(lines)):
+                # not a continuation of what is shown: the final text, whole, below it
+                self._end_line(keep=not _is_tool_line(self._line))
             self._draw(lines)
             adapter._stdout.write("\n")
         adapter._stdout.flush()
