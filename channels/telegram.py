@@ -15,6 +15,7 @@ import datetime as dtm
 import functools
 import hmac
 import random
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import urlsplit
@@ -120,6 +121,7 @@ class TelegramAdapter:
             get_updates_request=self._poll_request,
         )
         self._pacers = PacerBook(config.stream_edit_interval_s)  # streamed replies, per chat
+        self._streams: weakref.WeakSet[TelegramStream] = weakref.WeakSet()  # stopped by aclose
         self._offset: int | None = None  # first update id not yet delivered
         self._username: str | None = None
         self._polling = False
@@ -182,7 +184,9 @@ class TelegramAdapter:
     def open_stream(self, message: Outbound) -> TelegramStream:
         """Stream a reply: a draft in a private chat (positive id), send-then-edit elsewhere."""
         # Telegram's private chat ids are the users' ids (positive); groups and channels are negative.
-        return TelegramStream(self, message, pacer=self._pacers.pacer(message.chat), private=message.chat.isdigit())
+        stream = TelegramStream(self, message, pacer=self._pacers.pacer(message.chat), private=message.chat.isdigit())
+        self._streams.add(stream)
+        return stream
 
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
         """Tell the chat a reply a crash left half-shown ended (a reply to its last message)."""
@@ -237,6 +241,8 @@ class TelegramAdapter:
 
     async def aclose(self) -> None:
         """Confirm delivered updates to Telegram (polling mode) and close the HTTP clients."""
+        for stream in list(self._streams):
+            stream.cancel()
         try:
             if self._offset is not None and not self._polling and self._config.mode == "polling":
                 # Saves Telegram re-sending the last batch after a clean restart; the core

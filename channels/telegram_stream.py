@@ -130,6 +130,12 @@ class TelegramStream:
             await self._show(index, chunk, ())
             return
 
+    def cancel(self) -> None:
+        """Stop showing updates at once (the adapter is closing); nothing more is sent."""
+        self._ended = True
+        if self._flusher is not None:
+            self._flusher.cancel()
+
     async def _stop_flusher(self) -> None:
         self._ended = True
         flusher, self._flusher = self._flusher, None
