@@ -321,6 +321,7 @@ class TelegramAdapter:
                         url=url,
                         secret_token=secret,
                         allowed_updates=list(_ALLOWED_UPDATES),
+                        max_connections=self._config.webhook_max_connections,
                     ),
                 )
             except ChannelError as exc:

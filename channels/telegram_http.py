@@ -37,7 +37,7 @@ class AiohttpRequest(BaseRequest):
     (PTB lengthens it per call for long polls), `write_timeout` the whole upload.
     """
 
-    __slots__ = ("_connect_s", "_pool_s", "_read_s", "_session", "_size", "_write_s")
+    __slots__ = ("_closed", "_connect_s", "_pool_s", "_read_s", "_session", "_size", "_write_s")
 
     def __init__(
         self,
@@ -52,6 +52,7 @@ class AiohttpRequest(BaseRequest):
         self._read_s, self._write_s = read_timeout, write_timeout
         self._connect_s, self._pool_s = connect_timeout, pool_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False  # shut down by the adapter's close: never reopened behind its back
 
     @property
     def read_timeout(self) -> float | None:
@@ -59,9 +60,14 @@ class AiohttpRequest(BaseRequest):
 
     async def initialize(self) -> None:
         """Open the session (idempotent); `do_request` opens it on first use otherwise."""
+        self._closed = False
         self._open()
 
     def _open(self) -> aiohttp.ClientSession:
+        if self._closed:
+            # A request through a closed adapter (a turn holding it across a channel restart)
+            # would open a session nobody closes: it fails instead, as a network error.
+            raise NetworkError("the channel was closed")
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._size, limit_per_host=self._size)
             self._session = aiohttp.ClientSession(
@@ -70,6 +76,7 @@ class AiohttpRequest(BaseRequest):
         return self._session
 
     async def shutdown(self) -> None:
+        self._closed = True
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()

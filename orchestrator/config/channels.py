@@ -48,6 +48,9 @@ class TelegramChannelConfig(_ChannelModel):
     webhook_listen: NonEmptyStr = "127.0.0.1"
     webhook_port: int = Field(default=8443, ge=1, le=65535, strict=True)
     webhook_secret: SecretRef | None = None
+    # Telegram's setWebhook max_connections: how many POSTs it may have open at once. Telegram
+    # does not promise one chat's updates in order across connections; 1 makes it sequential.
+    webhook_max_connections: int = Field(default=40, ge=1, le=100, strict=True)
     poll_timeout_s: float = Field(default=30.0, ge=0, strict=True)
     # how replies are shown: Markdown rendered through message entities, or the text as written
     format: Literal["markdown", "plain"] = "markdown"

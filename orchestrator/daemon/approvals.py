@@ -77,16 +77,29 @@ class ChannelApprover:
         *,
         approvals: Approvals,
         spawn: Callable[[Coroutine[Any, Any, Any]], object],
-        adapter: ChannelAdapter,
+        channels: ChannelSet,
         inbound: Inbound,
         answerers: Callable[[ApprovalRequest], frozenset[str]],
         refusal: Callable[[ApprovalRequest], str] = lambda _: REFUSED,
     ) -> None:
-        self.approvals, self.spawn, self.adapter, self.inbound = approvals, spawn, adapter, inbound
+        self.approvals, self.spawn, self.channels, self.inbound = approvals, spawn, channels, inbound
         self.answerers, self.refusal = answerers, refusal
 
-    def _say(self, text: str) -> Coroutine[Any, Any, None]:
-        return send(self.adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=text))
+    def _adapter(self) -> ChannelAdapter:
+        # Looked up at each use, never kept: a SIGHUP restart of the channel swaps its adapter
+        # while this turn runs, and the old one is closed.
+        adapter = self.channels.adapter(self.inbound.channel)
+        if adapter is None:
+            raise ChannelError(self.inbound.channel, "the channel is not connected")
+        return adapter
+
+    async def _say(self, text: str) -> None:
+        try:
+            adapter = self._adapter()
+        except ChannelError as exc:
+            logger.error("could not send to chat {}: {}", self.inbound.chat, exc)
+            return
+        await send(adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=text))
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         allowed = self.answerers(request)
@@ -117,7 +130,7 @@ class ChannelApprover:
                     f"Approval {request.request_id} is for agent {request.agent!r}: only a route approver "
                     f"({', '.join(sorted(allowed))}) can answer it."
                 )
-            await self.adapter.prompt_approval(
+            await self._adapter().prompt_approval(
                 ApprovalPrompt(
                     request_id=request.request_id,
                     chat=self.inbound.chat,

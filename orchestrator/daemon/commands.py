@@ -8,7 +8,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels import ChannelAdapter, Inbound, Outbound
+from channels import Inbound, Outbound
 from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
 from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send
 from orchestrator.daemon.runtime import Runtime
@@ -83,11 +83,10 @@ async def _sop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
     `ChatCommands.answerers`). An SOP the route does not list never runs a step.
     """
     config, route, key = admitted.config, admitted.route, admitted.key
-    adapter = _adapter(runtime, inbound)
     parts = inbound.text.strip().split(maxsplit=2)
 
     async def reply(text: str) -> None:
-        await send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id))
+        await _tell(runtime, inbound, text, reply_to=inbound.message_id)
 
     commands = resolve_chat_commands(config, route)
     if len(parts) < 2 or not commands.may_start(parts[1]):
@@ -104,7 +103,7 @@ async def _sop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
         return f"Only a route approver can answer this approval: it is for a step of agent {request.agent!r}."
 
     approver = ChannelApprover(
-        approvals=runtime.approvals, spawn=runtime.spawn, adapter=adapter, inbound=inbound,
+        approvals=runtime.approvals, spawn=runtime.spawn, channels=runtime.channels, inbound=inbound,
         answerers=answerers, refusal=refusal,
     )
 
@@ -150,15 +149,13 @@ def _done(runtime: Runtime, inbound: Inbound) -> None:
     runtime.store.mark(inbound.channel, inbound.event_id, "done")
 
 
-def _adapter(runtime: Runtime, inbound: Inbound) -> ChannelAdapter:
-    channel = runtime.channels.get(inbound.channel)
-    if channel is None:  # commands come in through a channel, which is stopped only after them
-        raise RuntimeError(f"channel {inbound.channel} is gone")
-    return channel.adapter
-
-
-async def _tell(runtime: Runtime, inbound: Inbound, text: str) -> None:
-    await send(_adapter(runtime, inbound), Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
+async def _tell(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: str | None = None) -> None:
+    # The live adapter, looked up now: a SIGHUP restart may have swapped it while an SOP ran.
+    adapter = runtime.channels.adapter(inbound.channel)
+    if adapter is None:
+        logger.warning("channel {} is not connected: a command's answer in chat {} was not sent", inbound.channel, inbound.chat)
+        return
+    await send(adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text, reply_to=reply_to))
 
 
 COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({

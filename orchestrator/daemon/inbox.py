@@ -26,7 +26,7 @@ from orchestrator.daemon.replies import resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
 from orchestrator.sessions import TurnRefused
-from orchestrator.store import InboxRow
+from orchestrator.store import InboxRow, state_fault
 
 __all__ = ["deliver", "process_message", "replay_unfinished", "start_channel", "start_channels", "stop_channel"]
 
@@ -104,7 +104,15 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
         # within seconds (Slack and Discord: 3 s), and telling the presser may be slow.
         runtime.spawn(answer_approval(runtime.approvals, runtime.channels, item), name=f"answer:{item.request_id}")
         return
-    admitted = admit(runtime, item)
+    try:
+        admitted = admit(runtime, item)
+    except Exception as exc:
+        reason = state_fault(exc)
+        if reason is None:
+            raise
+        # Not stored, so not acknowledged: the platform delivers it again after the restart.
+        runtime.fail(reason)
+        raise ChannelError(item.channel, "the state store failed; the message was not accepted") from exc
     if isinstance(admitted, Admitted):
         runtime.spawn(
             process_message(runtime, item, admitted=admitted), name=f"msg:{item.channel}:{item.event_id}"
@@ -147,6 +155,8 @@ async def process_message(
     except TurnRefused:  # stopping: leave it pending for the next start
         return Disposition.NOT_ACCEPTING
     except Exception as exc:  # a bug in one turn must not leave the user in silence
+        if state_fault(exc) is not None:
+            raise  # the state files failed: the runtime stops the daemon; the row is replayed later
         logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
         runtime.store.mark(inbound.channel, inbound.event_id, "done")
         await _reply(runtime, inbound, "Sorry, something went wrong while answering; the error is logged.")

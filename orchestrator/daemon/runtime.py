@@ -16,7 +16,7 @@ from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.servers import connect_servers
 from orchestrator.seam import ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
-from orchestrator.store import SessionStore
+from orchestrator.store import SessionStore, state_fault
 
 __all__ = ["Reloadable", "Runtime"]
 
@@ -62,6 +62,9 @@ class Runtime:
         self._tasks = tasks
         self._stack = stack
         self._accepting = True
+        # Set once the state files failed in a way no retry fixes: the daemon stops (exit 1).
+        self.failed = asyncio.Event()
+        self.failure: str | None = None
         self._inflight = 0
         self._idle = asyncio.Event()
         self._counter = _InFlight(self)
@@ -134,7 +137,11 @@ class Runtime:
             try:
                 await coro
             except Exception as exc:  # one bad message or channel must not stop the daemon
-                logger.opt(exception=exc).error("task {} failed", name or repr(coro))
+                reason = state_fault(exc)
+                if reason is not None:  # ...but state files that cannot be used any more do
+                    self.fail(reason)
+                else:
+                    logger.opt(exception=exc).error("task {} failed", name or repr(coro))
 
         task = self._tasks.create_task(guarded(), name=name)
         self._spawned.add(task)
@@ -143,6 +150,20 @@ class Runtime:
         # or Python warns that it was never awaited. Closing a finished coroutine does nothing.
         task.add_done_callback(lambda _: coro.close())
         return task
+
+    def fail(self, reason: str) -> None:
+        """The state files are unusable (corrupt, an I/O error, read-only): log it once, stop the daemon.
+
+        Nothing more is acknowledged that could not be stored; what was stored is answered
+        after the next start (which checks the files first and names a damaged one).
+        """
+        if self.failure is None:
+            self.failure = reason
+            logger.error(
+                "the state files under {} failed: {}; stopping (exit 1). The next start checks them "
+                "and names a damaged file", self.config.daemon.state_dir, reason,
+            )
+        self.failed.set()
 
     def task_count(self) -> int:
         """Return how many spawned tasks are alive (channel supervisors included)."""

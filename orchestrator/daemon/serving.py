@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import gc
 import signal
 import sys
@@ -37,12 +38,16 @@ _RELOAD_READY_S: Final = 30.0
 
 
 def run_daemon(config_path: Path, *, verbose: bool = False) -> int:
-    """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0.
+    """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0 (1: the
+    state files failed while serving: corrupt, an I/O error, no longer writable).
 
     `verbose` (`run -v`) logs at DEBUG whatever the config says. Raises `StateDirLocked`
     when another daemon serves the same state directory: two would replay each other's
     inbox and answer messages twice.
     """
+    # A crash no Python code can catch (SIGBUS: a state file's shared memory truncated under
+    # SQLite, SIGSEGV) still leaves one line and the Python stack in the log, not silence.
+    faulthandler.enable()
     config = load_config(config_path)
     chatting = _chat_shares_the_screen(config)
     configure_logging(level=log_level(config, verbose=verbose, chat_on_screen=chatting), fmt=config.daemon.log_format)
@@ -112,6 +117,7 @@ async def serve(config: Config, config_path: Path) -> int:
         async with Runtime.open(config, config_path=config_path) as runtime, AsyncExitStack() as gateway:
             # Start-up races the signals: a channel that cannot connect must not hold off a
             # SIGTERM for its whole ready timeout, and nothing is called ready that is not.
+            runtime.spawn(_stop_on_failure(runtime, signals), name="state-watch")
             if await _until_stopped(_start_up(runtime, gateway), signals.stop):
                 await _serve_until_stopped(runtime, config_path, signals)
             notify("STOPPING=1")
@@ -124,11 +130,19 @@ async def serve(config: Config, config_path: Path) -> int:
                 logger.warning("second stop signal: {} turn(s) interrupted now", runtime.inflight)
             elif not drained:
                 logger.warning("grace period over: {} turn(s) interrupted", runtime.inflight)
+            failure = runtime.failure
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
     logger.info("stopped")
-    return 0
+    return 1 if failure is not None else 0
+
+
+async def _stop_on_failure(runtime: Runtime, signals: _Signals) -> None:
+    """Stop the daemon (as a SIGTERM would, then exit 1) once the state files failed for good."""
+    await runtime.failed.wait()
+    if not signals.stop.is_set():
+        signals.stop_now()
 
 
 

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Final
+from typing import Final
 
 from loguru import logger
 
 from channels import ChannelAdapter, ChannelError, Inbound, Outbound, StreamingAdapter
 from orchestrator.daemon.admission import Admitted, Disposition
 from orchestrator.daemon.approvals import ChannelApprover
+from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.replies import deliver_reply, fit_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.streaming import StreamFeed
 from orchestrator.engine import TurnResult
 from orchestrator.seam import build_channel, resolve_chat_commands
 from orchestrator.sessions import SessionState, Turn, TurnHook
+from orchestrator.store import state_fault
 
 __all__ = ["run_chat_turn", "typing_indicator"]
 
@@ -41,12 +42,13 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
     # A turn's approvals (its delegates' too, which the routed agent's policy granted) are the
     # routed agent's: the requester or the route's approvers answer them.
     approver = ChannelApprover(
-        approvals=runtime.approvals, spawn=runtime.spawn, adapter=channel.adapter, inbound=inbound,
+        approvals=runtime.approvals, spawn=runtime.spawn, channels=runtime.channels, inbound=inbound,
         answerers=lambda _: commands.answerers(route.agent, inbound.sender),
     )
 
     reply = _Reply(runtime, inbound, route.agent, config.daemon.max_reply_chars)
-    feed = reply.feed = _open_stream(runtime, channel.adapter, channel.settings.stream, inbound, config.daemon.max_reply_chars)
+    reply.feed = feed = _open_stream(runtime, channel.adapter, channel.settings.stream, inbound, config.daemon.max_reply_chars)
+    reply.streamer = channel.adapter
     try:
         turn = await runtime.sessions.run_turn(
             state,
@@ -57,11 +59,11 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
             actor=f"{inbound.channel}:{inbound.sender}",
             events=feed,
             stream=feed is not None,
-            hooks=(reply, typing_indicator(channel.adapter, inbound, channel.settings.typing_after_s)),
+            hooks=(reply, typing_indicator(runtime.channels, inbound, channel.settings.typing_after_s)),
             gate=lambda: runtime.accepting,  # stopping: leave it pending for the next start
         )
     except Exception as exc:
-        if not reply.told:
+        if not reply.told or state_fault(exc) is not None:
             raise
         # The stream already ended with the apology: the user is told once, not twice.
         logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
@@ -87,66 +89,6 @@ def _open_stream(
     )
 
 
-class _Reply:
-    """The turn hook that sends the reply: whole at the end, or streamed as the model writes.
-
-    A plain object (one per turn), not a generator context manager: this runs on every turn.
-    """
-
-    __slots__ = ("_runtime", "_inbound", "_agent", "_limit", "_turn", "_started", "_counted", "feed", "told")
-
-    def __init__(self, runtime: Runtime, inbound: Inbound, agent: str, limit: int) -> None:
-        self._runtime, self._inbound, self._agent, self._limit = runtime, inbound, agent, limit
-        self._turn: Turn | None = None
-        self._started = 0.0
-        self._counted = runtime.in_flight()
-        self.feed: StreamFeed | None = None
-        self.told = False  # the stream told the user the turn failed
-
-    def __call__(self, turn: Turn) -> _Reply:
-        self._turn = turn
-        return self
-
-    async def __aenter__(self) -> None:
-        self._runtime.store.mark(self._inbound.channel, self._inbound.event_id, "running")
-        self._started = time.monotonic()
-        # In flight until the reply is sent (or kept for the next start), so a drain waits for
-        # the send too instead of cancelling a reply it already waited for.
-        await self._counted.__aenter__()
-        if self.feed is not None:
-            self.feed.started(self._runtime.spawn(self.feed.pump(), name=f"stream:{self._inbound.event_id}"))
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            await self._finish(exc)
-        finally:
-            await self._counted.__aexit__(kind, exc, tb)
-
-    async def _finish(self, exc: BaseException | None) -> None:
-        turn, inbound, feed = self._turn, self._inbound, self.feed
-        if feed is not None:
-            await feed.close()
-        if exc is not None:  # the turn failed (or the daemon is stopping: the next start closes it)
-            if feed is not None and isinstance(exc, Exception):
-                await _abort(feed, _FAILED)
-                self.told = True
-            return
-        if turn is None:
-            raise RuntimeError("the reply hook was entered without its turn")
-        _log_turn(inbound, self._agent, turn.result, time.monotonic() - self._started)
-        if turn.result is None:
-            if feed is not None:
-                await _abort(feed, "Stopped.")
-                self._runtime.store.mark(inbound.channel, inbound.event_id, "done")
-            else:
-                await deliver_reply(self._runtime, inbound, "Stopped.", reply_to=False)
-            return
-        text = fit_reply(turn.result.text or "(no reply)", self._limit)
-        await deliver_reply(self._runtime, inbound, text, stream=feed.stream if feed is not None else None)
-
-
 _FAILED: Final = "Sorry, something went wrong while answering; the error is logged."
 
 
@@ -158,43 +100,125 @@ async def _abort(feed: StreamFeed, ending: str) -> None:
         logger.warning("could not end a streamed reply ({}): {}", ending, exc.reason)
 
 
-def typing_indicator(adapter: ChannelAdapter, inbound: Inbound, after_s: float) -> TurnHook:
-    """Return a hook showing the typing indicator once the turn has run `after_s`, then every few seconds.
+class _Reply:
+    """The turn hook that sends the reply: one plain object per turn (no generator, no closures).
 
-    The grace keeps quick answers from paying for an indicator that would be cancelled
-    mid-request (and, on Discord, cost a connection) before anyone could see it.
+    It marks the inbox row running, counts the turn in flight until the reply is sent (or kept
+    for the next start), so a drain waits for the send too instead of cancelling a reply it
+    already waited for, and on a turn that ended (stopped or answered) logs it and replies.
+    A turn that raised sends nothing here (the caller tells the user), unless it streamed:
+    then the stream ends with the apology and `told` is set.
+
+    With `feed` (a streamed reply) the pump runs while the engine does, and the reply is the
+    stream's `finish` (or `abort` for a stopped or failed turn), as long as the channel still
+    has the adapter the stream was opened on: a reload that restarted the channel mid-turn
+    closed that adapter, so the reply then goes through the new one as an unstreamed reply.
     """
 
-    async def keep_typing() -> None:
-        if after_s > 0:
-            await asyncio.sleep(after_s)
-        while True:
-            try:
-                await adapter.typing(inbound.chat, inbound.thread)
-            except ChannelError as exc:
-                logger.debug("typing indicator failed: {}", exc)
-            await asyncio.sleep(_TYPING_EVERY_S)
+    __slots__ = ("_runtime", "_inbound", "_agent", "_max_chars", "_turn", "_started", "feed", "streamer", "told")
 
-    return _Alongside(keep_typing)
+    def __init__(self, runtime: Runtime, inbound: Inbound, agent: str, max_chars: int) -> None:
+        self._runtime, self._inbound, self._agent, self._max_chars = runtime, inbound, agent, max_chars
+        self._turn: Turn | None = None
+        self._started = 0.0
+        self.feed: StreamFeed | None = None
+        self.streamer: ChannelAdapter | None = None  # the adapter the stream was opened on
+        self.told = False
 
-
-class _Alongside:
-    """A turn hook that only runs `work` beside the engine (a plain object: one per turn)."""
-
-    __slots__ = ("_work",)
-
-    def __init__(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        self._work = work
-
-    def __call__(self, turn: Turn) -> _Alongside:
-        turn.alongside(self._work)
+    def __call__(self, turn: Turn) -> _Reply:
+        self._turn = turn
         return self
 
     async def __aenter__(self) -> None:
-        return None
+        runtime, inbound = self._runtime, self._inbound
+        runtime.store.mark(inbound.channel, inbound.event_id, "running")
+        self._started = time.monotonic()
+        await runtime.in_flight().__aenter__()
+        if self.feed is not None:
+            self.feed.started(runtime.spawn(self.feed.pump(), name=f"stream:{inbound.event_id}"))
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        flight = self._runtime.in_flight()
+        try:
+            if self.feed is not None:
+                await self.feed.close()
+                if self._runtime.channels.adapter(self._inbound.channel) is not self.streamer:
+                    self.feed = None  # the channel was restarted: its old adapter is closed
+                elif isinstance(exc, Exception) and state_fault(exc) is None:  # the turn failed: the stream says so
+                    await _abort(self.feed, _FAILED)
+                    self.told = True
+            if exc_type is None and self._turn is not None:
+                await self._send(self._turn.result)
+        except BaseException as failed:
+            await flight.__aexit__(type(failed), failed, failed.__traceback__)
+            raise
+        await flight.__aexit__(exc_type, exc, tb)
+
+    async def _send(self, result: TurnResult | None) -> None:
+        inbound = self._inbound
+        _log_turn(inbound, self._agent, result, time.monotonic() - self._started)
+        feed = self.feed
+        if result is None and feed is not None:
+            await _abort(feed, "Stopped.")
+            self._runtime.store.mark(inbound.channel, inbound.event_id, "done")
+        elif result is None:
+            await deliver_reply(self._runtime, inbound, "Stopped.", reply_to=False)
+        else:
+            text = fit_reply(result.text or "(no reply)", self._max_chars)
+            await deliver_reply(self._runtime, inbound, text, stream=feed.stream if feed is not None else None)
+
+
+def typing_indicator(channels: ChannelSet, inbound: Inbound, after_s: float) -> TurnHook:
+    """Return a hook showing the typing indicator once the turn has run `after_s`, then every few seconds.
+
+    The grace keeps quick answers from paying for an indicator that would be cancelled
+    mid-request (and, on Discord, cost a connection) before anyone could see it; until it
+    passes, the hook holds only a timer, no task. The channel's adapter is looked up at each
+    indicator (a SIGHUP restart swaps it mid-turn), and none is shown while it is down.
+    """
+    return _Typing(channels, inbound, after_s)
+
+
+class _Typing:
+    """The typing indicator as a turn hook: a timer until `after_s`, then a task, both gone at exit."""
+
+    __slots__ = ("_channels", "_inbound", "_after_s", "_timer", "_task")
+
+    def __init__(self, channels: ChannelSet, inbound: Inbound, after_s: float) -> None:
+        self._channels, self._inbound, self._after_s = channels, inbound, after_s
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def __call__(self, _turn: Turn) -> _Typing:
+        return self
+
+    async def __aenter__(self) -> None:
+        if self._after_s > 0:
+            self._timer = asyncio.get_running_loop().call_later(self._after_s, self._start)
+        else:
+            self._start()
 
     async def __aexit__(self, *_: object) -> None:
-        return None
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+    def _start(self) -> None:
+        self._task = asyncio.ensure_future(self._keep_typing())
+
+    async def _keep_typing(self) -> None:
+        channels, inbound = self._channels, self._inbound
+        while True:
+            adapter = channels.adapter(inbound.channel)
+            if adapter is not None:
+                try:
+                    await adapter.typing(inbound.chat, inbound.thread)
+                except ChannelError as exc:
+                    logger.debug("typing indicator failed: {}", exc)
+            await asyncio.sleep(_TYPING_EVERY_S)
 
 
 def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
@@ -177,21 +177,21 @@ class Sessions:
         keep = execution.knobs.max_history_messages
         held = self.transcripts.open(state.key, agent, keep=keep)
         turn = Turn(key=state.key, agent=agent, transcript=held.transcript)
-        async with AsyncExitStack() as watching:
-            for hook in (*self._hooks, *hooks):
-                await watching.enter_async_context(hook(turn))
+        watchers = (*self._hooks, *hooks) if self._hooks else tuple(hooks)
+
+        async def engine() -> TurnResult:
+            return await run_tool_call_loop(
+                execution, held.transcript, text, approver=approver, actor=actor, events=events, stream=stream,
+            )
+
+        async def body() -> Turn:
             try:
-                turn.result = await self._stoppable(
-                    state,
-                    lambda: run_tool_call_loop(
-                        execution, held.transcript, text, approver=approver, actor=actor,
-                        events=events, stream=stream,
-                    ),
-                    alongside=turn._alongside,
-                )
+                turn.result = await self._stoppable(state, engine, alongside=turn._alongside)
             finally:
                 self.transcripts.save(held, keep=keep)
-        return turn
+            return turn
+
+        return await _watched(watchers, 0, turn, body)
 
     async def run_task(
         self,
@@ -222,23 +222,29 @@ class Sessions:
     ) -> _T | None:
         """Run `work()` as the session's current task; None when `stop` cancelled it.
 
-        The caller's own cancellation propagates; a failure of `work` is raised as itself.
+        The caller's own cancellation is passed on to `work` (awaiting a task cancels it) and,
+        once `work` has ended, propagates; a failure of `work` is raised as itself. `alongside`
+        work runs in tasks of its own, cancelled as soon as `work` ends.
         """
+        task = asyncio.ensure_future(work())
+        state.current = task
+        beside = [asyncio.ensure_future(extra()) for extra in alongside] if alongside else ()
         try:
-            async with asyncio.TaskGroup() as group:
-                task = group.create_task(work())
-                state.current = task
-                beside = [group.create_task(extra()) for extra in alongside]
-                try:
-                    await asyncio.wait([task])
-                finally:
-                    state.current = None
-                    for extra_task in beside:
-                        extra_task.cancel()
-        except BaseExceptionGroup as failed:
-            if len(failed.exceptions) == 1:
-                raise failed.exceptions[0] from None
-            raise
-        if task.cancelled():
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not task.cancelled() or (current is not None and current.cancelling()):
+                raise  # the caller was cancelled (the daemon stopping), not this session's work
             return None
-        return task.result()
+        finally:
+            state.current = None
+            for extra_task in beside:
+                extra_task.cancel()
+
+
+async def _watched(hooks: Sequence[TurnHook], index: int, turn: Turn, body: Callable[[], Awaitable[_T]]) -> _T:
+    """Run `body()` inside `hooks[index:]`, entered in order and exited in reverse (no exit stack per turn)."""
+    if index == len(hooks):
+        return await body()
+    async with hooks[index](turn):
+        return await _watched(hooks, index + 1, turn, body)

@@ -4,7 +4,7 @@ from orchestrator.store.audit import AuditLog
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
-from orchestrator.store.sqlite import Database
+from orchestrator.store.sqlite import Database, state_fault
 
 __all__ = [
     "AuditLog",
@@ -15,4 +15,5 @@ __all__ = [
     "SessionStore",
     "StateDirLocked",
     "hold_state_lock",
+    "state_fault",
 ]

@@ -9,9 +9,34 @@ from typing import Final, Self
 
 from orchestrator.errors import StateCorrupt, StateError
 
-__all__ = ["Database", "open_database"]
+__all__ = ["Database", "open_database", "state_fault"]
 
 _BUSY_TIMEOUT_MS: Final = 5000
+
+# SQLite result codes (the primary part of `sqlite_errorname`) that no retry fixes: the file is
+# damaged, not a database, unreadable or no longer writable. SQLITE_FULL is not among them:
+# a full disk is waited out (messages stay pending and are answered once space is back).
+_FATAL_CODES: Final = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN"})
+
+
+def state_fault(exc: BaseException) -> str | None:
+    """Return why `exc` means the state files are unusable for the rest of this run, else None.
+
+    An `sqlite3.Error` whose code is corruption, an I/O error or a database that is no longer
+    writable (wherever it was raised, also inside an exception group); a full disk, a busy
+    database or a programming error is None.
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (reason := state_fault(inner)) is not None:
+                return reason
+        return None
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    if "_".join(name.split("_")[:2]) in _FATAL_CODES:  # SQLITE_IOERR_WRITE -> SQLITE_IOERR
+        return f"{exc} ({name})"
+    return None
 
 
 def open_database(path: Path, schema: str) -> sqlite3.Connection:

@@ -138,6 +138,7 @@ class FakeTelegram:
         self.webhook_attempts: list[tuple[int, int]] = []  # (update_id, HTTP status or 0)
         self.webhook_peak = 0  # most webhook POSTs in flight at once
         self._webhook_connections = 1  # > 1: parallel delivery (see parallel_webhooks)
+        self._chats_in_order = True
         self._posting: set[int] = set()  # update_ids being POSTed right now
         self._bots: dict[str, _Bot] = {}
         self._default_token = token
@@ -317,9 +318,15 @@ class FakeTelegram:
         queue.extend([_Failure(200, None, None, drop=False)] * after)  # answered normally
         queue.extend([failure] * times)
 
-    def parallel_webhooks(self, max_connections: int = 40) -> None:
-        """Deliver webhook updates over up to `max_connections` POSTs at once (per chat in order)."""
+    def parallel_webhooks(self, max_connections: int = 40, *, chats_in_order: bool = True) -> None:
+        """Deliver webhook updates over up to `max_connections` POSTs at once.
+
+        As many as the bot's setWebhook `max_connections` allows (Telegram's default 40).
+        `chats_in_order=False` also sends one chat's updates concurrently, which Telegram's
+        documentation does not rule out.
+        """
         self._webhook_connections = max_connections
+        self._chats_in_order = chats_in_order
         self._wake.set()
 
     def drop_next(self, method: str, *, times: int = 1) -> None:
@@ -587,11 +594,12 @@ class FakeTelegram:
                 for bot in self._bots.values():
                     if bot.webhook is None or refused:
                         continue
+                    limit = min(self._webhook_connections, int(bot.webhook.get("max_connections") or 40))
                     for update in list(bot.pending):
-                        if len(in_flight) >= self._webhook_connections:
+                        if len(in_flight) >= limit:
                             break
                         chat = _chat_of(update)
-                        if chat in busy_chats or update["update_id"] in self._posting:
+                        if update["update_id"] in self._posting or (self._chats_in_order and chat in busy_chats):
                             busy_chats.add(chat)  # later updates of this chat wait for this one
                             continue
                         busy_chats.add(chat)
