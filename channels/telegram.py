@@ -15,7 +15,8 @@ import datetime as dtm
 import functools
 import hmac
 import random
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import urlsplit
@@ -58,9 +59,11 @@ from channels.approval_codec import (
     parse_approval_button,
     parse_approval_command,
 )
-from channels.telegram_format import plain, render
+from channels.streaming import PacerBook
+from channels.telegram_format import Rendered, plain, render
 from channels.telegram_http import AiohttpRequest
 from channels import telegram_media
+from channels.telegram_stream import TelegramStream, close_abandoned
 from orchestrator.config import SecretRef
 from orchestrator.config.channels import TelegramChannelConfig
 
@@ -122,6 +125,8 @@ class TelegramAdapter:
             request=self._api_request,
             get_updates_request=self._poll_request,
         )
+        self._pacers = PacerBook(config.stream_edit_interval_s)  # streamed replies, per chat
+        self._streams: weakref.WeakSet[TelegramStream] = weakref.WeakSet()  # stopped by aclose
         self._offset: int | None = None  # first update id not yet delivered
         self._username: str | None = None
         self._polling = False
@@ -151,11 +156,7 @@ class TelegramAdapter:
         reply = None
         if message.reply_to is not None and message.reply_to.isdigit() and skip == 0:
             reply = ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
-        if self._config.format == "markdown":
-            parts = render(message.text, MAX_MESSAGE_CHARS)
-        else:
-            parts = plain(message.text, MAX_MESSAGE_CHARS)
-        for index, (chunk, entities) in enumerate(parts):
+        for index, (chunk, entities) in enumerate(self.rendered(message.text)):
             if index < skip:
                 continue
             send = functools.partial(
@@ -176,6 +177,34 @@ class TelegramAdapter:
             reply = None  # only the first chunk answers the user's message
             if progress is not None:
                 progress.advance()
+
+    def rendered(self, text: str) -> Rendered:
+        """Return the messages `text` is sent as (the channel's `format`), each within Telegram's limit."""
+        if self._config.format == "markdown":
+            return render(text, MAX_MESSAGE_CHARS)
+        return plain(text, MAX_MESSAGE_CHARS)
+
+    # -- streaming (channels.telegram_stream) ---------------------------------------------
+
+    def open_stream(self, message: Outbound) -> TelegramStream:
+        """Stream a reply: a draft in a private chat (positive id), send-then-edit elsewhere."""
+        # Telegram's private chat ids are the users' ids (positive); groups and channels are negative.
+        stream = TelegramStream(self, message, pacer=self._pacers.pacer(message.chat), private=message.chat.isdigit())
+        self._streams.add(stream)
+        return stream
+
+    async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
+        """Tell the chat a reply a crash left half-shown ended (a reply to its last message)."""
+        await close_abandoned(self, chat, thread, message_ids, ending)
+
+    @property
+    def bot(self) -> Bot:
+        """Return the PTB `Bot` the adapter sends with (the stream calls it too)."""
+        return self._bot
+
+    async def call(self, action: str, call: Callable[[], Awaitable[T]], *, retries: int = _RATE_LIMIT_RETRIES) -> T:
+        """Run one Bot API call as the adapter does (errors translated; see `_call`)."""
+        return await self._call(action, call, retries=retries)
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat."""
@@ -229,6 +258,8 @@ class TelegramAdapter:
 
     async def aclose(self) -> None:
         """Confirm delivered updates to Telegram (polling mode) and close the HTTP clients."""
+        for stream in list(self._streams):
+            stream.cancel()
         try:
             if self._offset is not None and not self._polling and self._config.mode == "polling":
                 # Saves Telegram re-sending the last batch after a clean restart; the core

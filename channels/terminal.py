@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Sequence
 from typing import IO, Any, Final
 
 from channels.approval_codec import approval_command, parse_approval_command
@@ -82,6 +83,7 @@ class TerminalAdapter:
         self._interactive = False  # stdin is a terminal: prompt and labels
         self._reading = False  # waiting for the next line (not past the end of input)
         self._prompt_shown = False
+        self._live: _TerminalStream | None = None  # the reply being printed as it streams
 
     async def run(self, deliver: Deliver, ready: Ready) -> None:
         why = _no_input(self._stdin)
@@ -141,6 +143,8 @@ class TerminalAdapter:
             self._prompt_shown = True
 
     def _write(self, text: str) -> None:
+        if self._live is not None:
+            self._live.interrupt()  # its half-printed line ends; it goes on below what we print
         if not self._interactive:
             self._stdout.write(text + "\n")
             self._stdout.flush()
@@ -170,5 +174,135 @@ class TerminalAdapter:
     async def typing(self, chat: str, thread: str | None) -> None:
         """Do nothing: a terminal has no typing indicator."""
 
+    def open_stream(self, message: Outbound) -> _TerminalStream | None:
+        """Print the reply as it streams on a terminal; a pipe or file gets the final text once."""
+        if not self._interactive:
+            return None
+        return _TerminalStream(self)
+
+    async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
+        """Print `ending` (nothing printed before a restart can be taken back)."""
+        self._write(ending)
+
     async def aclose(self) -> None:
         return None
+
+
+class _TerminalStream:
+    """One reply printed as it streams: full lines once, the last line redrawn in place.
+
+    The last line is the one that may still change (the `running tool...` line, a word
+    being written), so it is redrawn with a carriage return and clear-line; the lines above
+    it are final on the screen. A terminal cannot take lines back, so when the text starts
+    over (the model's next answer after its tools) it continues below, and `finish` prints
+    the final text whole only when it does not continue what is on the screen (a reply cut
+    to its limit, a failure line).
+    """
+
+    __slots__ = ("_adapter", "_lines", "_line", "_open_is_first", "_shown_any")
+
+    message_ids: Sequence[str] = ()
+
+    def __init__(self, adapter: TerminalAdapter) -> None:
+        self._adapter = adapter
+        self._lines: list[str] = []  # this answer's lines printed in full
+        self._line: str | None = None  # its last line as shown, not yet ended (None: none open)
+        self._open_is_first = False  # the open line is the reply's first (it carries the label)
+        self._shown_any = False
+
+    def _continues(self, lines: list[str]) -> bool:
+        """Return True when `lines` only add to what this answer shows (its open line grows)."""
+        done = len(self._lines)
+        if lines[:done] != self._lines or len(lines) <= done:
+            return False
+        return self._line is None or lines[done].startswith(self._line) or _is_tool_line(self._line)
+
+    def _shows_all_but_open_line(self, text: str) -> bool:
+        """Return True when `text` is what the screen shows above the open line (a tool line went)."""
+        return self._line is not None and "\n".join(self._lines).rstrip() == text.rstrip()
+
+    def _draw(self, lines: list[str]) -> None:
+        """Show `lines`, the last one left open; the screen already shows `self._lines` of them."""
+        out = self._adapter._stdout
+        labelled = self._open_is_first if self._line is not None else not self._shown_any
+        if self._line is not None:
+            out.write(_CLEAR_LINE)  # the open line is redrawn
+        new = lines[len(self._lines) :]
+        indent = " " * len(REPLY_LABEL)
+        for index, line in enumerate(new):
+            out.write((REPLY_LABEL if index == 0 and labelled else indent) + line)
+            if index < len(new) - 1:
+                out.write("\n")
+                self._lines.append(line)
+        self._open_is_first = labelled and len(new) == 1
+        self._line, self._shown_any = new[-1], True
+
+    def _start(self) -> None:
+        adapter = self._adapter
+        adapter._live = self
+        if adapter._prompt_shown:  # the reply replaces the prompt on its line
+            adapter._stdout.write(_CLEAR_LINE)
+            adapter._prompt_shown = False
+
+    async def update(self, text: str) -> None:
+        self._start()
+        lines = text.split("\n")
+        if self._shows_all_but_open_line(text):
+            self._adapter._stdout.write(_CLEAR_LINE)  # the tool line goes; the text above stays
+            self._line = None
+        else:
+            if not self._continues(lines):  # the text started over: the new answer goes below
+                self._end_line(keep=not _is_tool_line(self._line))
+            self._draw(lines)
+        self._adapter._stdout.flush()
+
+    def _end_line(self, *, keep: bool) -> None:
+        """Close this answer's open line (kept on screen, or cleared) and start a new answer below."""
+        if self._line is not None:
+            self._adapter._stdout.write("\n" if keep else "\r\x1b[K")
+        self._lines, self._line = [], None
+
+    def interrupt(self) -> None:
+        """End the open line so another message prints below it (the stream draws after it)."""
+        if self._line is not None:
+            self._adapter._stdout.write("\n")
+            self._lines.append(self._line)
+            self._line = None
+
+    async def finish(self, text: str, *, progress: ReplyProgress | None = None) -> None:
+        adapter = self._adapter
+        if progress is not None and progress.done:
+            return
+        self._start()
+        adapter._live = None
+        lines = text.split("\n")
+        if self._line is not None and lines == [*self._lines, self._line]:
+            adapter._stdout.write("\n")  # the screen shows it already
+        elif self._shows_all_but_open_line(text) or (self._line is None and self._lines and
+                                                     "\n".join(self._lines).rstrip() == text.rstrip()):
+            if self._line is not None:
+                adapter._stdout.write(_CLEAR_LINE)  # only the tool line was left to go
+        else:
+            if not (self._shown_any and self._continues(lines)):
+                # not a continuation of what is shown: the final text, whole, below it
+                self._end_line(keep=not _is_tool_line(self._line))
+            self._draw(lines)
+            adapter._stdout.write("\n")
+        adapter._stdout.flush()
+        if progress is not None:
+            progress.advance()
+        adapter._show_prompt()
+
+    async def abort(self, ending: str) -> None:
+        adapter = self._adapter
+        self._start()
+        adapter._live = None
+        self._end_line(keep=not _is_tool_line(self._line))
+        self._draw([ending])
+        adapter._stdout.write("\n")
+        adapter._stdout.flush()
+        adapter._show_prompt()
+
+
+def _is_tool_line(line: str | None) -> bool:
+    return line is not None and line.startswith("running ") and line.endswith("...")

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from loguru import logger
 
-from channels import ApprovalAnswer, Attachment, ChannelAdapter, ChannelError, Inbound, Outbound, create_adapter
+from channels import (
+    ApprovalAnswer,
+    Attachment,
+    ChannelAdapter,
+    ChannelError,
+    Inbound,
+    Outbound,
+    StreamingAdapter,
+    create_adapter,
+)
 from orchestrator.config import ChannelConfig
 from orchestrator.daemon.admission import Admitted, Disposition, admit
 from orchestrator.daemon.approvals import answer_approval, send
@@ -171,7 +180,7 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
             runtime.spawn(process_message(runtime, inbound, replay=True), name=f"replay:{row.event_id}")
             continue
         if row.state == "replying" and row.reply is not None:  # the turn finished; send the rest
-            runtime.spawn(resume_reply(runtime, inbound, row.reply, sent=row.sent), name=f"resend:{row.event_id}")
+            runtime.spawn(_resume(runtime, inbound, row), name=f"resend:{row.event_id}")
             continue
         # The turn itself was cut off: its notice is this message's reply, under the same
         # protocol, so it is sent once even if this start is killed too.
@@ -180,7 +189,47 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
             f"I was restarted while answering \"{preview}\" and could not finish. "
             "Please send it again if you still need it."
         )
+        if row.stream:  # it was streaming: the half-shown reply itself says so
+            runtime.spawn(_close_stream(runtime, inbound, row.stream, notice), name=f"notice:{row.event_id}")
+            continue
         runtime.spawn(resume_reply(runtime, inbound, notice, sent=0, notice=True), name=f"notice:{row.event_id}")
+
+
+async def _resume(runtime: Runtime, inbound: Inbound, row: InboxRow) -> None:
+    """Send the rest of a finished turn's reply; a stream it had not yet replaced is closed first."""
+    if row.stream and row.sent == 0:
+        await _close_abandoned(runtime, inbound, row.stream, _CONTINUED)
+    await resume_reply(runtime, inbound, row.reply or "", sent=row.sent)
+
+
+async def _close_stream(runtime: Runtime, inbound: Inbound, message_ids: tuple[str, ...], notice: str) -> None:
+    """End a stream the previous process left half-shown with `notice`, then finish its row.
+
+    The close edits the shown message where the platform can (an edit repeated after another
+    restart shows the same text, so the user is told once); an adapter that can no longer
+    stream (the config changed) gets the notice as a message instead.
+    """
+    async with runtime.in_flight():
+        if await _close_abandoned(runtime, inbound, message_ids, notice):
+            runtime.store.mark(inbound.channel, inbound.event_id, "interrupted")
+            return
+    await resume_reply(runtime, inbound, notice, sent=0, notice=True)
+
+
+async def _close_abandoned(runtime: Runtime, inbound: Inbound, message_ids: tuple[str, ...], ending: str) -> bool:
+    """Ask the adapter to close a half-shown stream; False when it cannot (no streaming adapter)."""
+    live = runtime.channels.get(inbound.channel)
+    if live is None or not isinstance(live.adapter, StreamingAdapter):
+        return False
+    try:
+        await live.adapter.close_abandoned(inbound.chat, inbound.thread, message_ids, ending)
+    except ChannelError as exc:  # the message may be gone; the reply or notice still follows
+        logger.warning("could not close the interrupted reply to {}: {}", inbound.event_id, exc.reason)
+        return False
+    return True
+
+
+_CONTINUED: Final = "This reply was interrupted by a restart; it follows in full below."
 
 
 async def _reply(runtime: Runtime, inbound: Inbound, text: str) -> None:

@@ -8,7 +8,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels import ChannelError, ChannelRefused, Inbound, Outbound, ReplyProgress
+from channels import ChannelError, ChannelRefused, Inbound, Outbound, ReplyProgress, ReplyStream
 from orchestrator.daemon.runtime import Runtime
 
 __all__ = ["deliver_reply", "fit_reply", "resume_reply"]
@@ -29,8 +29,19 @@ def fit_reply(text: str, limit: int) -> str:
     return f"{head.rstrip()}\n\n[The reply was cut here: {len(text):,} characters, the first {len(head):,} shown.]"
 
 
-async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: bool = True, sent: int = 0) -> bool:
+async def deliver_reply(
+    runtime: Runtime,
+    inbound: Inbound,
+    text: str,
+    *,
+    reply_to: bool = True,
+    sent: int = 0,
+    stream: ReplyStream | None = None,
+) -> bool:
     """Send the reply to `inbound` under the durability protocol; True once it is finished.
+
+    With `stream` (the reply streamed while the turn ran) the stream's `finish` puts the
+    final text in place of what it showed, under the same protocol.
 
     The row is `replying` (with the text) before the first chunk goes out and records every
     chunk the platform accepts, so a restart sends only the rest; it is `done` only after
@@ -55,7 +66,10 @@ async def deliver_reply(runtime: Runtime, inbound: Inbound, text: str, *, reply_
             logger.warning("channel {} is gone; the reply to {} is kept for the next start", channel, event_id)
             return False
         try:
-            await live.adapter.send(message, progress=progress)
+            if stream is not None:
+                await stream.finish(text, progress=progress)
+            else:
+                await live.adapter.send(message, progress=progress)
         except ChannelRefused as exc:
             logger.error("{} refused the reply to {} in chat {}: {}", channel, event_id, inbound.chat, exc.reason)
         except ChannelError as exc:

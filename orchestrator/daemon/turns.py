@@ -10,17 +10,19 @@ from typing import Any, Final
 
 from loguru import logger
 
-from channels import ChannelError, FileAdapter, Inbound
+from channels import ChannelAdapter, ChannelError, FileAdapter, Inbound, Outbound, StreamingAdapter
 from orchestrator.daemon.admission import Admitted, Disposition
 from orchestrator.daemon.approvals import ChannelApprover
 from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.media import ChatFileOutlet, echo_transcripts, take_in_chat
 from orchestrator.daemon.replies import deliver_reply, fit_reply
 from orchestrator.daemon.runtime import Runtime
+from orchestrator.daemon.streaming import StreamFeed
 from orchestrator.engine import TurnResult
 from orchestrator.media import MediaRefused
 from orchestrator.seam import build_channel, resolve_chat_commands
 from orchestrator.sessions import SessionState, Turn, TurnHook
+from orchestrator.store import state_fault
 from orchestrator.tools import bind_outlet
 
 __all__ = ["run_chat_turn", "typing_indicator"]
@@ -66,22 +68,60 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
         if intake.transcripts and execution.media.echo_transcript:
             await echo_transcripts(channel.adapter, inbound, intake.transcripts)
 
-    with bind_outlet(outlet) if outlet is not None else nullcontext():  # the chat `send_file` posts to
-        turn = await runtime.sessions.run_turn(
-            state,
-            agent=route.agent,
-            execution=lambda: build_channel(config, route.agent, runtime.services),
-            text=text,
-            approver=approver,
-            actor=f"{inbound.channel}:{inbound.sender}",
-            hooks=(
-                _Reply(runtime, inbound, route.agent, config.daemon.max_reply_chars),
-                typing_indicator(runtime.channels, inbound, channel.settings.typing_after_s),
-            ),
-            gate=lambda: runtime.accepting,  # stopping: leave it pending for the next start
-            media=media,
-        )
+    reply = _Reply(runtime, inbound, route.agent, config.daemon.max_reply_chars)
+    reply.feed = feed = _open_stream(runtime, channel.adapter, channel.settings.stream, inbound, config.daemon.max_reply_chars)
+    reply.streamer = channel.adapter
+    try:
+        with bind_outlet(outlet) if outlet is not None else nullcontext():  # the chat `send_file` posts to
+            turn = await runtime.sessions.run_turn(
+                state,
+                agent=route.agent,
+                execution=lambda: build_channel(config, route.agent, runtime.services),
+                text=text,
+                approver=approver,
+                actor=f"{inbound.channel}:{inbound.sender}",
+                events=feed,
+                stream=feed is not None,
+                hooks=(reply, typing_indicator(runtime.channels, inbound, channel.settings.typing_after_s)),
+                gate=lambda: runtime.accepting,  # stopping: leave it pending for the next start
+                media=media,
+            )
+    except Exception as exc:
+        if not reply.told or state_fault(exc) is not None:
+            raise
+        # The stream already ended with the apology: the user is told once, not twice.
+        logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
+        runtime.store.mark(inbound.channel, inbound.event_id, "done")
+        return Disposition.FAILED
     return Disposition.STOPPED if turn.result is None else Disposition.ANSWERED
+
+
+def _open_stream(
+    runtime: Runtime, adapter: ChannelAdapter, wanted: bool, inbound: Inbound, cap: int
+) -> StreamFeed | None:
+    """Return the feed of a streamed reply, or None (the channel or chat does not stream)."""
+    if not wanted or not isinstance(adapter, StreamingAdapter):
+        return None
+    stream = adapter.open_stream(
+        Outbound(chat=inbound.chat, thread=inbound.thread, text="", reply_to=inbound.message_id)
+    )
+    if stream is None:
+        return None
+    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
+    return StreamFeed(
+        stream=stream, cap=cap, on_messages=lambda ids: store.stream_messages(channel, event_id, ids)
+    )
+
+
+_FAILED: Final = "Sorry, something went wrong while answering; the error is logged."
+
+
+async def _abort(feed: StreamFeed, ending: str) -> None:
+    """End a stream with `ending`; a platform failure here is logged (the turn is over anyway)."""
+    try:
+        await feed.stream.abort(ending)
+    except ChannelError as exc:
+        logger.warning("could not end a streamed reply ({}): {}", ending, exc.reason)
 
 
 class _Reply:
@@ -90,15 +130,24 @@ class _Reply:
     It marks the inbox row running, counts the turn in flight until the reply is sent (or kept
     for the next start), so a drain waits for the send too instead of cancelling a reply it
     already waited for, and on a turn that ended (stopped or answered) logs it and replies.
-    A turn that raised sends nothing here: the caller tells the user.
+    A turn that raised sends nothing here (the caller tells the user), unless it streamed:
+    then the stream ends with the apology and `told` is set.
+
+    With `feed` (a streamed reply) the pump runs while the engine does, and the reply is the
+    stream's `finish` (or `abort` for a stopped or failed turn), as long as the channel still
+    has the adapter the stream was opened on: a reload that restarted the channel mid-turn
+    closed that adapter, so the reply then goes through the new one as an unstreamed reply.
     """
 
-    __slots__ = ("_runtime", "_inbound", "_agent", "_max_chars", "_turn", "_started")
+    __slots__ = ("_runtime", "_inbound", "_agent", "_max_chars", "_turn", "_started", "feed", "streamer", "told")
 
     def __init__(self, runtime: Runtime, inbound: Inbound, agent: str, max_chars: int) -> None:
         self._runtime, self._inbound, self._agent, self._max_chars = runtime, inbound, agent, max_chars
         self._turn: Turn | None = None
         self._started = 0.0
+        self.feed: StreamFeed | None = None
+        self.streamer: ChannelAdapter | None = None  # the adapter the stream was opened on
+        self.told = False
 
     def __call__(self, turn: Turn) -> _Reply:
         self._turn = turn
@@ -109,12 +158,21 @@ class _Reply:
         runtime.store.mark(inbound.channel, inbound.event_id, "running")
         self._started = time.monotonic()
         await runtime.in_flight().__aenter__()
+        if self.feed is not None:
+            self.feed.started(runtime.spawn(self.feed.pump(), name=f"stream:{inbound.event_id}"))
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         flight = self._runtime.in_flight()
         try:
+            if self.feed is not None:
+                await self.feed.close()
+                if self._runtime.channels.adapter(self._inbound.channel) is not self.streamer:
+                    self.feed = None  # the channel was restarted: its old adapter is closed
+                elif isinstance(exc, Exception) and state_fault(exc) is None:  # the turn failed: the stream says so
+                    await _abort(self.feed, _FAILED)
+                    self.told = True
             if exc_type is None and self._turn is not None:
                 await self._send(self._turn.result)
         except BaseException as failed:
@@ -125,10 +183,15 @@ class _Reply:
     async def _send(self, result: TurnResult | None) -> None:
         inbound = self._inbound
         _log_turn(inbound, self._agent, result, time.monotonic() - self._started)
-        if result is None:
+        feed = self.feed
+        if result is None and feed is not None:
+            await _abort(feed, "Stopped.")
+            self._runtime.store.mark(inbound.channel, inbound.event_id, "done")
+        elif result is None:
             await deliver_reply(self._runtime, inbound, "Stopped.", reply_to=False)
         else:
-            await deliver_reply(self._runtime, inbound, fit_reply(result.text or "(no reply)", self._max_chars))
+            text = fit_reply(result.text or "(no reply)", self._max_chars)
+            await deliver_reply(self._runtime, inbound, text, stream=feed.stream if feed is not None else None)
 
 
 def typing_indicator(channels: ChannelSet, inbound: Inbound, after_s: float) -> TurnHook:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS inbox (
     state TEXT NOT NULL,
     reply TEXT,
     sent INTEGER NOT NULL DEFAULT 0,
+    stream TEXT,
     PRIMARY KEY (channel, event_id)
 );
 CREATE INDEX IF NOT EXISTS inbox_state ON inbox (state);
@@ -66,6 +67,8 @@ class InboxRow:
     # `replying` rows: the reply text and how many of its chunks the platform accepted.
     reply: str | None = None
     sent: int = 0
+    # A streamed reply: the platform ids of the messages it has shown so far (a restart closes them).
+    stream: tuple[str, ...] = ()
 
 
 class SessionStore(Database):
@@ -74,7 +77,9 @@ class SessionStore(Database):
     Inbox states: `pending` (accepted, turn not started), `running`, `replying` (the turn
     is persisted and its reply is being sent: the text and the chunks accepted so far are
     stored, so the next start sends the rest), `done` (the platform accepted every chunk),
-    `interrupted` (the daemon stopped mid-turn; the user was told on the next start).
+    `interrupted` (the daemon stopped mid-turn; the user was told on the next start). A
+    streamed reply's rows also keep the platform ids of the messages it has shown
+    (`stream_messages`), so the next start can close a reply a crash left half-shown.
 
     Finished rows are kept for `dedupe_window_s` so a redelivery is recognised; they are
     pruned at start (`prune_inbox`) and while running, every `prune_every` finished rows
@@ -100,6 +105,8 @@ class SessionStore(Database):
         if "reply" not in columns:  # a state dir from before replies joined the protocol
             self._db.execute("ALTER TABLE inbox ADD COLUMN reply TEXT")
             self._db.execute("ALTER TABLE inbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 0")
+        if "stream" not in columns:  # a state dir from before replies streamed
+            self._db.execute("ALTER TABLE inbox ADD COLUMN stream TEXT")
 
 
     # -- inbox ---------------------------------------------------------------------------
@@ -135,13 +142,23 @@ class SessionStore(Database):
         """Record that the platform accepted the first `sent` chunks of the reply."""
         self._db.execute("UPDATE inbox SET sent = ? WHERE channel = ? AND event_id = ?", (sent, channel, event_id))
 
+    def stream_messages(self, channel: str, event_id: str, message_ids: Sequence[str]) -> None:
+        """Record the platform ids a streamed reply has shown so far (a restart closes them)."""
+        self._db.execute(
+            "UPDATE inbox SET stream = ? WHERE channel = ? AND event_id = ?",
+            (json.dumps(list(message_ids)), channel, event_id),
+        )
+
     def unfinished(self) -> list[InboxRow]:
         """Return rows left `pending`, `running` or `replying` by the previous process, oldest first."""
         rows = self._db.execute(
-            "SELECT channel, event_id, body, state, reply, sent FROM inbox"
+            "SELECT channel, event_id, body, state, reply, sent, stream FROM inbox"
             " WHERE state IN ('pending', 'running', 'replying') ORDER BY received, rowid"
         ).fetchall()
-        return [InboxRow(c, e, json.loads(b), s, r, n) for c, e, b, s, r, n in rows]
+        return [
+            InboxRow(c, e, json.loads(b), s, r, n, tuple(json.loads(m)) if m else ())
+            for c, e, b, s, r, n, m in rows
+        ]
 
     def prune_inbox(self, *, older_than_s: float | None = None) -> int:
         """Forget finished rows past the de-duplication window (or `older_than_s`); return how many."""

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from tests.conftest import WriteConfig, provider_toml
-from tests.fakes.openai_server import FakeOpenAI, status, text
+from tests.fakes.openai_server import FakeOpenAI, paced, status, text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,3 +118,26 @@ async def test_logs_sent_elsewhere_keep_their_level(write_config: WriteConfig, f
         _, log = await asyncio.wait_for(proc.communicate(), 20)
     assert "ready: channels term" in log.decode()
     assert "INFO" not in pty.shown
+
+
+def screen_lines(shown: str) -> list[str]:
+    """Return the lines as a terminal shows them: each line from its last clear-line on."""
+    return [line.rsplit("\r\x1b[K", 1)[-1].rsplit("\r", 1)[-1] for line in shown.split("\n")]
+
+
+async def test_a_streamed_reply_is_printed_as_the_model_writes_it(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    answer = "First line of the answer.\n" + " ".join(f"w{i}" for i in range(30))
+    fake_llm.script(paced(text(answer), over_s=2.0))
+    async with on_a_terminal(write_config(chat_toml(fake_llm))) as (pty, _):
+        await pty.wait_for("you> ")
+        pty.type("hello")
+        partial = await pty.wait_for("bot> First line")
+        assert "w29" not in partial  # the start is on the screen before the model finished
+        shown = await pty.wait_for("w29\nyou> ")
+    lines = screen_lines(shown)
+    start = lines.index("bot> First line of the answer.")
+    assert lines[start + 1] == "     " + answer.split("\n")[1]  # the continuation aligned under the label
+    assert lines[start + 2] == "you> "
+    assert "\n".join(lines).count("w29") == 1  # the final text was not printed a second time

@@ -19,7 +19,8 @@ A request with `"stream": true` gets the same scripted reply as Server-Sent Even
 a first delta (index, id, type, name, start of the arguments) followed by argument pieces,
 the finish reason, then (when the request asks with `stream_options.include_usage`) a last
 chunk with no choices and the usage, as OpenAI sends it, then `data: [DONE]`.  `cut_off(reply, after=N)` drops the connection
-after N events instead, like a server that dies mid-answer.  Error replies are sent as
+after N events instead, like a server that dies mid-answer; `paced(reply, over_s=2)` spreads
+the events over about two seconds, like a model writing.  Error replies are sent as
 plain JSON errors either way, as real servers do before a stream starts.
 
 Usage is reported like a real server's: `prompt_tokens` is the request's messages and tools
@@ -61,6 +62,7 @@ __all__ = [
     "Reply",
     "Responder",
     "cut_off",
+    "paced",
     "status",
     "text",
     "tool_call",
@@ -98,6 +100,7 @@ class Reply:
     body: bytes
     cut_after: int | None = None
     usage: tuple[int, int, int] | None = None  # (prompt, completion, cached); None = estimated
+    gap_s: float = 0.0  # streamed requests: the pause before each event after the first
 
 
 Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
@@ -183,6 +186,12 @@ def with_usage(reply: Reply, *, prompt: int, completion: int, cached: int = 0) -
     return replace(reply, usage=(prompt, completion, cached))
 
 
+def paced(reply: Reply, *, over_s: float) -> Reply:
+    """Stream `reply` slowly, its events spread evenly over about `over_s` seconds (a model writing)."""
+    events = sum(1 for _ in _events(reply.body, b"{"))
+    return replace(reply, gap_s=over_s / max(events, 1))
+
+
 def cut_off(reply: Reply, *, after: int) -> Reply:
     """Stream `reply` but drop the connection after `after` events (no `[DONE]`)."""
     return replace(reply, cut_after=after)
@@ -214,6 +223,8 @@ class FakeOpenAI:
         self.transcriptions: list[dict[str, Any]] = []
         self.transcript = "hello from the voice note"
         self.transcription_status: int | None = None
+        # time.monotonic() when the first text piece of each streamed reply was written
+        self.first_text_at: list[float] = []
         self._queue: deque[_Scripted] = deque()
         self._ids = itertools.count(1)
         self._created = b'","object":"chat.completion","created":%d,"model":' % int(time.time())
@@ -287,7 +298,7 @@ class FakeOpenAI:
             chunk_head = head.replace(b'"chat.completion"', b'"chat.completion.chunk"')
             options = body.get("stream_options")
             wanted = usage if isinstance(options, dict) and options.get("include_usage") else None
-            return await _stream(request, reply, chunk_head + model, wanted)
+            return await _stream(request, reply, chunk_head + model, wanted, self.first_text_at)
         members = b',"usage":' + json.dumps(usage).encode() if usage is not None else b""
         return web.Response(body=head + model + members + b"," + reply.body, content_type=_JSON)
 
@@ -347,18 +358,24 @@ def _reply_chars(members: bytes) -> int:
     return chars
 
 
-async def _stream(request: web.Request, reply: Reply, head: bytes, usage: dict[str, Any] | None) -> web.StreamResponse:
+async def _stream(
+    request: web.Request, reply: Reply, head: bytes, usage: dict[str, Any] | None, first_text_at: list[float]
+) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": _SSE, "Cache-Control": "no-cache"})
     await response.prepare(request)
     events = list(_events(reply.body, head))
     if usage is not None:
         events.append(head + b',"choices":[],"usage":' + json.dumps(usage).encode() + b"}")
     for sent, event in enumerate(events):
+        if sent and reply.gap_s:
+            await asyncio.sleep(reply.gap_s)
         if sent == reply.cut_after:
             assert request.transport is not None
             request.transport.close()
             return response
         await response.write(b"data: " + event + b"\n\n")
+        if sent == 1:  # the event after the role: the first piece of the answer
+            first_text_at.append(time.monotonic())
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response

@@ -26,6 +26,14 @@ files over the Bot API's 20 MB as Telegram does), `/file/bot<token>/<path>` stre
 chunks and counts `downloads`; `sendPhoto` and `sendDocument` take multipart uploads
 (`uploads` records them, with their bytes) under Telegram's 10 MB photo and 50 MB file limits.
 
+Streaming as Telegram allows it: `sendMessageDraft` works in private chats only (400
+elsewhere, and for a zero `draft_id`); `editMessageText` to the text (and entities and
+markup) a message already shows is 400 "message is not modified"; an edit or draft in a chat
+less than `edit_gap_s` after its previous one is 429 with `retry_after` (counted in
+`rate_limited`); `deleteMessage` removes a message. `visible` records every change a user
+could see (send, edit, delete, draft) with its `time.monotonic()` stamp, and `shown(chat)`
+what the bot's messages in a chat read now.
+
 `parallel_webhooks()` delivers as Telegram does with `max_connections` (default 40): up to
 that many POSTs at once, the updates of one chat in sequence (the next only after the
 previous was accepted), different chats concurrently; `webhook_peak` records the most POSTs
@@ -49,7 +57,7 @@ from aiohttp import web
 
 from tests.fakes.loopback import start_app
 
-__all__ = ["Call", "FakeTelegram", "DEFAULT_TOKEN"]
+__all__ = ["Call", "FakeTelegram", "DEFAULT_TOKEN", "Visible"]
 
 DEFAULT_TOKEN: Final = "123456:TEST-token"
 MAX_TEXT_UTF16: Final = 4096
@@ -83,6 +91,17 @@ class Call:
     at: float
     status: int | None = None
     answered_at: float | None = None  # when the answer was handed to the connection
+
+
+@dataclass(frozen=True, slots=True)
+class Visible:
+    """One change a user could see: a message sent, edited or deleted, or a draft shown."""
+
+    at: float  # time.monotonic() when the fake accepted it
+    chat_id: int
+    kind: str  # "send", "edit", "delete" or "draft"
+    id: int  # the message id (the draft id for drafts)
+    text: str
 
 
 @dataclass(slots=True)
@@ -125,8 +144,16 @@ class FakeTelegram:
     Use as `async with FakeTelegram() as fake:`; the server listens only inside the block.
     """
 
-    def __init__(self, *, token: str = DEFAULT_TOKEN, username: str = "fake_bot") -> None:
+    def __init__(
+        self, *, token: str = DEFAULT_TOKEN, username: str = "fake_bot", edit_gap_s: float = 0.9
+    ) -> None:
         self.requests: list[Call] = []
+        self.visible: list[Visible] = []  # every change a user could see, in order
+        # Edits and drafts in one chat closer together than this get 429 with retry_after, as
+        # Telegram's flood control answers (about one change per chat per second).
+        self.edit_gap_s = edit_gap_s
+        self.rate_limited = 0  # how many edits or drafts were answered 429 by that rule
+        self._last_change: dict[int, float] = {}  # chat id -> when its last edit or draft was accepted
         self.webhook_attempts: list[tuple[int, int]] = []  # (update_id, HTTP status or 0)
         self.webhook_peak = 0  # most webhook POSTs in flight at once
         self._webhook_connections = 1  # > 1: parallel delivery (see parallel_webhooks)
@@ -588,19 +615,84 @@ class FakeTelegram:
         if entities:
             message["entities"] = entities
         self._messages[message["message_id"]] = (bot.token, message)
+        self._seen(chat_id, "send", message["message_id"], text)
         return _ok(message)
 
     async def _edit_message_text(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
         found = self._messages.get(int(params.get("message_id") or 0))
-        if found is None:
+        if found is None or found[0] != bot.token:
             return _error(400, "Bad Request: message to edit not found")
         message = found[1]
-        message["text"] = params.get("text", message["text"])
-        if "reply_markup" in params:
-            message["reply_markup"] = params["reply_markup"]
+        text = params.get("text")
+        refused = _check_text(text, params.get("entities") or [])
+        if refused is not None:
+            return refused
+        entities = params.get("entities") or []
+        markup = params.get("reply_markup")
+        if text == message["text"] and entities == message.get("entities", []) and markup == message.get("reply_markup"):
+            return _error(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply markup are "
+                "exactly the same as a current content and reply markup of the message",
+            )
+        chat_id = int(message["chat"]["id"])
+        limited = self._flood(chat_id)
+        if limited is not None:
+            return limited
+        message["text"] = text
+        if entities:
+            message["entities"] = entities
+        else:
+            message.pop("entities", None)
+        if markup is not None:
+            message["reply_markup"] = markup
         else:
             message.pop("reply_markup", None)
+        self._seen(chat_id, "edit", message["message_id"], str(text))
         return _ok(message)
+
+    async def _send_message_draft(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        chat_id = int(params.get("chat_id") or 0)
+        chat = self._chats.get(chat_id, {"type": "private" if chat_id > 0 else "group"})
+        if chat["type"] != "private":
+            return _error(400, "Bad Request: message drafts can be sent only to private chats")
+        draft_id = int(params.get("draft_id") or 0)
+        if draft_id == 0:
+            return _error(400, "Bad Request: draft_id must be non-zero")
+        text = params.get("text") or ""
+        if len(str(text).encode("utf-16-le")) // 2 > MAX_TEXT_UTF16:
+            return _error(400, "Bad Request: message is too long")
+        limited = self._flood(chat_id)
+        if limited is not None:
+            return limited
+        self._seen(chat_id, "draft", draft_id, str(text))
+        return _ok(True)
+
+    async def _delete_message(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        found = self._messages.get(int(params.get("message_id") or 0))
+        if found is None or found[0] != bot.token:
+            return _error(400, "Bad Request: message to delete not found")
+        message = self._messages.pop(int(params["message_id"]))[1]
+        self._seen(int(message["chat"]["id"]), "delete", message["message_id"], "")
+        return _ok(True)
+
+    def _flood(self, chat_id: int) -> web.Response | None:
+        """Answer 429 when this chat changed less than `edit_gap_s` ago; else count the change."""
+        now = time.monotonic()
+        last = self._last_change.get(chat_id)
+        if last is not None and now - last < self.edit_gap_s:
+            self.rate_limited += 1
+            wait = max(self.edit_gap_s - (now - last), 0.001)
+            return _error(429, f"Too Many Requests: retry after {wait:.3f}", retry_after=round(wait, 3))
+        self._last_change[chat_id] = now
+        return None
+
+    def _seen(self, chat_id: int, kind: str, ident: int, text: str) -> None:
+        self.visible.append(Visible(at=time.monotonic(), chat_id=chat_id, kind=kind, id=ident, text=text))
+
+    def shown(self, chat_id: int) -> list[str]:
+        """Return the texts of the bot messages in `chat_id` as they read now, oldest first."""
+        return [m["text"] for _, m in self._messages.values() if m["chat"]["id"] == chat_id and m["from"]["is_bot"]]
 
     async def _true(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
         return _ok(True)
@@ -692,6 +784,22 @@ class FakeTelegram:
         return 200 <= status < 300
 
 
+def _check_text(text: object, entities: list[dict[str, Any]]) -> web.Response | None:
+    """Refuse a message text as Telegram does: empty, too long, or entities outside it."""
+    if not isinstance(text, str) or not text.strip():
+        return _error(400, "Bad Request: message text is empty")
+    units = len(text.encode("utf-16-le")) // 2
+    if units > MAX_TEXT_UTF16:
+        return _error(400, "Bad Request: message is too long")
+    for entity in entities:
+        offset, length = entity.get("offset", -1), entity.get("length", 0)
+        if entity.get("type") not in _ENTITY_TYPES or offset < 0 or length < 1 or offset + length > units:
+            return _error(400, f"Bad Request: can't parse entities: bad entity {entity}")
+        if entity["type"] == "text_link" and not str(entity.get("url", "")).startswith(_LINK_SCHEMES):
+            return _error(400, "Bad Request: can't parse entities: wrong HTTP URL")
+    return None
+
+
 def _chat_of(update: dict[str, Any]) -> object:
     message = update.get("message") or (update.get("callback_query") or {}).get("message") or {}
     return (message.get("chat") or {}).get("id", update["update_id"])
@@ -703,6 +811,8 @@ _METHODS: Final[dict[str, _Handler]] = {
     "getUpdates": FakeTelegram._get_updates,
     "sendMessage": FakeTelegram._send_message,
     "editMessageText": FakeTelegram._edit_message_text,
+    "sendMessageDraft": FakeTelegram._send_message_draft,
+    "deleteMessage": FakeTelegram._delete_message,
     "sendChatAction": FakeTelegram._true,
     "answerCallbackQuery": FakeTelegram._true,
     "setWebhook": FakeTelegram._set_webhook,

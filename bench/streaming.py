@@ -1,0 +1,319 @@
+"""Measure streamed replies: first token to first visible text, platform calls per reply, daemon CPU.
+
+Run from the repository root::
+
+    .venv/bin/python bench/streaming.py [--turns N]
+
+Two processes, loopback only. A child (this file with `--fakes`) runs FakeOpenAI, which
+streams scripted answers at a set pace, and FakeTelegram, and answers JSON commands on
+stdin; this process is the daemon: `Runtime.open`, the real Telegram adapter (PTB) and a
+terminal adapter on a pseudo-terminal, so `time.process_time()` here is the daemon's CPU
+alone. Both fakes stamp with `time.monotonic()` (one clock for every process on Linux):
+
+1. latency: the fake model writes its first text piece; the fake Bot API accepts the first
+   draft (private chat) or message (group), or the terminal gets its first reply bytes. The
+   target is one platform round trip (a getMe measured from here) plus 50 ms.
+2. calls per reply: a 2,000-token answer written over 10 s (200 tokens/s) with the default
+   `stream_edit_interval_s = 1.0`; the target is about one call per interval, no 429.
+3. CPU per turn: the same turns with `stream = true` and `stream = false` (a 200-token
+   answer over 1 s, in concurrent chats); the target is streamed within 1.5x of unstreamed.
+
+Figures are printed with their targets, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Final
+
+_ROOT: Final = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+TOKEN: Final = "555555:EEE-bench-bot"
+
+
+# -- the fakes' side (child process) ---------------------------------------------------------
+
+
+async def fakes_main() -> None:
+    from tests.fakes.openai_server import FakeOpenAI, paced, text
+    from tests.fakes.telegram_api import FakeTelegram
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    async with FakeOpenAI() as llm, FakeTelegram(token=TOKEN, username="bench_bot") as tg:
+        print(json.dumps({"llm": llm.base_url, "tg": tg.api_base_url}), flush=True)
+        while line := await reader.readline():
+            command = json.loads(line)
+            op = command["op"]
+            answer: Any = None
+            if op == "script":
+                words = " ".join(f"w{i}" for i in range(command["words"]))
+                llm.default = paced(text(words), over_s=command["over_s"])
+            elif op == "push":
+                tg.push_message(command["chat"], command["user"], command["text"], chat_type=command["chat_type"])
+            elif op == "wait":  # until every chat in `chats` shows the final text
+                final = " ".join(f"w{i}" for i in range(command["words"]))
+                chats = command["chats"]
+                await tg.wait_for(lambda: all(final in "".join(tg.shown(c)) for c in chats), timeout=120)
+            elif op == "stats":
+                answer = {
+                    "visible": [(v.at, v.chat_id, v.kind) for v in tg.visible],
+                    "first_text_at": llm.first_text_at,
+                    "calls": Counter(c.method for c in tg.requests if c.method != "getUpdates"),
+                    "rate_limited": sum(1 for c in tg.requests if c.status == 429),
+                }
+            elif op == "reset":
+                tg.visible.clear()
+                tg.requests.clear()
+                llm.first_text_at.clear()
+            print(json.dumps({"ok": True, "answer": answer}), flush=True)
+
+
+# -- the daemon's side -----------------------------------------------------------------------
+
+
+class Fakes:
+    """The child process, driven by one JSON command per line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def ask(self, **command: Any) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
+        await self.proc.stdin.drain()
+        return json.loads(await self.proc.stdout.readline())["answer"]
+
+
+class Screen:
+    """A terminal's stdout stand-in: it says it is a tty and stamps the first reply bytes."""
+
+    def __init__(self) -> None:
+        self.first_reply_at: float | None = None
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.first_reply_at is None and "bot> " in text:
+            self.first_reply_at = time.monotonic()
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+
+def config_toml(llm: str, tg: str, *, stream: bool, interval_s: float) -> str:
+    return f"""
+[providers.fake]
+base_url = "{llm}"
+max_retries = 0
+
+[agents.a]
+provider = "fake"
+model = "m"
+
+[channels.bot]
+kind = "telegram"
+token = "env:TG_BENCH"
+api_base_url = "{tg}"
+poll_timeout_s = 1
+format = "plain"
+stream = {"true" if stream else "false"}
+stream_edit_interval_s = {interval_s}
+
+[channels.term]
+kind = "terminal"
+user = "op"
+stream = {"true" if stream else "false"}
+
+[[routes]]
+channel = "bot"
+agent = "a"
+senders = ["*"]
+
+[[routes]]
+channel = "term"
+agent = "a"
+senders = ["op"]
+"""
+
+
+async def with_daemon(folder: Path, fakes: Fakes, urls: dict[str, str], *, stream: bool, interval_s: float,
+                      work: Any) -> Any:
+    from channels.terminal import TerminalAdapter
+    from orchestrator.checks import load_config
+    from orchestrator.daemon import Runtime, start_channel
+
+    path = folder / f"config-{stream}-{interval_s}.toml"
+    path.write_text(config_toml(urls["llm"], urls["tg"], stream=stream, interval_s=interval_s))
+    config = load_config(path)
+    master, slave = os.openpty()
+    screen = Screen()
+    async with Runtime.open(config, config_path=path) as runtime:
+        terminal = TerminalAdapter(
+            name="term", user="op", chat="terminal", stdin=os.fdopen(slave, "rb", buffering=0),
+            stdout=screen,  # type: ignore[arg-type]
+        )
+        await start_channel(runtime, "bot", config.channels["bot"])
+        await start_channel(runtime, "term", config.channels["term"], adapter=terminal)
+        try:
+            return await work(runtime, master, screen)
+        finally:
+            await runtime.drain(30)
+            os.close(master)
+
+
+async def round_trip_s(runtime: Any) -> float:
+    adapter = runtime.channels.get("bot").adapter
+    times = []
+    for _ in range(20):
+        start = time.monotonic()
+        await adapter.bot.get_me()
+        times.append(time.monotonic() - start)
+    return statistics.median(times)
+
+
+async def latency(fakes: Fakes, urls: dict[str, str], folder: Path, turns: int) -> dict[str, Any]:
+    results: dict[str, list[float]] = {"telegram private (draft)": [], "telegram group (message)": [], "terminal": []}
+
+    async def work(runtime: Any, master: int, screen: Screen) -> float:
+        rtt = await round_trip_s(runtime)
+        for turn in range(turns):
+            for label, chat, kind in (("telegram private (draft)", 100 + turn, "private"),
+                                      ("telegram group (message)", -(100 + turn), "group")):
+                await fakes.ask(op="reset")
+                await fakes.ask(op="script", words=50, over_s=1.0)
+                await fakes.ask(op="push", chat=chat, user=100 + turn, text="go", chat_type=kind)
+                await fakes.ask(op="wait", words=50, chats=[chat])
+                stats = await fakes.ask(op="stats")
+                first = min(at for at, c, _ in stats["visible"] if c == chat)
+                results[label].append(first - stats["first_text_at"][0])
+            await fakes.ask(op="reset")
+            screen.first_reply_at = None
+            os.write(master, b"go\n")
+            while not (await fakes.ask(op="stats"))["first_text_at"] or screen.first_reply_at is None:
+                await asyncio.sleep(0.01)
+            stats = await fakes.ask(op="stats")
+            assert screen.first_reply_at is not None
+            results["terminal"].append(screen.first_reply_at - stats["first_text_at"][0])
+            await asyncio.sleep(1.2)  # let the terminal turn end before the next
+        return rtt
+
+    rtt = await with_daemon(folder, fakes, urls, stream=True, interval_s=1.0, work=work)
+    return {"rtt": rtt, "latency": results}
+
+
+async def calls_per_reply(fakes: Fakes, urls: dict[str, str], folder: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    async def work(runtime: Any, master: int, screen: Screen) -> None:
+        for label, chat, kind in (("private (drafts)", 200, "private"), ("group (edits)", -200, "group")):
+            await fakes.ask(op="reset")
+            await fakes.ask(op="script", words=2000, over_s=10.0)
+            await fakes.ask(op="push", chat=chat, user=200, text="go", chat_type=kind)
+            await fakes.ask(op="wait", words=2000, chats=[chat])
+            await asyncio.sleep(0.5)
+            stats = await fakes.ask(op="stats")
+            calls = {k: v for k, v in stats["calls"].items() if k not in ("sendChatAction",)}
+            span = max(at for at, c, _ in stats["visible"] if c == chat) - stats["first_text_at"][0]
+            out[label] = {"calls": calls, "total": sum(calls.values()), "429": stats["rate_limited"], "span": span}
+
+    await with_daemon(folder, fakes, urls, stream=True, interval_s=1.0, work=work)
+    return out
+
+
+async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for stream in (False, True):
+        async def work(runtime: Any, master: int, screen: Screen, stream: bool = stream) -> float:
+            await fakes.ask(op="script", words=200, over_s=1.0)
+            chats = [-(300 + i) for i in range(turns)]
+            # a warm-up turn per chat kind first: imports and first connections are not per-turn costs
+            await fakes.ask(op="push", chat=-299, user=299, text="warm", chat_type="group")
+            await fakes.ask(op="wait", words=200, chats=[-299])
+            await runtime.drain(10)
+            cpu0 = time.process_time()
+            for i, chat in enumerate(chats):
+                await fakes.ask(op="push", chat=chat, user=300 + i, text="go", chat_type="group")
+            await fakes.ask(op="wait", words=200, chats=chats)
+            await runtime.drain(30)
+            return (time.process_time() - cpu0) / turns
+
+        out["streamed" if stream else "not streamed"] = await with_daemon(
+            folder, fakes, urls, stream=stream, interval_s=1.0, work=work
+        )
+    return out
+
+
+async def daemon_main(args: argparse.Namespace) -> None:
+    os.environ["TG_BENCH"] = TOKEN
+    from orchestrator.logs import configure_logging
+
+    configure_logging(level="WARNING", fmt="text", sink=sys.stderr)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--fakes", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=_ROOT,
+    )
+    assert proc.stdout is not None
+    urls = json.loads(await proc.stdout.readline())
+    fakes = Fakes(proc)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            lat = await latency(fakes, urls, folder, args.turns)
+            calls = await calls_per_reply(fakes, urls, folder)
+            cpu = await cpu_per_turn(fakes, urls, folder, args.cpu_turns)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        await proc.wait()
+    rtt = lat["rtt"]
+    print(f"platform round trip (Telegram getMe, median): {rtt * 1000:.1f} ms; target: first text within {rtt * 1000 + 50:.0f} ms")
+    print("first model token -> first visible text:")
+    for label, values in lat["latency"].items():
+        values = sorted(values)
+        p50 = statistics.median(values) * 1000
+        worst = values[-1] * 1000
+        verdict = "ok" if p50 <= rtt * 1000 + 50 else "over target"
+        print(f"  {label:26} p50 {p50:6.1f} ms  max {worst:6.1f} ms  ({len(values)} turns)  {verdict}")
+    print("platform calls for one 2,000-token reply over 10 s (stream_edit_interval_s = 1.0):")
+    for label, figures in calls.items():
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(figures["calls"].items()))
+        # the bound: one call per interval while it streamed, and the final messages (3 here)
+        bound = int(figures["span"] / 1.0) + 1 + figures["calls"].get("sendMessage", 0)
+        verdict = "ok" if figures["429"] == 0 and figures["total"] <= bound else "over target"
+        print(
+            f"  {label:18} {figures['total']:3d} calls in {figures['span']:.1f} s ({detail}); bound {bound}; "
+            f"429 answers: {figures['429']}  {verdict}"
+        )
+    ratio = cpu["streamed"] / cpu["not streamed"]
+    print(
+        f"daemon CPU per turn (200 tokens over 1 s, {args.cpu_turns} group chats at once): "
+        f"not streamed {cpu['not streamed'] * 1000:.1f} ms, streamed {cpu['streamed'] * 1000:.1f} ms, "
+        f"ratio {ratio:.2f}x (target <= 1.5x) {'ok' if ratio <= 1.5 else 'over target'}"
+    )
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fakes", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--turns", type=int, default=5, help="latency samples per platform")
+    parser.add_argument("--cpu-turns", type=int, default=20, help="turns per CPU figure")
+    args = parser.parse_args()
+    asyncio.run(fakes_main() if args.fakes else daemon_main(args))
+
+
+if __name__ == "__main__":
+    cli()
