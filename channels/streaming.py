@@ -108,6 +108,19 @@ class ChatPacer:
         until = asyncio.get_running_loop().time() + min(max(seconds, 0.0), _MAX_HOLD_S)
         self._next_at = max(self._next_at, until)
 
+    async def paced(self, call: Callable[[], Awaitable[_R]]) -> _R:
+        """Run one call that must land (a stream's final text) in the chat's pace, waiting out
+        rate limits a few times; the last `StreamRateLimited` is raised."""
+        for attempt in range(_FINAL_ATTEMPTS):
+            await self.slot()
+            try:
+                return await call()
+            except StreamRateLimited as exc:
+                if attempt == _FINAL_ATTEMPTS - 1:
+                    raise
+                self.hold(exc.retry_after)
+        raise AssertionError("unreachable")
+
 
 class PacerBook:
     """One `ChatPacer` per chat for one adapter, so streams in one chat share its pace."""
@@ -341,14 +354,5 @@ class EditStream:
         return await call()
 
     async def _paced(self, call: Callable[[], Awaitable[_R]]) -> _R:
-        """Run one final call in the chat's pace, waiting out rate limits a few times."""
-        for attempt in range(_FINAL_ATTEMPTS):
-            await self._pacer.slot()
-            try:
-                return await call()
-            except StreamRateLimited as exc:
-                if attempt == _FINAL_ATTEMPTS - 1:
-                    raise
-                self._pacer.hold(exc.retry_after)
-        raise AssertionError("unreachable")
+        return await self._pacer.paced(call)
 

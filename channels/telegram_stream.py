@@ -43,7 +43,6 @@ LIMIT: Final = 4096  # UTF-16 units per message, drafts too
 # Consecutive failed intermediate calls after which the flusher rests until the next update.
 _MAX_FAILURES: Final = 3
 # How often a final call waits out a rate limit before `finish` gives up with ChannelError.
-_FINAL_ATTEMPTS: Final = 5
 # Draft ids are per reply and must be non-zero; a random start keeps two processes apart.
 _draft_ids = itertools.count(random.randrange(1, 2**30))
 
@@ -280,16 +279,7 @@ class TelegramStream:
             raise
 
     async def _paced(self, call: Callable[[], Awaitable[_T]]) -> _T:
-        """Run one final call in the chat's pace, waiting out rate limits a few times."""
-        for attempt in range(_FINAL_ATTEMPTS):
-            await self._pacer.slot()
-            try:
-                return await call()
-            except StreamRateLimited as exc:
-                if attempt == _FINAL_ATTEMPTS - 1:
-                    raise
-                self._pacer.hold(exc.retry_after)
-        raise AssertionError("unreachable")
+        return await self._pacer.paced(call)
 
 
 async def close_abandoned(adapter: TelegramAdapter, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
