@@ -13,7 +13,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
@@ -86,12 +86,19 @@ def validate_config(
     return config
 
 
+# A newcomer's first run has no config yet: say how to get one.
+_NOT_FOUND: Final = (
+    "file not found (write one with `orchestrator init`, or start from the example: "
+    "cp config.example.toml config.toml)"
+)
+
+
 def _read_toml(path: Path, shown: str) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
-        raise ConfigError([ConfigProblem(shown, "", "file not found")]) from None
+        raise ConfigError([ConfigProblem(shown, "", _NOT_FOUND)]) from None
     except OSError as exc:
         raise ConfigError([ConfigProblem(shown, "", f"cannot read: {exc.strerror}")]) from None
     except tomllib.TOMLDecodeError as exc:
