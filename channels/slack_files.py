@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
-from yarl import URL
 
-from channels.attachments import guess_mime, kind_for_mime, stream_to_file
+from channels.attachments import FileHosts, download_from
 from channels.base import Attachment, ChannelError, ChannelRefused, OutboundFile
+from channels.file_kinds import guess_mime, kind_for_mime
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
@@ -74,15 +74,6 @@ def _filetype_name(item: Mapping[str, Any]) -> str | None:
     return f"file.{filetype}" if isinstance(filetype, str) and filetype.isalnum() else None
 
 
-def _trusted(url: URL, api_base_url: str | None) -> bool:
-    if url.scheme == "https" and url.host in SLACK_FILE_HOSTS:
-        return True
-    if api_base_url is None:
-        return False
-    base = URL(api_base_url)
-    return (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
-
-
 async def download(
     session: aiohttp.ClientSession,
     attachment: Attachment,
@@ -95,19 +86,9 @@ async def download(
     idle_timeout_s: float,
 ) -> int:
     """Stream `attachment.handle` (a `url_private`) into `dest` with the bot token; see the module."""
-    try:
-        url = URL(attachment.handle)
-    except ValueError:
-        url = URL()
-    if not url.is_absolute() or not _trusted(url, api_base_url):
-        raise ChannelRefused(channel, f"download: {attachment.handle[:100]!r} is not a Slack file URL")
-    return await stream_to_file(
-        session,
-        str(url),
-        dest,
-        channel=channel,
-        max_bytes=max_bytes,
-        idle_timeout_s=idle_timeout_s,
+    hosts = FileHosts(names=SLACK_FILE_HOSTS, api_base=api_base_url, what="a Slack file URL")
+    return await download_from(
+        session, hosts, attachment.handle, dest, channel=channel, max_bytes=max_bytes, idle_timeout_s=idle_timeout_s,
         headers={"Authorization": f"Bearer {bot_token}"},
         check=lambda response: _refused_by_slack(response, attachment, channel),
     )
@@ -115,6 +96,11 @@ async def download(
 
 def _refused_by_slack(response: aiohttp.ClientResponse, attachment: Attachment, channel: str) -> None:
     """Name the likely cause when Slack will not hand over a file: the token or its scope."""
+    if 300 <= response.status < 400:  # Slack sends a token it does not accept to its sign-in page
+        raise ChannelRefused(
+            channel, f"download: HTTP {response.status}: Slack redirected instead of sending the file "
+            "(the bot token was not accepted; does the app have files:read?)"
+        )
     if response.status in (401, 403):
         raise ChannelRefused(
             channel, f"download: HTTP {response.status}: Slack refused the bot token (does the app have files:read?)"

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from loguru import logger
 
-from channels import AttachmentTooLarge
+from channels import IMAGE_MIMES, AttachmentTooLarge, acceptable_mime, looks_like
 from orchestrator.errors import OrchestratorError, ProviderError, WorkspaceEscape
-from orchestrator.media.kinds import IMAGE_MIMES, acceptable_mime, looks_like
 from orchestrator.media.pdf import extract_pdf_text
 from orchestrator.media.uploads import safe_name, upload_target
 

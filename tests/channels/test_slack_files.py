@@ -191,6 +191,26 @@ async def test_the_token_never_goes_to_a_host_that_is_not_slack(fake: FakeSlack,
     assert seen == [] and not (tmp_path / "x").exists()
 
 
+async def test_a_redirect_is_refused_and_the_token_does_not_follow_it(fake: FakeSlack, tmp_path: Path) -> None:
+    seen: list[str | None] = []
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.Response(body=PNG)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", elsewhere)
+    attachment = hosted(fake)
+    async with serving(app) as origin, make_adapter(fake) as adapter:
+        fake.files.redirect_next_download(f"{origin}/signin?redir=photo.png")
+        with pytest.raises(ChannelRefused, match="HTTP 302.*redirected.*files:read"):
+            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+        fake.files.fail_next_download(status=403)
+        with pytest.raises(ChannelRefused, match="HTTP 403.*files:read"):
+            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+    assert seen == [] and not (tmp_path / "p.png").exists()
+
+
 async def test_a_stalled_download_is_a_channel_error(fake: FakeSlack, tmp_path: Path) -> None:
     attachment = hosted(fake)
     fake.files.stall_next_download(30.0)

@@ -7,6 +7,7 @@ Usage (through `FakeSlack.files`)::
     fake.files.downloads                      # downloads that passed the token check
     fake.files.served[-1].completed           # False: the client hung up before the end
     fake.files.fail_next_download(status=500); fake.files.stall_next_download(5.0)
+    fake.files.redirect_next_download("https://fake.slack.com/?redir=...")   # as Slack does for a bad token
     fake.files.chunked = True                 # no Content-Length (the cap must hold while reading)
     fake.files.uploads[0].content, .channel, .thread_ts, .initial_comment
 
@@ -76,6 +77,7 @@ class _Ticket:
 class _Fault:
     status: int = 200
     stall_s: float = 0.0
+    location: str | None = None
 
 
 class FakeSlackFiles:
@@ -157,6 +159,11 @@ class FakeSlackFiles:
         """Send the headers of the next `times` downloads, then nothing for `seconds`."""
         self._download_faults.extend(_Fault(stall_s=seconds) for _ in range(times))
 
+    def redirect_next_download(self, location: str, *, status: int = 302) -> None:
+        """Answer the next authorised download with a redirect to `location` (Slack sends a
+        token it does not take for a file to the workspace's sign-in page this way)."""
+        self._download_faults.append(_Fault(status=status, location=location))
+
     def fail_next_upload(self, *, status: int = 500, times: int = 1) -> None:
         """Answer the next `times` POSTs to an upload URL with `status`."""
         self._upload_faults.extend([status] * times)
@@ -184,7 +191,8 @@ class FakeSlackFiles:
         fault = self._download_faults.popleft() if self._download_faults else _Fault()
         if fault.status != 200:
             await self._notify()
-            return web.Response(status=fault.status, text="fake failure")
+            headers = {"Location": fault.location} if fault.location is not None else {}
+            return web.Response(status=fault.status, text="fake failure", headers=headers)
         content, mimetype = hosted
         record = ServedDownload(file_id=file_id)
         self.served.append(record)
