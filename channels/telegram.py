@@ -247,6 +247,10 @@ class TelegramAdapter:
 
     # -- FileAdapter (channels.telegram_media) ----------------------------------------------
 
+    async def describe(self, attachment: Attachment) -> Attachment:
+        """Return `attachment`: a Telegram update carries every file in full."""
+        return attachment
+
     async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
         """Stream an inbound file (getFile, then the file endpoint) into `dest` under `max_bytes`."""
         return await telegram_media.download(
