@@ -22,8 +22,8 @@ import discord
 
 from channels.attachments import FileHosts, download_from
 from channels.base import Attachment, ChannelRefused, OutboundFile
-from channels.file_kinds import guess_mime, kind_for_mime
 from channels.chunking import chunk_text
+from channels.file_kinds import guess_mime, kind_for_mime
 
 __all__ = ["CDN_HOSTS", "MAX_FILE_BYTES", "attachments_of", "download", "post_file"]
 
