@@ -246,6 +246,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"{len(config.channels)} channels, {len(config.routes)} routes)"
     )
     if not args.connect:
+        from orchestrator.checks import telemetry_problems
+
+        # `run` refuses to start on these: `check` must not call the same file ok
+        problems = telemetry_problems(config, shown=args.config)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        if problems:
+            return 1
         print(ok)
     from orchestrator.seam import sandbox_notices
 
