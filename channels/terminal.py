@@ -6,6 +6,7 @@ import asyncio
 import os
 import stat
 import sys
+import termios
 import time
 from collections.abc import Sequence
 from typing import IO, Any, Final, TextIO
@@ -120,13 +121,16 @@ class TerminalAdapter:
             transport = None
         restore = None
         if self._interactive:
-            restore = raw_input_mode(self._stdin.fileno())
-            if _shares_a_terminal(self._stdout, 2):
+            try:
+                restore = raw_input_mode(self._stdin.fileno())
+            except termios.error:  # a terminal that refuses the mode: the kernel edits lines, as before
+                restore = None
+            if restore is not None and _shares_a_terminal(self._stdout, 2):
                 share_screen(self._paint_log)
         ready()
         try:
             self._reading = True
-            if self._interactive:
+            if restore is not None:
                 await self._read_typed(reader, deliver)
             else:
                 await self._read_lines(reader, deliver)
@@ -140,15 +144,20 @@ class TerminalAdapter:
                 transport.close()
 
     async def _read_lines(self, reader: asyncio.StreamReader, deliver: Deliver) -> None:
+        # piped input, or a terminal in its own line mode (the prompt is shown, the kernel echoes)
+        self._show_prompt()
         while line := await reader.readline():
+            self._prompt_shown = False  # the typed Enter moved the cursor past it
             text = line.decode("utf-8", errors="replace").strip()
             if text:
                 await deliver(self._parse(text))
+            self._show_prompt()
 
     async def _read_typed(self, reader: asyncio.StreamReader, deliver: Deliver) -> None:
         self._show_prompt()
         while data := await reader.read(4096):
-            for line in self._editor.feed(data):
+            self._editor.feed(data)
+            while (line := self._editor.next_line()) is not None:
                 if line is EOF:
                     return
                 self._prompt_shown = False  # the typed Enter moved the cursor past it

@@ -20,7 +20,7 @@ from typing import Final
 
 __all__ = ["EOF", "LineEditor", "is_same_terminal", "raw_input_mode"]
 
-EOF: Final = object()  # what `feed` yields for Ctrl-D on an empty line
+EOF: Final = object()  # what `next_line` returns for Ctrl-D on an empty line
 
 _ERASE: Final = frozenset({"\x7f", "\x08"})
 _KILL_LINE: Final = "\x15"
@@ -61,22 +61,32 @@ def raw_input_mode(fd: int) -> Callable[[], None]:
 class LineEditor:
     """The line being typed, built from the bytes a terminal sends; `echo` draws each change.
 
-    `feed` returns the finished lines (and `EOF`); `echo(text)` is called with what to write
-    to show each edit, only while `shown()` says the prompt and line are on the screen.
+    `feed` takes bytes, `next_line` returns each finished line (and `EOF`); `echo(text)` is
+    called with what to write to show each edit, only while `shown()` says the prompt and
+    line are on the screen.
     """
 
-    __slots__ = ("_decoder", "_echo", "_escape", "_shown", "typed")
+    __slots__ = ("_decoder", "_echo", "_escape", "_pending", "_shown", "typed")
 
     def __init__(self, *, echo: Callable[[str], None], shown: Callable[[], bool]) -> None:
         self.typed = ""
         self._echo, self._shown = echo, shown
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._escape = ""  # an escape sequence being skipped
+        self._pending = ""  # typed, not yet edited with
 
-    def feed(self, data: bytes) -> list[str | object]:
-        """Take the bytes typed; return each line finished by Enter, and `EOF` for Ctrl-D."""
-        done: list[str | object] = []
-        for char in self._decoder.decode(data):
+    def feed(self, data: bytes) -> None:
+        """Take the bytes a terminal sent; `next_line` then edits with them."""
+        self._pending += self._decoder.decode(data)
+
+    def next_line(self) -> str | object | None:
+        """Edit with the pending input up to the next Enter; return that line, `EOF` (Ctrl-D), or None.
+
+        One line at a time, so what follows a line (a paste of several) is echoed after the
+        prompt drawn for it, not after the line just finished.
+        """
+        while self._pending:
+            char, self._pending = self._pending[0], self._pending[1:]
             if self._escape:
                 self._escape += char
                 # ESC [ ... final byte, or ESC and one character
@@ -90,7 +100,7 @@ class LineEditor:
             elif char in ("\n", "\r"):
                 line, self.typed = self.typed, ""
                 self._draw("\n")
-                done.append(line)
+                return line
             elif char in _ERASE:
                 if self.typed:
                     self.typed = self.typed[:-1]
@@ -98,15 +108,16 @@ class LineEditor:
             elif char == _KILL_LINE:
                 self._replace("")
             elif char == _KILL_WORD:
-                self._replace(self.typed.rstrip().rpartition(" ")[0] + (" " if " " in self.typed.rstrip() else ""))
+                kept = self.typed.rstrip()
+                self._replace(kept.rpartition(" ")[0] + " " if " " in kept else "")
             elif char == _END:
                 if not self.typed:
-                    done.append(EOF)
-                    break
+                    self._pending = ""
+                    return EOF
             elif char >= " ":
                 self.typed += char
                 self._draw(char)
-        return done
+        return None
 
     def _replace(self, typed: str) -> None:
         old, self.typed = self.typed, typed
