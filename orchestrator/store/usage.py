@@ -111,10 +111,11 @@ class UsageTotal:
 class UsageLog(Database):
     """The append-only `usage` table; a context manager.
 
-    Off the hot path: `record` only queues the row; the queue is written in one transaction
-    half a second after its first row (an event-loop timer, not a task), at 256 rows, before
-    every read through this log, and on close, so a turn never waits for a commit. A crash
-    loses at most that half second of rows. A failed write (disk full, a file locked past
+    Off the model call's path: `record` only queues the row; the queue is written in one
+    transaction by `flush` (the engine calls it when a turn ends, before the transcript is
+    stored and the reply sent), half a second after its first row (an event-loop timer, not
+    a task), at 256 rows, before every read through this log, and on close. A crash loses
+    only the rows of the turns it interrupts. A failed write (disk full, a file locked past
     the busy timeout) is logged and its rows dropped, never raised into a turn; one no retry
     fixes (`state_fault`: damage, an I/O error, a read-only store) is also handed to
     `on_fault`, which the daemon sets to stop itself.
