@@ -12,7 +12,7 @@ from orchestrator.engine import ToolCallFinished, TurnEvent
 from orchestrator.observability.classify import approval_outcome, provider_error_class, turn_channel, turn_outcome
 from orchestrator.observability.collector import StateCollector
 from orchestrator.observability.state import ObservedState
-from orchestrator.observability.tally import Counts, Durations, TallyCollector
+from orchestrator.observability.tally import Counts, Durations, KindCounts, TallyCollector
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule, AuditSink
 from orchestrator.providers import ModelBinding
 from orchestrator.sessions import Turn
@@ -65,11 +65,11 @@ class Metrics:
             "Approval decisions: granted, denied, timed_out, no_decision, policy_denied, no_operator.",
             ("agent", "outcome"),
         )
-        self.tokens = Counts(
+        self.tokens = KindCounts(
             "orchestrator_model_tokens",
             "Model tokens by agent, the answering provider and model, and kind: input (neither read from nor "
-            "written to the prompt cache), cached_read, cache_write, output; the kinds add up to the total.",
-            ("agent", "provider", "model", "kind"),
+            "written to the prompt cache), output, cached_read, cache_write; the kinds add up to the total.",
+            ("agent", "provider", "model"), ("input", "output", "cached_read", "cache_write"),
         )
         self.cost = Counts(
             "orchestrator_model_cost",
@@ -98,17 +98,14 @@ class Metrics:
 
     def count_usage(self, row: UsageRow) -> None:
         """Count one recorded model call's tokens by kind, and its cost (a `UsageWatcher` for `UsageMeter.watch`)."""
-        agent, provider, model = row.agent, row.provider, row.model
-        plain = max(0, row.input_tokens - row.cached_tokens - row.cache_write_tokens)
-        tokens = self.tokens
-        tokens.inc((agent, provider, model, "input"), plain)
-        tokens.inc((agent, provider, model, "output"), row.output_tokens)
-        if row.cached_tokens:
-            tokens.inc((agent, provider, model, "cached_read"), row.cached_tokens)
-        if row.cache_write_tokens:
-            tokens.inc((agent, provider, model, "cache_write"), row.cache_write_tokens)
+        key = (row.agent, row.provider, row.model)
+        cells = self.tokens.cells(key)
+        cells[0] += max(0, row.input_tokens - row.cached_tokens - row.cache_write_tokens)
+        cells[1] += row.output_tokens
+        cells[2] += row.cached_tokens
+        cells[3] += row.cache_write_tokens
         if row.cost is not None:
-            self.cost.inc((agent, provider, model), row.cost)
+            self.cost.inc(key, row.cost)
 
     def audit(self, inner: AuditSink | None) -> AuditSink:
         """Return an audit sink that counts each approval decision, then records it in `inner`."""
