@@ -124,3 +124,44 @@ async def test_a_library_session_holds_what_is_not_folded_until_the_summarizer_i
     assert transcript.summary is not None and transcript.summary.covers >= 52
     assert_folded_in_order_without_gaps(summarizer, transcript.summary.covers // 2)
     assert len(transcript.messages) <= 24  # once folded, memory is back to the window and its slack
+
+
+async def test_a_backlog_too_long_for_one_turn_is_folded_in_chunks_over_the_next_turns(
+    load: Callable[..., Config], services: Services, tmp_path: Path, debug_log: io.StringIO
+) -> None:
+    summarizer = Summarizer()
+    long_filler = FILLER * 4  # about 180 tokens a message: a summary call takes only a few
+    async with FakeOpenAI(default=summarizer) as fake, FakeOpenAI(default=summarizer, latency_s=0.6) as slow:
+        extra = f'[providers.slow]\nbase_url = "{slow.base_url}"\nmax_retries = 0\n'
+        config = load(
+            backlog_toml(fake, timeout_s=2.0).replace("\n[agents.a]", extra + "\n[agents.a]")
+            + 'summary_provider = "slow"\nsummary_model = "tiny"\n'
+        )
+        with SessionStore(tmp_path / "sessions.sqlite3") as store:
+            sessions = Sessions(transcripts=StoredTranscripts(store))
+
+            async def say(first: int, turns: int) -> None:
+                for n in range(first, first + turns):
+                    turn = await sessions.run_turn(
+                        "chat", agent="a",
+                        execution=lambda: resolve(config, "a", path=ConstructionPath.CHANNEL, services=services),
+                        text=f"note fact-{n}: {long_filler}", approver=None, actor="tg:alice",
+                    )
+                    assert turn.completed().stop is StopReason.COMPLETED
+
+            summarizer.up = False
+            await say(0, 24)  # 48 messages, none folded
+            summarizer.up = True
+            await say(24, 1)
+            deferred = "deferred to the next turn (its time is spent)" in debug_log.getvalue()
+            calls_first_turn = len(summarizer.folded)
+            await say(25, 12)
+            session_id = store.find_session("chat", "a")
+            assert session_id is not None
+            stored = store.load_summary(session_id)
+    assert deferred and 0 < calls_first_turn < len(summarizer.folded)  # part now, the rest on later turns
+    assert stored is not None and stored[1] >= 74 - 6  # caught up: all but the window of the 74 messages
+    assert_folded_in_order_without_gaps(summarizer, stored[1] // 2)
+    assert all(r["model"] == "tiny" for r in slow.requests)
+    answer = LIMIT // 4
+    assert max(request_tokens(r) for r in slow.requests) + answer <= LIMIT  # room left for the summary itself
