@@ -1,11 +1,13 @@
 """What one model request holds: the system prompt, tool specs, the running summary and the history that fits.
 
 Tokens are estimated locally (no tokenizer is downloaded): a conservative characters/3
-per text, a flat cost per image part and per message, scaled up by how much the provider's
-reported prompt tokens exceeded the estimate on the session's last call. `assemble` keeps
-the newest messages that fit `max_context_tokens` (and the `max_history_messages` cap),
-never starting on an orphan tool result; `fold` asks the summary model to fold the
-messages that no longer fit into the session's running summary.
+per text, a flat cost per message and per image (a part as sent, or a transcript's media
+reference before its part is added), scaled up by how much the provider's reported prompt
+tokens exceeded the estimate on the session's last call. `assemble` keeps the newest
+messages that fit `max_context_tokens` (and the `max_history_messages` cap), never
+starting on an orphan tool result; `fold` asks the summary model to fold every message
+from where the running summary ends (read back from the store once it left memory) up to
+the ones that still fit, in bounded calls.
 """
 
 from __future__ import annotations
@@ -257,7 +259,8 @@ class _Messages:
         if position >= held.dropped:
             return held.messages[position - held.dropped]
         if not self._page_start <= position < self._page_start + len(self._page):
-            assert held.backlog is not None  # `_fold_span` starts at the held messages without one
+            if held.backlog is None:  # `_fold_span` starts at the held messages without one
+                raise LookupError(position)
             self._page_start = position
             self._page = held.backlog(position, min(position + _BACKLOG_PAGE, held.dropped))
             if not self._page:  # the store lost them (it never deletes): fold what is held
