@@ -90,14 +90,14 @@ class Transcript:
         if excess <= 0:
             return
         if self.folding and self.backlog is None:
-            unfolded = max(0, (self.summary.covers if self.summary else 0) - self.dropped)
-            excess = max(min(excess, unfolded), len(self.messages) - keep * _UNFOLDED_HOLD)
+            covered = max(0, (self.summary.covers if self.summary else 0) - self.dropped)  # held and folded
+            excess = max(min(excess, covered), len(self.messages) - keep * _UNFOLDED_HOLD)
             if excess <= 0:
                 return
-            if excess > unfolded:
+            if excess > covered:
                 logger.warning(
                     "session {}: {} messages left memory before they were summarized (the summarizer "
-                    "has failed for long); the summary will not cover them", self.session, excess - unfolded,
+                    "has failed for long); the summary will not cover them", self.session, excess - covered,
                 )
         while excess < len(self.messages) and self.messages[excess]["role"] == "tool":
             excess += 1
