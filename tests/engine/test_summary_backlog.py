@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.config import Config
-from orchestrator.engine import StopReason
+from orchestrator.engine import StopReason, Summary, Transcript
 from orchestrator.seam import ConstructionPath, Services, resolve
 from orchestrator.sessions import MemoryTranscripts, Sessions, StoredTranscripts, TranscriptSource
 from orchestrator.store import SessionStore
@@ -165,3 +165,26 @@ async def test_a_backlog_too_long_for_one_turn_is_folded_in_chunks_over_the_next
     assert all(r["model"] == "tiny" for r in slow.requests)
     answer = LIMIT // 4
     assert max(request_tokens(r) for r in slow.requests) + answer <= LIMIT  # room left for the summary itself
+
+
+def test_without_a_store_a_folding_transcript_holds_what_is_not_folded_up_to_a_cap(debug_log: io.StringIO) -> None:
+    def chat(n: int) -> Transcript:
+        transcript = Transcript(session="lib")
+        for i in range(n):
+            transcript.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"})
+        return transcript
+
+    window = chat(30)
+    window.compact(10)  # a `window` agent: memory is the window
+    assert (len(window.messages), window.dropped) == (10, 20)
+    folding = chat(30)
+    folding.folding = True
+    folding.summary = Summary(text="s", covers=12)
+    folding.compact(10)  # only what the summary covers leaves memory
+    assert (folding.dropped, folding.messages[0]["content"]) == (12, "m12")
+    assert "left memory before they were summarized" not in debug_log.getvalue()
+    outage = chat(200)
+    outage.folding = True
+    outage.compact(10)  # nothing folded: held up to 8 x 10, the rest leaves memory, logged
+    assert len(outage.messages) == 80 and outage.dropped == 120
+    assert "120 messages left memory before they were summarized" in debug_log.getvalue()
