@@ -89,3 +89,19 @@ def test_the_estimate_of_a_sent_part_follows_its_detail() -> None:
     assert estimate_message(part("high")) - estimate_message({"role": "user", "content": "x"}) == IMAGE_TOKENS
     ref = {"role": "user", "content": "x", "media": [{"kind": "image"}, {"kind": "voice"}]}
     assert estimate_message(ref, image_cost=IMAGE_TOKENS) - estimate_message(ref) == IMAGE_TOKENS  # images only
+
+
+async def test_the_token_budget_counts_a_picture_by_its_flat_cost_not_its_base64(
+    load: Callable[..., Config], services: Services
+) -> None:
+    async with FakeOpenAI(default=text("seen")) as fake:
+        config = load(seer_toml(fake, "high") + "[agents.a.budget]\nmax_tokens_per_turn = 6000\n")
+        execution = resolve(config, "a", path=ConstructionPath.CHANNEL, services=services)
+        workspace = execution.security.workspace
+        (workspace / "uploads").mkdir(parents=True, exist_ok=True)
+        (workspace / "uploads" / "big.jpg").write_bytes(JPEG + b"\0" * 200_000)  # 270 kB of base64
+        ref = {"kind": "image", "mime": "image/jpeg", "size": len(JPEG) + 200_000, "path": "uploads/big.jpg"}
+        result = await run_tool_call_loop(execution, Transcript(session="s"), "look", media=[ref])
+    assert result.stop is StopReason.COMPLETED, result.text
+    [body] = fake.requests
+    assert images_sent(body) == 1
