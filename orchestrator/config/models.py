@@ -144,7 +144,7 @@ class ContextConfig(_Model):
     # the model (on `summary_provider`, default the agent's own provider) that writes summaries
     summary_model: NonEmptyStr | None = None
     summary_provider: NonEmptyStr | None = None
-    # one summarizing call; past it the turn goes on with the window
+    # a turn's folding, all its summarizing calls together; past it the turn goes on with the window
     summary_timeout_s: float = Field(default=30.0, gt=0, le=600, strict=True)
 
 

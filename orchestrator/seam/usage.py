@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 from loguru import logger
 
-from orchestrator.store import NOBODY, Grouping, UsageReport, UsageRow
+from orchestrator.store import NOBODY, Grouping, Purpose, UsageReport, UsageRow
 
 if TYPE_CHECKING:
     from orchestrator.providers import ModelBinding, Usage
@@ -100,8 +100,12 @@ class UsageMeter:
         path: str,
         sender: str | None,
         session: str,
+        purpose: Purpose = "turn",
     ) -> UsageRow:
-        """Count `usage` against (agent, sender), append it to the log priced by the answering link; return the row."""
+        """Count `usage` against (agent, sender), append it to the log priced by the answering link; return the row.
+
+        `purpose` tells a turn's own calls from the summary calls its context made.
+        """
         now = self._clock()
         self._window(budget_key(agent, sender)).add(now, usage.total)
         prices = next((link.prices for link in binding.chain if link.provider == provider), None)
@@ -110,7 +114,7 @@ class UsageMeter:
             provider=provider, model=model, input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
             cache_write_tokens=usage.cache_write_tokens,
-            estimated=estimated, cost=prices.cost(usage) if prices is not None else None,
+            estimated=estimated, cost=prices.cost(usage) if prices is not None else None, purpose=purpose,
         )
         if self._log is not None:
             self._log.record(row)

@@ -14,7 +14,7 @@ from loguru import logger
 from orchestrator.errors import StateError
 from orchestrator.store.sqlite import Database, state_fault
 
-__all__ = ["GROUPINGS", "NOBODY", "Grouping", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
+__all__ = ["GROUPINGS", "NOBODY", "Grouping", "Purpose", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
 
 # Version 1: the `usage` table as first shipped. `_SCHEMA` stays that shape and sets no
 # version (a fresh file reads 0 = just made as version 1); each later version is one step of
@@ -39,16 +39,22 @@ CREATE TABLE IF NOT EXISTS usage (
 CREATE INDEX IF NOT EXISTS usage_ts ON usage (ts);
 CREATE INDEX IF NOT EXISTS usage_agent_sender ON usage (agent, sender, ts);
 """
-# (version reached, its statements): version 2 keeps prompt-cache writes apart (part of input_tokens).
+# (version reached, its statements): version 2 keeps prompt-cache writes apart (part of
+# input_tokens); version 3 adds `purpose` ("turn" | "summary": what the call was for).
 _MIGRATIONS: Final = (
     (2, ("ALTER TABLE usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",)),
+    (3, ("ALTER TABLE usage ADD COLUMN purpose TEXT NOT NULL DEFAULT 'turn'",)),
 )
 _INSERT: Final = (
     "INSERT INTO usage (ts, agent, path, sender, session, provider, model, input_tokens, output_tokens,"
-    " cached_tokens, cache_write_tokens, estimated, cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cached_tokens, cache_write_tokens, estimated, cost, purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+# `--by model`: summary calls are their own group, `provider/model (summary)`.
+_MODEL_KEY: Final = "provider || '/' || model || CASE WHEN purpose = 'summary' THEN ' (summary)' ELSE '' END"
 GROUPINGS: Final = ("agent", "sender", "model")
 Grouping = Literal["agent", "sender", "model"]
+# What a call was for: the turn's own model calls, or folding its context into the summary.
+Purpose = Literal["turn", "summary"]
 # Who a call was for when the turn names nobody (an anonymous library or schedule turn).
 NOBODY: Final = "-"
 # Rows wait at most this long (or until this many are pending) before one transaction writes them.
@@ -78,6 +84,7 @@ class UsageRow:
     cache_write_tokens: int = 0
     estimated: bool = False
     cost: float | None = None
+    purpose: Purpose = "turn"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,7 +218,10 @@ def _totals(
 ) -> list[UsageTotal]:
     if by not in GROUPINGS:
         raise ValueError(f"cannot group usage by {by!r}")
-    key = "provider || '/' || model" if by == "model" else by
+    if by == "model":  # a file a daemon of version 1 still writes has no `purpose` yet
+        key = _MODEL_KEY if _has_purpose(db) else "provider || '/' || model"
+    else:
+        key = by
     where: list[str] = []
     params: list[object] = []
     for column, value in (("agent", agent), ("sender", sender)):
@@ -260,9 +270,14 @@ def _migrate(db: sqlite3.Connection) -> None:
         version = target
 
 
+def _has_purpose(db: sqlite3.Connection) -> bool:
+    return any(column[1] == "purpose" for column in db.execute("PRAGMA table_info(usage)"))
+
+
 def _values(row: UsageRow) -> tuple[object, ...]:
     return (
         row.ts, row.agent, row.path, row.sender, row.session, row.provider, row.model,
         row.input_tokens, row.output_tokens, row.cached_tokens, row.cache_write_tokens, int(row.estimated), row.cost,
+        row.purpose,
     )
 
