@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-import openai  # noqa: F401  DIAG
 
 from orchestrator.checks import load_config
 from orchestrator.daemon import Runtime, reload_config, replay_unfinished, start_channels
@@ -156,7 +155,6 @@ async def test_a_model_failing_mid_stream_replaces_the_partial_text_with_the_fai
         tg.push_message(GROUP, USER, "write slowly", chat_type="group")
         await tg.wait_for(lambda: any("incident" in t for t in tg.shown(GROUP)), timeout=20)
         await runtime.drain(10)
-    print("DIAG visible", [(v.kind, v.id, v.text[:40]) for v in tg.visible], flush=True)
     [final] = tg.shown(GROUP)  # the one streamed message, now saying what happened
     assert final.startswith("Sorry, the model provider failed") and "word0" not in final
     assert no_flood(tg)
