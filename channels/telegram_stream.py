@@ -107,7 +107,10 @@ class TelegramStream:
                 if self._ended:
                     return
                 try:
-                    await self._show_latest()
+                    try:
+                        await self._show_latest()
+                    finally:
+                        self._pacer.answered()
                     failures = 0
                 except StreamRateLimited as exc:
                     logger.info("channel {}: stream update rate limited, holding {:g}s", self._adapter.name, exc.retry_after)
