@@ -235,7 +235,8 @@ async def calls_per_reply(fakes: Fakes, urls: dict[str, str], folder: Path) -> d
     return out
 
 
-async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: int) -> dict[str, float]:
+async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: int,
+                       profile: str | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     for stream in (False, True):
         async def work(runtime: Any, master: int, screen: Screen, stream: bool = stream) -> float:
@@ -245,12 +246,22 @@ async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: 
             await fakes.ask(op="push", chat=-299, user=299, text="warm", chat_type="group")
             await fakes.ask(op="wait", words=200, chats=[-299])
             await runtime.drain(10)
+            profiler = None
+            if profile and stream:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                profiler.enable()
             cpu0 = time.process_time()
             for i, chat in enumerate(chats):
                 await fakes.ask(op="push", chat=chat, user=300 + i, text="go", chat_type="group")
             await fakes.ask(op="wait", words=200, chats=chats)
             await runtime.drain(30)
-            return (time.process_time() - cpu0) / turns
+            spent = (time.process_time() - cpu0) / turns
+            if profiler is not None and profile:
+                profiler.disable()
+                profiler.dump_stats(profile)
+            return spent
 
         out["streamed" if stream else "not streamed"] = await with_daemon(
             folder, fakes, urls, stream=stream, interval_s=1.0, work=work
@@ -272,13 +283,25 @@ async def daemon_main(args: argparse.Namespace) -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            lat = await latency(fakes, urls, folder, args.turns)
-            calls = await calls_per_reply(fakes, urls, folder)
-            cpu = await cpu_per_turn(fakes, urls, folder, args.cpu_turns)
+            if not args.cpu_only:
+                lat = await latency(fakes, urls, folder, args.turns)
+                calls = await calls_per_reply(fakes, urls, folder)
+            cpu = await cpu_per_turn(fakes, urls, folder, args.cpu_turns, args.profile)
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
         await proc.wait()
+    if not args.cpu_only:
+        report(lat, calls)
+    ratio = cpu["streamed"] / cpu["not streamed"]
+    print(
+        f"daemon CPU per turn (200 tokens over 1 s, {args.cpu_turns} group chats at once): "
+        f"not streamed {cpu['not streamed'] * 1000:.1f} ms, streamed {cpu['streamed'] * 1000:.1f} ms, "
+        f"ratio {ratio:.2f}x (target <= 1.5x) {'ok' if ratio <= 1.5 else 'over target'}"
+    )
+
+
+def report(lat: dict[str, Any], calls: dict[str, Any]) -> None:
     rtt = lat["rtt"]
     print(f"platform round trip (Telegram getMe, median): {rtt * 1000:.1f} ms; target: first text within {rtt * 1000 + 50:.0f} ms")
     print("first model token -> first visible text:")
@@ -298,12 +321,6 @@ async def daemon_main(args: argparse.Namespace) -> None:
             f"  {label:18} {figures['total']:3d} calls in {figures['span']:.1f} s ({detail}); bound {bound}; "
             f"429 answers: {figures['429']}  {verdict}"
         )
-    ratio = cpu["streamed"] / cpu["not streamed"]
-    print(
-        f"daemon CPU per turn (200 tokens over 1 s, {args.cpu_turns} group chats at once): "
-        f"not streamed {cpu['not streamed'] * 1000:.1f} ms, streamed {cpu['streamed'] * 1000:.1f} ms, "
-        f"ratio {ratio:.2f}x (target <= 1.5x) {'ok' if ratio <= 1.5 else 'over target'}"
-    )
 
 
 def cli() -> None:
@@ -311,6 +328,8 @@ def cli() -> None:
     parser.add_argument("--fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--turns", type=int, default=5, help="latency samples per platform")
     parser.add_argument("--cpu-turns", type=int, default=20, help="turns per CPU figure")
+    parser.add_argument("--cpu-only", action="store_true", help="measure only the CPU per turn")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the streamed CPU turns to FILE")
     args = parser.parse_args()
     asyncio.run(fakes_main() if args.fakes else daemon_main(args))
 
