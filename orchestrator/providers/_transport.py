@@ -36,9 +36,6 @@ Take = Callable[[str | None, bytes], str]
 # How long a stream rests after a read that delivered text: the text shown grows in steps of
 # this much (10 per second), well under any platform's edit interval.
 READ_GAP_S: Final = 0.05
-# A read that took longer than this waited for the network; a shorter one came from the
-# HTTP parser's buffer (the events that arrived during the rest), which is drained first.
-_WAITED_S: Final = 0.001
 _MAX_REASON_CHARS: Final = 200
 # What a `take` raises for an event that is not shaped like one.
 _MALFORMED: Final = (AttributeError, IndexError, KeyError, TypeError, ValueError)
@@ -106,17 +103,14 @@ class Endpoint:
             await self._read_events(stream.response.aiter_bytes(), take, on_text, done)
 
     async def _read_events(self, chunks: AsyncIterator[bytes], take: Take, on_text: OnText, done: Callable[[], bool]) -> None:
-        loop = asyncio.get_running_loop()
         rest = b""
         while True:
-            started = loop.time()
             try:
                 data = await anext(chunks)
             except StopAsyncIteration:
                 break
             except self._broken as exc:
                 raise self.broken(exc) from exc
-            waited = loop.time() - started > _WAITED_S
             if b"\r" in data:  # the format allows CRLF and CR line ends
                 data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             rest += data
@@ -126,7 +120,7 @@ class Endpoint:
             pieces = [piece for block in blocks if (piece := self._take(take, block))]
             if pieces:
                 await on_text("".join(pieces))
-                if waited and not done():
+                if not done():
                     await asyncio.sleep(READ_GAP_S)
         if rest.strip():
             self._take(take, rest)

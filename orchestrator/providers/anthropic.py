@@ -76,7 +76,8 @@ class AnthropicProvider:
         origin = base_url.rstrip("/").removesuffix("/v1")
         try:
             self._client: AsyncAnthropic = anthropic.AsyncAnthropic(
-                base_url=origin, api_key=api_key or _PLACEHOLDER_KEY, timeout=timeout_s, max_retries=max_retries
+                base_url=origin, api_key=api_key or _PLACEHOLDER_KEY, timeout=timeout_s, max_retries=max_retries,
+                http_client=anthropic.DefaultAioHttpClient(),
             )
         except anthropic.AnthropicError as exc:
             raise ProviderError(name, base_url, f"cannot configure the client: {self._endpoint.shorten(str(exc))}") from exc

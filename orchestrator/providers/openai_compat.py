@@ -68,6 +68,7 @@ class OpenAICompatProvider:
                 api_key=api_key or _PLACEHOLDER_KEY,
                 timeout=timeout_s,
                 max_retries=max_retries,
+                http_client=openai.DefaultAioHttpClient(),
             )
         except openai.OpenAIError as exc:
             raise ProviderError(name, base_url, f"cannot configure the client: {exc}") from exc
