@@ -247,7 +247,7 @@ async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: 
             await fakes.ask(op="wait", words=200, chats=[-299])
             await runtime.drain(10)
             profiler = None
-            if profile and stream:
+            if profile:
                 import cProfile
 
                 profiler = cProfile.Profile()
@@ -260,7 +260,7 @@ async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: 
             spent = (time.process_time() - cpu0) / turns
             if profiler is not None and profile:
                 profiler.disable()
-                profiler.dump_stats(profile)
+                profiler.dump_stats(f"{profile}.{'streamed' if stream else 'plain'}")
             return spent
 
         out["streamed" if stream else "not streamed"] = await with_daemon(
@@ -329,7 +329,7 @@ def cli() -> None:
     parser.add_argument("--turns", type=int, default=5, help="latency samples per platform")
     parser.add_argument("--cpu-turns", type=int, default=20, help="turns per CPU figure")
     parser.add_argument("--cpu-only", action="store_true", help="measure only the CPU per turn")
-    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the streamed CPU turns to FILE")
+    parser.add_argument("--profile", metavar="FILE", help="write cProfiles of the CPU turns to FILE.streamed and FILE.plain")
     args = parser.parse_args()
     asyncio.run(fakes_main() if args.fakes else daemon_main(args))
 

@@ -241,20 +241,18 @@ class StreamedMessage:
         """Return True once the answer said it is finished (its stop reason came)."""
         return self._ending
 
-    def take(self, event: str | None, data: bytes) -> str:
-        """Take one server-sent event, as the SDK reads them (no name or `ping`: skipped).
+    def take(self, event: str | None, data: Any) -> str:
+        """Take one server-sent event's data, as the SDK reads them (no name or `ping`: skipped).
 
         Raises ValueError for data that is not JSON, what `on_error` builds for an error event.
         """
-        if event is None or event == "ping" or not data:
+        if event is None or event == "ping" or data == b"":
             return ""
         if event == "error":
-            try:
-                body: Any = json.loads(data)
-            except ValueError:
-                body = None
-            raise self._on_error(body)
-        return self.add(json.loads(data))
+            raise self._on_error(data)
+        if isinstance(data, bytes):
+            raise ValueError(f"an event whose data is not JSON: {data[:80]!r}")
+        return self.add(data)
 
     def add(self, event: Mapping[str, Any]) -> str:
         """Take one event; return the text it adds ("" when none)."""

@@ -21,6 +21,7 @@ is no more resting, so the tail costs no latency.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -30,8 +31,10 @@ from orchestrator.redaction import redact
 __all__ = ["READ_GAP_S", "Endpoint", "OnText", "Take"]
 
 OnText = Callable[[str], Awaitable[None]]
-Take = Callable[[str | None, bytes], str]
-"""One event's name (None when it has none) and data -> the text it adds ("" when none)."""
+Take = Callable[[str | None, Any], str]
+"""One event's name (None when it has none) and data (its JSON value, or its bytes when it is
+not JSON) -> the text it adds ("" when none); raises ValueError, TypeError, ... for an event
+that is not shaped like one."""
 
 # How long a stream rests after a read that delivered text: the text shown grows in steps of
 # this much (10 per second), well under any platform's edit interval.
@@ -111,32 +114,26 @@ class Endpoint:
                 break
             except self._broken as exc:
                 raise self.broken(exc) from exc
-            if b"\r" in data:  # the format allows CRLF and CR line ends
-                data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             rest += data
+            if b"\r" in rest:  # the format allows CRLF and CR line ends
+                rest = _one_line_end(rest)
             if b"\n\n" not in rest:
                 continue
             *blocks, rest = rest.split(b"\n\n")
-            pieces = [piece for block in blocks if (piece := self._take(take, block))]
-            if pieces:
-                await on_text("".join(pieces))
+            text = self._take_all(take, blocks)
+            if text:
+                await on_text(text)
                 if not done():
                     await asyncio.sleep(READ_GAP_S)
         if rest.strip():
-            self._take(take, rest)
+            self._take_all(take, [rest.rstrip(b"\r")])
 
-    def _take(self, take: Take, block: bytes) -> str:
-        event: str | None = None
-        data: list[bytes] = []
-        for line in block.split(b"\n"):
-            if line.startswith(b"data:"):
-                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            elif line.startswith(b"event:"):
-                event = line[6:].strip().decode("utf-8", "replace")
-        if not data and event is None:
-            return ""  # a comment (`: keep-alive`) or an `id:` / `retry:` line
+    def _take_all(self, take: Take, blocks: list[bytes]) -> str:
+        """Hand each event of `blocks` to `take`; return the text they add."""
+        events = [event for block in blocks if (event := _fields(block)) is not None]
+        values = _values([data for _, data in events])
         try:
-            return take(event, b"\n".join(data))
+            return "".join([take(name, value) for (name, _), value in zip(events, values)])
         except _MALFORMED as exc:
             raise self.malformed(exc) from exc
 
@@ -184,3 +181,48 @@ class Endpoint:
             text = text.replace(self.key, "***")
         text = " ".join(redact(text).split())
         return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"
+
+
+def _one_line_end(buffer: bytes) -> bytes:
+    """Turn CRLF and CR into LF, holding back a CR at the end (its LF may come with the next read)."""
+    held = buffer.endswith(b"\r")
+    text = (buffer[:-1] if held else buffer).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return text + b"\r" if held else text
+
+
+def _fields(block: bytes) -> tuple[str | None, bytes] | None:
+    """Return one event's name (None without one) and data; None for a block without either."""
+    event: str | None = None
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if line.startswith(b"data:"):
+            data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+        elif line.startswith(b"event:"):
+            event = line[6:].strip().decode("utf-8", "replace")
+    if not data and event is None:
+        return None  # a comment (`: keep-alive`) or an `id:` / `retry:` line
+    return event, b"\n".join(data)
+
+
+def _values(datas: list[bytes]) -> list[Any]:
+    """Return each event's data as JSON, or as its bytes when it is not JSON (`[DONE]`, empty).
+
+    The events of one read are parsed in one call, as one JSON array: one C call instead of
+    one per token. When that fails (an event that is not JSON is among them) each is parsed
+    alone, so the one at fault is the one refused.
+    """
+    if all(data[:1] == b"{" and data[-1:] == b"}" for data in datas):
+        try:
+            values = json.loads(b"[" + b",".join(datas) + b"]")
+        except ValueError:
+            pass
+        else:
+            if len(values) == len(datas):
+                return list(values)
+    out: list[Any] = []
+    for data in datas:
+        try:
+            out.append(json.loads(data))
+        except ValueError:
+            out.append(data)
+    return out

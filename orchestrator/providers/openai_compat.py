@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,15 +238,16 @@ class _StreamedReply:
         """Return True once the answer said it is finished."""
         return self._ending
 
-    def take(self, event: str | None, data: bytes) -> str:
-        """Take one server-sent event; return the text it adds.
+    def take(self, event: str | None, chunk: Any) -> str:
+        """Take one server-sent event's data; return the text it adds.
 
         Raises ValueError for data that is not JSON and `ProviderError` for an error event.
         """
-        if data.startswith(b"[DONE]"):
-            self._ending = True
-            return ""
-        chunk = json.loads(data)
+        if isinstance(chunk, bytes):
+            if chunk.startswith(b"[DONE]"):
+                self._ending = True
+                return ""
+            raise ValueError(f"an event whose data is not JSON: {chunk[:80]!r}")
         if isinstance(chunk, Mapping) and chunk.get("error"):
             error = chunk["error"]
             message = error.get("message") if isinstance(error, Mapping) else None
