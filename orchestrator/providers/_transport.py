@@ -177,9 +177,9 @@ class Endpoint:
     def shorten(self, text: str) -> str:
         """Return foreign error text on one line, at most 200 characters, with no secret in it."""
         # A proxy may echo the key: the redactor knows keys from the config, a bare client its own.
+        text = " ".join(redact(text).split())
         if self.key:
             text = text.replace(self.key, "***")
-        text = " ".join(redact(text).split())
         return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"
 
 

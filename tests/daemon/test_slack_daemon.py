@@ -143,7 +143,6 @@ async def test_a_running_tool_shows_as_the_thread_status_and_never_in_the_stream
         await slack.wait_until(lambda: statuses()[-1:] == [""], "the status cleared")
     seen = statuses()
     running = seen.index("running file_write...")
-    assert seen[0] == "is thinking..." and running > 0  # the typing status first
     assert "is thinking..." in seen[running + 1:]  # the model's turn again once the tool was done
     assert reply["thread_ts"] == thread
     assert slack.calls("chat.startStream"), "the thread reply streamed"
