@@ -5,17 +5,19 @@ exception classes, and turns whatever the SDK or the connection raises into `Pro
 or `ProviderUnavailable`. Each provider keeps only what differs: the body it sends, how an
 HTTP error's body reads (`status_failure`), and how one stream event adds to its answer.
 
-A streamed answer is read from the raw response, not through the SDK's event iterator. The
-cost of a streamed turn is per network read and per event: the SDK's decoder, its per-event
-async generators and model construction cost about 250 us of CPU per token, ten times what
-the rest of a turn costs. `read_events` splits the server-sent events itself (the format is
-a few lines: blank-line separated blocks of `event:` and `data:` fields), hands each block
-to the provider's `take`, and calls `on_text` once per read with the text the read added.
-After a read that had to wait for the network and delivered text, it rests `READ_GAP_S`
-before reading again, so the events a fast model writes meanwhile arrive in one read: one
-wake-up and one `on_text` per gap instead of one per token. The first text is delivered at
-once (the rest comes before the gap), and once the answer says it is ending (`done`) there
-is no more resting, so the tail costs no latency.
+A streamed answer is read from the raw response, not through the SDK's event iterator: the
+SDK's decoder, its per-event async generators and httpx's per-HTTP-chunk parsing cost about
+250 us of CPU per token, ten times what the rest of a turn costs. Both clients run on their
+SDK's aiohttp transport (`DefaultAioHttpClient`, the SDKs' documented option), whose C parser
+hands over everything buffered in one read. `_read_events` splits the server-sent events
+itself (hand-written because the format is a dozen lines: blank-line separated blocks of
+`event:` and `data:` fields, and the SDK's decoder was the cost), parses the JSON of one
+read's events in one call, hands each to the provider's `take`, and calls `on_text` once per
+read with the text the read added. After a read that delivered text it rests `READ_GAP_S`
+before reading again, so what a fast model writes meanwhile arrives in one read: one
+`on_text`, one trip through the engine and the chat's stream per rest instead of one per
+token. The first text is delivered at once (the rest comes after it), and once the answer
+says it is ending (`done`) there is no more resting, so the tail costs no latency.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ not JSON) -> the text it adds ("" when none); raises ValueError, TypeError, ... 
 that is not shaped like one."""
 
 # How long a stream rests after a read that delivered text: the text shown grows in steps of
-# this much (10 per second), well under any platform's edit interval.
+# this much (20 a second), well under any platform's edit interval.
 READ_GAP_S: Final = 0.05
 _MAX_REASON_CHARS: Final = 200
 # What a `take` raises for an event that is not shaped like one.
