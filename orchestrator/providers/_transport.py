@@ -143,7 +143,7 @@ class Endpoint:
 
     def failure(self, exc: Exception) -> ProviderError:
         """Translate what the SDK raised."""
-        if isinstance(exc, self._timed_out):
+        if isinstance(exc, self._timed_out) and _timed_out(exc):
             return self.unavailable(f"no answer within {self.timeout_s:g} s", timed_out=True)
         if isinstance(exc, self._unreachable):
             cause = exc.__cause__
@@ -155,7 +155,7 @@ class Endpoint:
 
     def broken(self, exc: Exception) -> ProviderError:
         """Translate a connection failure while a stream was being read."""
-        if isinstance(exc, self._read_timeout):
+        if isinstance(exc, self._read_timeout) and _timed_out(exc):
             return self.unavailable(f"no answer within {self.timeout_s:g} s", timed_out=True)
         return self.unavailable(self.shorten(f"the stream broke off: {exc}"))
 
@@ -228,3 +228,19 @@ def _values(datas: list[bytes]) -> list[Any]:
         except ValueError:
             out.append(data)
     return out
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Return True when a timeout error really comes from a timeout.
+
+    The aiohttp transport reports every connection failure (a refused connection, a server
+    that hung up) as `ConnectTimeout`; what really timed out has a `TimeoutError` below it.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, TimeoutError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
