@@ -14,7 +14,7 @@ from loguru import logger
 
 from orchestrator.media import MEDIA_KEY, ImageCache, model_messages
 from orchestrator.providers import Completion, ToolCall
-from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold, image_tokens
+from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.tokens import TokenAccount
 from orchestrator.engine.transcript import Transcript
@@ -257,22 +257,13 @@ class _Turn:
 
     async def _request(self, prompt: str, specs: Sequence[Mapping[str, Any]]) -> Assembled:
         # L1: what is sent fits max_context_tokens by the estimate; `summarize` folds what left the window.
-        # Images count at a flat cost here: their parts are added after the window is fitted.
         ex = self.execution
         policy, cap = ex.context, ex.knobs.max_history_messages
-        images = image_tokens(ex.model, vision=ex.media.vision, detail=ex.media.image_detail)
-        self.transcript.folding = policy.strategy == "summarize"
-        request = assemble(policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap, image_cost=images)
+        request = assemble(policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap)
         if request.unfolded and policy.strategy == "summarize" and not self.folded:
             self.folded = True
-            # folding takes at most summary_timeout_s, and at most half of what is left of the turn
-            now = asyncio.get_running_loop().time()
-            left = self.scope.deadline - now if self.scope is not None else policy.summary_timeout_s
-            deadline = now + min(policy.summary_timeout_s, left / 2)
-            if await fold(policy, self.transcript, window_start=request.start, deadline=deadline, account=self.tokens):
-                request = assemble(
-                    policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap, image_cost=images
-                )
+            if await fold(policy, self.transcript, window_start=request.start):
+                request = assemble(policy, self.transcript, system_prompt=prompt, specs=specs, cap=cap)
         return request
 
     async def _emit(self, event: TurnEvent) -> None:

@@ -12,7 +12,6 @@ from orchestrator.seam import CurrentTurn, ResolvedAgentExecution, budget_key
 __all__ = ["TokenAccount", "estimate_tokens"]
 
 _CHARS_PER_TOKEN: Final = 4  # a rough local estimate: no tokenizer is shipped or downloaded
-_IMAGE_TOKENS: Final = 1_600  # one image part, as `context.IMAGE_TOKENS`
 
 
 def estimate_tokens(chars: int) -> int:
@@ -68,30 +67,6 @@ class TokenAccount:
             )
         return None
 
-    def allows_summary(self, projected: int) -> bool:
-        """Return whether a summary call sending about `projected` tokens fits the daily budget.
-
-        Summary calls count toward the (agent, sender) day, never toward the turn: the
-        user did not ask for them, and one must not stop the turn that triggered it.
-        """
-        knobs = self._execution.knobs
-        return self._execution.usage.spent_today(self._key) + projected <= knobs.max_tokens_per_day
-
-    def charge_summary(self, completion: Completion, messages: Sequence[Mapping[str, Any]]) -> None:
-        """Count one answered summary call against the day and record it (`purpose = "summary"`)."""
-        ex = self._execution
-        link = ex.context.summary_model
-        usage, estimated = completion.usage, False
-        if usage is None:
-            usage, estimated = Usage(
-                input_tokens=estimate_tokens(_chars(messages)), output_tokens=_estimate_answer(completion)
-            ), True
-        ex.usage.record(
-            binding=link, provider=completion.provider or link.provider, model=completion.model or link.model,
-            usage=usage, estimated=estimated, agent=ex.identity.agent, path=ex.identity.path.value,
-            sender=self._actor, session=self._session, purpose="summary",
-        )
-
     def charge(
         self, completion: Completion, messages: Sequence[Mapping[str, Any]], answered_by: tuple[str, str] | None
     ) -> None:
@@ -132,24 +107,11 @@ def _chars(messages: Sequence[Mapping[str, Any]]) -> int:
         content = message.get("content")
         if isinstance(content, str):
             total += len(content)
-        elif isinstance(content, list):
-            total += sum(_part_chars(part) for part in content)
         elif content is not None:
             total += len(json.dumps(content))
         for call in message.get("tool_calls") or ():
             total += len(call["function"]["arguments"]) + len(call["function"]["name"])
     return total
-
-
-def _part_chars(part: Any) -> int:
-    # An image part is billed by its pixels, not its base64 length: count the flat
-    # `IMAGE_TOKENS` (as characters), never the data URL, which would be megabytes.
-    if isinstance(part, Mapping):
-        if part.get("type") == "text":
-            return len(str(part.get("text", "")))
-        if part.get("type") in ("image_url", "image", "input_image"):
-            return _IMAGE_TOKENS * _CHARS_PER_TOKEN
-    return len(json.dumps(part, default=str))
 
 
 def _estimate_answer(completion: Completion) -> int:

@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from orchestrator.store import NOBODY, Grouping, Purpose, UsageReport, UsageRow
+from orchestrator.store import NOBODY, Grouping, UsageReport, UsageRow
 
 if TYPE_CHECKING:
     from orchestrator.providers import ModelBinding, Usage
@@ -77,12 +77,8 @@ class UsageMeter:
         path: str,
         sender: str | None,
         session: str,
-        purpose: Purpose = "turn",
     ) -> None:
-        """Count `usage` against (agent, sender) and append it to the log, priced by the answering link.
-
-        `purpose` tells a turn's own calls from the summary calls its context made.
-        """
+        """Count `usage` against (agent, sender) and append it to the log, priced by the answering link."""
         now = self._clock()
         self._window(budget_key(agent, sender)).add(now, usage.total)
         if self._log is None:
@@ -93,7 +89,7 @@ class UsageMeter:
                 ts=now, agent=agent, path=path, sender=sender or NOBODY, session=session,
                 provider=provider, model=model, input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
-                estimated=estimated, cost=prices.cost(usage) if prices is not None else None, purpose=purpose,
+                estimated=estimated, cost=prices.cost(usage) if prices is not None else None,
             )
         )
 

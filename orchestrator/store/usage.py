@@ -14,10 +14,10 @@ from loguru import logger
 from orchestrator.errors import StateError
 from orchestrator.store.sqlite import Database, state_fault
 
-__all__ = ["GROUPINGS", "NOBODY", "Grouping", "Purpose", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
+__all__ = ["GROUPINGS", "NOBODY", "Grouping", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
 
-# Version 1: the `usage` table; version 2 adds `purpose` ("turn" | "summary", see `_MIGRATE`).
-# Each version adds its own `ALTER TABLE` step, so an existing state dir is upgraded in place.
+# Version 1: the `usage` table. A later version adds its own `ALTER TABLE` steps under a
+# `PRAGMA user_version` check, so an existing state dir is upgraded in place, never rebuilt.
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY,
@@ -32,24 +32,18 @@ CREATE TABLE IF NOT EXISTS usage (
     output_tokens INTEGER NOT NULL,
     cached_tokens INTEGER NOT NULL,
     estimated INTEGER NOT NULL DEFAULT 0,
-    cost REAL,
-    purpose TEXT NOT NULL DEFAULT 'turn'
+    cost REAL
 );
 CREATE INDEX IF NOT EXISTS usage_ts ON usage (ts);
 CREATE INDEX IF NOT EXISTS usage_agent_sender ON usage (agent, sender, ts);
+PRAGMA user_version = 1;
 """
-_VERSION: Final = 2
-_MIGRATE: Final = {2: "ALTER TABLE usage ADD COLUMN purpose TEXT NOT NULL DEFAULT 'turn'"}
 _INSERT: Final = (
     "INSERT INTO usage (ts, agent, path, sender, session, provider, model, input_tokens, output_tokens,"
-    " cached_tokens, estimated, cost, purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cached_tokens, estimated, cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
-# `--by model`: summary calls are their own group, `provider/model (summary)`.
-_MODEL_KEY: Final = "provider || '/' || model || CASE WHEN purpose = 'summary' THEN ' (summary)' ELSE '' END"
 GROUPINGS: Final = ("agent", "sender", "model")
 Grouping = Literal["agent", "sender", "model"]
-# What a call was for: the turn's own model calls, or folding its context into the summary.
-Purpose = Literal["turn", "summary"]
 # Who a call was for when the turn names nobody (an anonymous library or schedule turn).
 NOBODY: Final = "-"
 # Rows wait at most this long (or until this many are pending) before one transaction writes them.
@@ -77,7 +71,6 @@ class UsageRow:
     cached_tokens: int
     estimated: bool = False
     cost: float | None = None
-    purpose: Purpose = "turn"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +113,6 @@ class UsageLog(Database):
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, _SCHEMA)
-        _migrate(self._db)
         self._pending: list[tuple[object, ...]] = []
         self._timer: asyncio.TimerHandle | None = None
         self.on_fault: Callable[[str], None] | None = None
@@ -204,10 +196,7 @@ def _totals(
 ) -> list[UsageTotal]:
     if by not in GROUPINGS:
         raise ValueError(f"cannot group usage by {by!r}")
-    if by == "model":  # a file a daemon of version 1 still writes has no `purpose` yet
-        key = _MODEL_KEY if _has_purpose(db) else "provider || '/' || model"
-    else:
-        key = by
+    key = "provider || '/' || model" if by == "model" else by
     where: list[str] = []
     params: list[object] = []
     for column, value in (("agent", agent), ("sender", sender)):
@@ -233,25 +222,9 @@ def _totals(
     ]
 
 
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a `usage` table of an older version up to `_VERSION` (a new one is created at it)."""
-    (version,) = db.execute("PRAGMA user_version").fetchone()
-    if version == 0:  # just created by `_SCHEMA`, or a file from before versions: columns tell
-        version = 2 if _has_purpose(db) else 1
-    with db:
-        db.execute("BEGIN IMMEDIATE")
-        for step in range(version + 1, _VERSION + 1):
-            db.execute(_MIGRATE[step])
-        db.execute(f"PRAGMA user_version = {_VERSION}")
-
-
-def _has_purpose(db: sqlite3.Connection) -> bool:
-    return any(column[1] == "purpose" for column in db.execute("PRAGMA table_info(usage)"))
-
-
 def _values(row: UsageRow) -> tuple[object, ...]:
     return (
         row.ts, row.agent, row.path, row.sender, row.session, row.provider, row.model,
-        row.input_tokens, row.output_tokens, row.cached_tokens, int(row.estimated), row.cost, row.purpose,
+        row.input_tokens, row.output_tokens, row.cached_tokens, int(row.estimated), row.cost,
     )
 

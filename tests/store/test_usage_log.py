@@ -57,7 +57,7 @@ def test_an_existing_state_dir_gains_the_table_and_keeps_its_files(tmp_path: Pat
     with UsageLog(tmp_path / "usage.sqlite3") as log:  # opened again: the schema applies twice, rows stay
         assert [t.calls for t in log.totals()] == [1]
     with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
     assert (tmp_path / "sessions.sqlite3").read_bytes() == before
 
 
