@@ -17,6 +17,8 @@ alone. Both fakes stamp with `time.monotonic()` (one clock for every process on 
    `stream_edit_interval_s = 1.0`; the target is about one call per interval, no 429.
 3. CPU per turn: the same turns with `stream = true` and `stream = false` (a 200-token
    answer over 1 s, in concurrent chats); the target is streamed within 1.5x of unstreamed.
+   `--cpu-only` measures only this, `--anthropic` against FakeAnthropic (the Anthropic
+   kind of provider), `--profile FILE` writes a cProfile of each kind of turn.
 
 Figures are printed with their targets, never asserted.
 """
@@ -45,14 +47,18 @@ TOKEN: Final = "555555:EEE-bench-bot"
 # -- the fakes' side (child process) ---------------------------------------------------------
 
 
-async def fakes_main() -> None:
+async def fakes_main(anthropic: bool) -> None:
+    from dataclasses import replace
+
+    from tests.fakes import anthropic_api
     from tests.fakes.openai_server import FakeOpenAI, paced, text
     from tests.fakes.telegram_api import FakeTelegram
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    async with FakeOpenAI() as llm, FakeTelegram(token=TOKEN, username="bench_bot") as tg:
+    model: Any = anthropic_api.FakeAnthropic() if anthropic else FakeOpenAI()
+    async with model as llm, FakeTelegram(token=TOKEN, username="bench_bot") as tg:
         print(json.dumps({"llm": llm.base_url, "tg": tg.api_base_url}), flush=True)
         while line := await reader.readline():
             command = json.loads(line)
@@ -60,7 +66,10 @@ async def fakes_main() -> None:
             answer: Any = None
             if op == "script":
                 words = " ".join(f"w{i}" for i in range(command["words"]))
-                llm.default = paced(text(words), over_s=command["over_s"])
+                if anthropic:  # one event per word, spread like `paced`
+                    llm.default = replace(anthropic_api.text(words), gap_s=command["over_s"] / command["words"])
+                else:
+                    llm.default = paced(text(words), over_s=command["over_s"])
             elif op == "push":
                 tg.push_message(command["chat"], command["user"], command["text"], chat_type=command["chat_type"])
             elif op == "wait":  # until every chat in `chats` shows the final text
@@ -70,14 +79,14 @@ async def fakes_main() -> None:
             elif op == "stats":
                 answer = {
                     "visible": [(v.at, v.chat_id, v.kind) for v in tg.visible],
-                    "first_text_at": llm.first_text_at,
+                    "first_text_at": getattr(llm, "first_text_at", []),
                     "calls": Counter(c.method for c in tg.requests if c.method != "getUpdates"),
                     "rate_limited": sum(1 for c in tg.requests if c.status == 429),
                 }
             elif op == "reset":
                 tg.visible.clear()
                 tg.requests.clear()
-                llm.first_text_at.clear()
+                getattr(llm, "first_text_at", []).clear()
             print(json.dumps({"ok": True, "answer": answer}), flush=True)
 
 
@@ -115,9 +124,10 @@ class Screen:
         return None
 
 
-def config_toml(llm: str, tg: str, *, stream: bool, interval_s: float) -> str:
+def config_toml(llm: str, tg: str, *, stream: bool, interval_s: float, kind: str = "openai") -> str:
     return f"""
 [providers.fake]
+kind = "{kind}"
 base_url = "{llm}"
 max_retries = 0
 
@@ -158,7 +168,7 @@ async def with_daemon(folder: Path, fakes: Fakes, urls: dict[str, str], *, strea
     from orchestrator.daemon import Runtime, start_channel
 
     path = folder / f"config-{stream}-{interval_s}.toml"
-    path.write_text(config_toml(urls["llm"], urls["tg"], stream=stream, interval_s=interval_s))
+    path.write_text(config_toml(urls["llm"], urls["tg"], stream=stream, interval_s=interval_s, kind=urls["kind"]))
     config = load_config(path)
     master, slave = os.openpty()
     screen = Screen()
@@ -235,7 +245,8 @@ async def calls_per_reply(fakes: Fakes, urls: dict[str, str], folder: Path) -> d
     return out
 
 
-async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: int) -> dict[str, float]:
+async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: int,
+                       profile: str | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     for stream in (False, True):
         async def work(runtime: Any, master: int, screen: Screen, stream: bool = stream) -> float:
@@ -245,12 +256,22 @@ async def cpu_per_turn(fakes: Fakes, urls: dict[str, str], folder: Path, turns: 
             await fakes.ask(op="push", chat=-299, user=299, text="warm", chat_type="group")
             await fakes.ask(op="wait", words=200, chats=[-299])
             await runtime.drain(10)
+            profiler = None
+            if profile:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                profiler.enable()
             cpu0 = time.process_time()
             for i, chat in enumerate(chats):
                 await fakes.ask(op="push", chat=chat, user=300 + i, text="go", chat_type="group")
             await fakes.ask(op="wait", words=200, chats=chats)
             await runtime.drain(30)
-            return (time.process_time() - cpu0) / turns
+            spent = (time.process_time() - cpu0) / turns
+            if profiler is not None and profile:
+                profiler.disable()
+                profiler.dump_stats(f"{profile}.{'streamed' if stream else 'plain'}")
+            return spent
 
         out["streamed" if stream else "not streamed"] = await with_daemon(
             folder, fakes, urls, stream=stream, interval_s=1.0, work=work
@@ -264,21 +285,34 @@ async def daemon_main(args: argparse.Namespace) -> None:
 
     configure_logging(level="WARNING", fmt="text", sink=sys.stderr)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--fakes", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=_ROOT,
+        sys.executable, __file__, "--fakes", *(["--anthropic"] if args.anthropic else []), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=_ROOT,
     )
     assert proc.stdout is not None
-    urls = json.loads(await proc.stdout.readline())
+    urls = json.loads(await proc.stdout.readline()) | {"kind": "anthropic" if args.anthropic else "openai"}
     fakes = Fakes(proc)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            lat = await latency(fakes, urls, folder, args.turns)
-            calls = await calls_per_reply(fakes, urls, folder)
-            cpu = await cpu_per_turn(fakes, urls, folder, args.cpu_turns)
+            if not args.cpu_only and not args.anthropic:
+                lat = await latency(fakes, urls, folder, args.turns)
+                calls = await calls_per_reply(fakes, urls, folder)
+            cpu = await cpu_per_turn(fakes, urls, folder, args.cpu_turns, args.profile)
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
         await proc.wait()
+    if not args.cpu_only and not args.anthropic:
+        report(lat, calls)
+    ratio = cpu["streamed"] / cpu["not streamed"]
+    print(
+        f"daemon CPU per turn ({'Anthropic' if args.anthropic else 'OpenAI'} kind, 200 tokens over 1 s, "
+        f"{args.cpu_turns} group chats at once): "
+        f"not streamed {cpu['not streamed'] * 1000:.1f} ms, streamed {cpu['streamed'] * 1000:.1f} ms, "
+        f"ratio {ratio:.2f}x (target <= 1.5x) {'ok' if ratio <= 1.5 else 'over target'}"
+    )
+
+
+def report(lat: dict[str, Any], calls: dict[str, Any]) -> None:
     rtt = lat["rtt"]
     print(f"platform round trip (Telegram getMe, median): {rtt * 1000:.1f} ms; target: first text within {rtt * 1000 + 50:.0f} ms")
     print("first model token -> first visible text:")
@@ -298,12 +332,6 @@ async def daemon_main(args: argparse.Namespace) -> None:
             f"  {label:18} {figures['total']:3d} calls in {figures['span']:.1f} s ({detail}); bound {bound}; "
             f"429 answers: {figures['429']}  {verdict}"
         )
-    ratio = cpu["streamed"] / cpu["not streamed"]
-    print(
-        f"daemon CPU per turn (200 tokens over 1 s, {args.cpu_turns} group chats at once): "
-        f"not streamed {cpu['not streamed'] * 1000:.1f} ms, streamed {cpu['streamed'] * 1000:.1f} ms, "
-        f"ratio {ratio:.2f}x (target <= 1.5x) {'ok' if ratio <= 1.5 else 'over target'}"
-    )
 
 
 def cli() -> None:
@@ -311,8 +339,11 @@ def cli() -> None:
     parser.add_argument("--fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--turns", type=int, default=5, help="latency samples per platform")
     parser.add_argument("--cpu-turns", type=int, default=20, help="turns per CPU figure")
+    parser.add_argument("--cpu-only", action="store_true", help="measure only the CPU per turn")
+    parser.add_argument("--anthropic", action="store_true", help="the CPU per turn against FakeAnthropic (implies --cpu-only)")
+    parser.add_argument("--profile", metavar="FILE", help="write cProfiles of the CPU turns to FILE.streamed and FILE.plain")
     args = parser.parse_args()
-    asyncio.run(fakes_main() if args.fakes else daemon_main(args))
+    asyncio.run(fakes_main(args.anthropic) if args.fakes else daemon_main(args))
 
 
 if __name__ == "__main__":

@@ -224,6 +224,23 @@ class ReplyStream(Protocol):
 
 
 @runtime_checkable
+class StreamStatus(Protocol):
+    """A `ReplyStream` that can show a status beside its text (Slack's assistant status); optional.
+
+    The core checks with `isinstance`. While `shows_status` is True, tool progress goes to
+    `status`: `status("running file_read...")` while a tool runs, `status("is thinking...")`
+    when it is done, and the text carries no tool line. While it is False (no thread to show
+    a status in, the status refused) the line goes in the text, as on every other platform.
+    `status` never raises; `finish` / `abort` clear what it set.
+    """
+
+    @property
+    def shows_status(self) -> bool: ...
+
+    async def status(self, text: str) -> None: ...
+
+
+@runtime_checkable
 class StreamingAdapter(Protocol):
     """An adapter that can stream replies (optional: the core checks with `isinstance`)."""
 

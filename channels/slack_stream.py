@@ -21,8 +21,11 @@ per message, like `send`) and the endings are `EditStream`'s; text is escaped li
 
 `status(text)` sets the assistant thread status (`assistant.threads.setStatus`, scope
 `assistant:write`), and the adapter's `typing` sets "is thinking..." in a thread the same way:
-the typing indicator Slack lacks. The end of a stream clears it (a posted reply clears it on
-Slack's side). A refused status is logged once and the adapter stops asking.
+the typing indicator Slack lacks. In a thread the core shows the running tool there
+(`StreamStatus.shows_status`) instead of as a line in the text, so the text only grows and the
+chat stream stays one stream. The end of a stream clears the status (a posted reply clears it
+on Slack's side). A refused status is logged once and the adapter stops asking; the tool line
+then goes in the text.
 """
 
 from __future__ import annotations
@@ -190,6 +193,11 @@ class SlackStream:
             await self._edits.abort(ending)
         finally:
             await self._end()
+
+    @property
+    def shows_status(self) -> bool:
+        """Return True while tool progress can show as the thread's status (a thread; status not refused)."""
+        return self._thread is not None and self._support.status
 
     async def status(self, text: str) -> None:
         """Set the thread's assistant status ("is thinking...", "running file_read..."); never raises.

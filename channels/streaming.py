@@ -36,12 +36,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, Protocol, TypeVar, runtime_checkable
+from typing import Final, TypeVar
 
 from channels.base import ChannelError, ChannelRefused, ReplyProgress
 from channels.chunking import chunk_text
 
-__all__ = ["ChatPacer", "EditStream", "PacerBook", "StreamRateLimited", "StreamStatus", "split_to_limit"]
+__all__ = ["ChatPacer", "EditStream", "PacerBook", "StreamRateLimited", "split_to_limit"]
 
 _log: Final = logging.getLogger(__name__)
 # How often `finish` and `abort` wait out a rate limit before giving up with ChannelError.
@@ -56,18 +56,6 @@ Measure = Callable[[str], int]
 _R = TypeVar("_R")
 # Consecutive failed intermediate calls after which the flusher rests until the next update.
 _MAX_FAILURES: Final = 3
-
-
-@runtime_checkable
-class StreamStatus(Protocol):
-    """A stream that can show a status beside the text (Slack's assistant status); optional.
-
-    The core checks with `isinstance` and calls `status("is thinking...")`, then
-    `status("running file_read...")` while a tool runs; it never raises, and `finish` / `abort`
-    clear what it set.
-    """
-
-    async def status(self, text: str) -> None: ...
 
 
 class StreamRateLimited(ChannelError):

@@ -16,14 +16,16 @@ from typing import Final
 
 from loguru import logger
 
-from channels import ReplyStream
+from channels import ReplyStream, StreamStatus
 from orchestrator.engine import TextDelta, ToolCallStarted, TurnEvent
 
-__all__ = ["StreamFeed", "tool_line"]
+__all__ = ["THINKING", "StreamFeed", "tool_line"]
 
 # The least time between two updates the feed hands the stream: the text is joined once per
 # update, so a fast model's thousands of deltas cost a bounded number of joins.
 _MIN_GAP_S: Final = 0.02
+# The status a stream that shows one (`StreamStatus`) gets back when a tool is done.
+THINKING: Final = "is thinking..."
 
 
 def tool_line(tool: str) -> str:
@@ -38,6 +40,9 @@ class StreamFeed:
     tools stays shown (with the tool line under it) until the next answer starts, which
     replaces it, so what the stream shows last is what the final text says.
 
+    A stream that shows a status (`StreamStatus`, Slack in a thread) gets the tool line there
+    instead, and "is thinking..." when the tool is done; its text never carries the line.
+
     `cap` bounds the text kept (the reply is cut to `max_reply_chars` at the end anyway);
     `on_messages` is called with the stream's `message_ids` whenever it posted another
     message, so the inbox row knows what a restart must close. Lifecycle: the caller runs
@@ -47,7 +52,7 @@ class StreamFeed:
 
     __slots__ = (
         "stream", "_cap", "_on_messages", "_text", "_pending", "_size", "_tool", "_after_tool",
-        "_changed", "_shown", "_recorded", "_closing", "_task", "_updating",
+        "_changed", "_shown", "_recorded", "_closing", "_task", "_updating", "_status", "_status_shown",
     )
 
     def __init__(self, *, stream: ReplyStream, cap: int, on_messages: Callable[[Sequence[str]], None]) -> None:
@@ -65,6 +70,8 @@ class StreamFeed:
         self._closing = False
         self._task: asyncio.Task[None] | None = None
         self._updating = False
+        self._status = stream if isinstance(stream, StreamStatus) else None
+        self._status_shown: str | None = None  # None: never set (the typing hook said "is thinking...")
 
     async def __call__(self, event: TurnEvent) -> None:
         """Take one engine event (the turn's `events` observer); never waits for the platform."""
@@ -99,7 +106,7 @@ class StreamFeed:
             self._pending.clear()
             if len(self._text) > self._cap:
                 self._text = self._text[: self._cap]
-        if self._tool is None:
+        if self._tool is None or (self._status is not None and self._status.shows_status):
             return self._text
         line = tool_line(self._tool)
         return f"{self._text.rstrip()}\n\n{line}" if self._text.strip() else line
@@ -115,6 +122,7 @@ class StreamFeed:
             self._changed.clear()
             if self._closing:
                 break
+            await self._show_status()
             text = self.visible()
             if text.strip() and text != self._shown:
                 self._shown = text
@@ -127,6 +135,23 @@ class StreamFeed:
                     self._updating = False
                 self._record()
             await asyncio.sleep(_MIN_GAP_S)
+
+    async def _show_status(self) -> None:
+        """Hand a stream that shows a status the running tool (or "is thinking..." after one)."""
+        status = self._status
+        if status is None or not status.shows_status:
+            return
+        wanted = tool_line(self._tool) if self._tool is not None else (THINKING if self._status_shown else None)
+        if wanted is None or wanted == self._status_shown:
+            return
+        self._status_shown = wanted
+        self._updating = True
+        try:
+            await status.status(wanted)
+        except Exception as exc:  # `status` must not raise; a bug in one costs the status only
+            logger.opt(exception=exc).warning("a streamed reply status failed")
+        finally:
+            self._updating = False
 
     async def close(self) -> None:
         """End the pump once an update in flight completed; record the messages it posted."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -202,17 +202,24 @@ def to_usage(usage: Any, *, output: Any) -> Usage | None:
     """
     if usage is None:
         return None
-    plain = getattr(usage, "input_tokens", None)
+    plain = _member(usage, "input_tokens")
     if not isinstance(plain, int) or not isinstance(output, int):
         return None
-    read = getattr(usage, "cache_read_input_tokens", None)
-    written = getattr(usage, "cache_creation_input_tokens", None)
+    read = _member(usage, "cache_read_input_tokens")
+    written = _member(usage, "cache_creation_input_tokens")
     read = read if isinstance(read, int) and read > 0 else 0
     written = written if isinstance(written, int) and written > 0 else 0
     return Usage(
         input_tokens=max(0, plain) + read + written, output_tokens=max(0, output), cached_tokens=read,
         cache_write_tokens=written,
     )
+
+
+def _member(value: Any, name: str) -> Any:
+    """`value.name` of an SDK model, or `value[name]` of an event kept as plain JSON."""
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
 
 
 @dataclass(slots=True)
@@ -224,43 +231,65 @@ class _Block:
 
 
 class StreamedMessage:
-    """Assemble raw stream events into the `Completion` the unstreamed answer gives."""
+    """Assemble raw stream events (their JSON objects) into the `Completion` the unstreamed answer gives."""
 
-    __slots__ = ("_blocks", "_output", "_started", "_usage")
+    __slots__ = ("_blocks", "_ending", "_on_error", "_output", "_started", "_usage")
 
-    def __init__(self) -> None:
+    def __init__(self, *, on_error: Callable[[Any], Exception]) -> None:
         self._blocks: dict[int, _Block] = {}
         self._started = False
+        self._ending = False  # message_delta came: only message_stop follows
+        self._on_error = on_error  # builds what an `event: error` raises, from its body
         self._usage: Any = None  # message_start's usage: the input side
         self._output: Any = None  # message_delta's usage: the final output count
 
-    def add(self, event: Any) -> str:
+    def ending(self) -> bool:
+        """Return True once the answer said it is finished (its stop reason came)."""
+        return self._ending
+
+    def take(self, event: str | None, data: Any) -> str:
+        """Take one server-sent event's data, as the SDK reads them (no name or `ping`: skipped).
+
+        Raises ValueError for data that is not JSON, what `on_error` builds for an error event.
+        """
+        if event is None or event == "ping" or data == b"":
+            return ""
+        if event == "error":
+            raise self._on_error(data)
+        if isinstance(data, bytes):
+            raise ValueError(f"an event whose data is not JSON: {data[:80]!r}")
+        return self.add(data)
+
+    def add(self, event: Mapping[str, Any]) -> str:
         """Take one event; return the text it adds ("" when none)."""
-        kind = event.type
+        kind = event["type"]
         if kind == "message_start":
             self._started = True
-            self._usage = getattr(event.message, "usage", None)
+            self._usage = event["message"].get("usage")
         elif kind == "message_delta":
-            usage = getattr(event, "usage", None)
+            self._ending = True
+            usage = event.get("usage")
             if usage is not None:
-                self._output = getattr(usage, "output_tokens", None)
+                self._output = usage.get("output_tokens")
         elif kind == "content_block_start":
-            block = event.content_block
-            if block.type == "tool_use":
-                self._blocks[event.index] = _Block("tool_use", id=block.id, name=block.name)
+            block = event["content_block"]
+            index = event["index"]
+            if block["type"] == "tool_use":
+                self._blocks[index] = _Block("tool_use", id=block["id"], name=block["name"])
             else:
-                self._blocks[event.index] = _Block(block.type)
-                if block.type == "text" and block.text:
-                    self._blocks[event.index].pieces.append(block.text)
-                    return str(block.text)
+                self._blocks[index] = _Block(block["type"])
+                text = block.get("text")
+                if block["type"] == "text" and text:
+                    self._blocks[index].pieces.append(text)
+                    return str(text)
         elif kind == "content_block_delta":
-            delta = event.delta
-            target = self._blocks[event.index]
-            if delta.type == "text_delta":
-                target.pieces.append(delta.text)
-                return str(delta.text)
-            if delta.type == "input_json_delta":
-                target.pieces.append(delta.partial_json)
+            delta = event["delta"]
+            target = self._blocks[event["index"]]
+            if delta["type"] == "text_delta":
+                target.pieces.append(delta["text"])
+                return str(delta["text"])
+            if delta["type"] == "input_json_delta":
+                target.pieces.append(delta["partial_json"])
         return ""
 
     def completion(self) -> Completion:
@@ -276,7 +305,7 @@ class StreamedMessage:
                 # Re-encoded so the arguments read exactly as the unstreamed answer's.
                 value = json.loads("".join(block.pieces) or "{}")
                 calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(value)))
-        output = self._output if self._output is not None else getattr(self._usage, "output_tokens", None)
+        output = self._output if self._output is not None else _member(self._usage, "output_tokens")
         return Completion(
             text="".join(texts) if texts else None, tool_calls=tuple(calls), usage=to_usage(self._usage, output=output)
         )

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from orchestrator.errors import ProviderError, ProviderOverrides
+from orchestrator.providers._transport import Endpoint
 from orchestrator.providers.base import Completion, ToolCall, Usage
-from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
-from orchestrator.redaction import redact
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -20,7 +20,6 @@ __all__ = ["OpenAICompatProvider"]
 
 # Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK refuses to start without one.
 _PLACEHOLDER_KEY: Final = "not-needed"
-_MAX_REASON_CHARS: Final = 200
 
 
 class OpenAICompatProvider:
@@ -34,27 +33,13 @@ class OpenAICompatProvider:
     left raises `ProviderUnavailable` (endpoint unreachable, timed out, or still 429) or
     `ProviderError` (any other failure, 5xx included); an HTTP answer's status and error
     type stay on the error as `status` and `error_type`.  No openai exception escapes.  Cancellation propagates unchanged.
-    With `on_text` the answer is streamed (`stream: true`, read through the SDK's own SSE
-    stream): retries cover the request until the stream starts, and a stream that breaks
-    off raises the same errors.
+    With `on_text` the answer is streamed (`stream: true`, its events read by
+    `Endpoint.stream`, a few pieces a second): retries cover the request until the stream
+    starts, and a stream that breaks off raises the same errors.
     Call `aclose()` (or use `async with`) to release the connection pool.
     """
 
-    __slots__ = (
-        "_cast",
-        "_client",
-        "_key",
-        "_name",
-        "_overrides",
-        "_sdk_error",
-        "_status_error",
-        "_stream_cls",
-        "_stream_usage",
-        "_timed_out",
-        "_timeout_s",
-        "_unreachable",
-        "_url",
-    )
+    __slots__ = ("_cast", "_client", "_endpoint", "_stream_cls", "_stream_usage")
 
     def __init__(
         self,
@@ -70,22 +55,19 @@ class OpenAICompatProvider:
         # Imported here, not at module level: the SDK is slow to import and `--help` must not pay for it.
         import openai
 
-        self._name = name
-        self._overrides = overrides
-        self._url = base_url
-        self._key = api_key
-        self._timeout_s = timeout_s
+        self._endpoint = Endpoint(
+            name=name, url=base_url, key=api_key, overrides=overrides, timeout_s=timeout_s,
+            api="OpenAI-compatible endpoint", what="completion", sdk=openai, sdk_error=openai.OpenAIError,
+            status_failure=self._status_failure,
+        )
         self._stream_usage = stream_usage
-        self._timed_out: type[Exception] = openai.APITimeoutError
-        self._unreachable: type[Exception] = openai.APIConnectionError  # includes APITimeoutError
-        self._status_error: type[Exception] = openai.APIStatusError
-        self._sdk_error: type[Exception] = openai.OpenAIError
         try:
             self._client: AsyncOpenAI = openai.AsyncOpenAI(
                 base_url=base_url,
                 api_key=api_key or _PLACEHOLDER_KEY,
                 timeout=timeout_s,
                 max_retries=max_retries,
+                http_client=openai.DefaultAioHttpClient(),
             )
         except openai.OpenAIError as exc:
             raise ProviderError(name, base_url, f"cannot configure the client: {exc}") from exc
@@ -96,9 +78,7 @@ class OpenAICompatProvider:
         # plain JSON bodies; the SDK's documented custom-request route (`client.post`) sends
         # the same body with the same auth, retries and errors, without that walk.
         self._cast = ChatCompletion
-        # Streamed chunks stay the JSON dicts they arrive as: the SDK's model construction costs
-        # about half a millisecond per chunk (most of a streamed turn's CPU), and
-        # `_StreamedReply` reads four members of each.
+        # The stream is only opened through the SDK (retries, errors); its events are read raw.
         self._stream_cls = openai.AsyncStream[object]
 
     async def __aenter__(self) -> OpenAICompatProvider:
@@ -120,8 +100,9 @@ class OpenAICompatProvider:
     ) -> Completion:
         """Ask for one completion; raise `ProviderUnavailable` or `ProviderError` on failure.
 
-        With `on_text`, stream the answer and await `on_text` with every non-empty piece
-        of its text, in order; what `on_text` raises propagates unchanged.
+        With `on_text`, stream the answer and await `on_text` with each non-empty piece of
+        its text, in order (a piece may hold several tokens); what `on_text` raises
+        propagates unchanged.
         """
         body: dict[str, Any] = {"model": model, "messages": messages}
         if tools:
@@ -130,17 +111,12 @@ class OpenAICompatProvider:
             body["temperature"] = temperature
         if on_text is not None:
             return await self._stream(body, on_text)
-        try:
-            response = await self._client.post("/chat/completions", body=body, cast_to=self._cast)
-        except self._sdk_error as exc:
-            raise self._failure(exc) from exc
-        except ValueError as exc:  # the SDK parses the body itself: one cut off mid-JSON lands here
-            raise self._malformed(exc) from exc
+        response = await self._endpoint.post(self._client, "/chat/completions", body, self._cast)
         try:
             return _to_completion(response)
         except (AttributeError, IndexError, TypeError) as exc:
             # The SDK builds models without validation, so a malformed body surfaces here.
-            raise self._malformed(exc) from exc
+            raise self._endpoint.malformed(exc) from exc
 
     async def _stream(self, body: dict[str, Any], on_text: Callable[[str], Awaitable[None]]) -> Completion:
         body["stream"] = True
@@ -148,62 +124,26 @@ class OpenAICompatProvider:
         # `[providers.X] stream_usage = false` for a server that rejects the member.
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
-        try:
-            stream = await self._client.post(
-                "/chat/completions", body=body, cast_to=self._cast, stream=True, stream_cls=self._stream_cls
-            )
-        except self._sdk_error as exc:
-            raise self._failure(exc) from exc
-        reply = _StreamedReply()
-        async with stream:  # releases the connection however the loop ends, cancellation included
-            while (chunk := await self._next_chunk(stream)) is not None:
-                try:
-                    piece = reply.add(chunk)
-                except (AttributeError, IndexError, TypeError) as exc:
-                    raise self._malformed(exc) from exc
-                if piece:
-                    await on_text(piece)
+        reply = _StreamedReply(self._endpoint)
+        await self._endpoint.stream(
+            self._client, "/chat/completions", body, cast_to=self._cast, stream_cls=self._stream_cls,
+            take=reply.take, on_text=on_text, done=reply.ending,
+        )
         try:
             return reply.completion()
         except (IndexError, TypeError) as exc:
-            raise self._malformed(exc) from exc
+            raise self._endpoint.malformed(exc) from exc
 
-    async def _next_chunk(self, stream: AsyncIterator[Any]) -> Any:
-        # Only the read is guarded: what `on_text` raises must not be mistaken for the SDK's.
-        try:
-            return await anext(stream)
-        except StopAsyncIteration:
-            return None
-        except self._sdk_error as exc:
-            raise self._failure(exc) from exc
-        except ValueError as exc:  # an event whose data is not JSON
-            raise self._malformed(exc) from exc
-
-    def _failure(self, exc: Exception) -> ProviderError:
-        if isinstance(exc, self._timed_out):
-            return ProviderUnavailable(
-                self._name, self._url, overrides=self._overrides,
-                reason=f"no answer within {self._timeout_s:g} s", timed_out=True,
-            )
-        if isinstance(exc, self._unreachable):
-            return ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=self._scrub(_unreachable_reason(exc)))
-        if isinstance(exc, self._status_error):
-            code: int = exc.status_code  # type: ignore[attr-defined]
-            reason, error_type = self._scrub(_status_reason(exc)), _error_type(exc)
-            if code == 429:  # still rate-limited after the SDK's retries: a failover may go elsewhere
-                return ProviderUnavailable(self._name, self._url, overrides=self._overrides, reason=reason, status=code, error_type=error_type)
-            return ProviderError(
-                self._name, self._url, overrides=self._overrides, reason=reason, status=code, error_type=error_type,
-                missing_v1=code == 404 and not urlsplit(self._url).path.rstrip("/").endswith("/v1"),
-            )
-        return ProviderError(self._name, self._url, overrides=self._overrides, reason=self._scrub(_shorten(str(exc))))
-
-    def _malformed(self, exc: Exception) -> ProviderError:
-        return ProviderError(self._name, self._url, overrides=self._overrides, reason=f"malformed completion: {self._scrub(_shorten(str(exc)))}")
-
-    def _scrub(self, text: str) -> str:
-        # The redactor knows keys resolved from the config; a client built with a bare key knows its own.
-        return text.replace(self._key, "***") if self._key else text
+    def _status_failure(self, exc: Any) -> ProviderError:
+        code: int = exc.status_code
+        endpoint = self._endpoint
+        reason, error_type = endpoint.shorten(_status_reason(exc)), _error_type(exc)
+        if code == 429:  # still rate-limited after the SDK's retries: a failover may go elsewhere
+            return endpoint.unavailable(reason, status=code, error_type=error_type)
+        return endpoint.error(
+            reason, status=code, error_type=error_type,
+            missing_v1=code == 404 and not urlsplit(endpoint.url).path.rstrip("/").endswith("/v1"),
+        )
 
     async def transcribe(self, *, model: str, path: Path, mime: str) -> str:
         """Return the text spoken in the audio file at `path` (`/audio/transcriptions`).
@@ -217,13 +157,13 @@ class OpenAICompatProvider:
             result = await self._client.audio.transcriptions.create(
                 model=model, file=(path.name, data, mime), response_format="json"
             )
-        except self._sdk_error as exc:
-            raise self._failure(exc) from exc
+        except self._endpoint.sdk_error as exc:
+            raise self._endpoint.failure(exc) from exc
         except ValueError as exc:
-            raise self._malformed(exc) from exc
+            raise self._endpoint.malformed(exc) from exc
         text = getattr(result, "text", None)
         if not isinstance(text, str):
-            raise self._malformed(TypeError("the transcription has no text"))
+            raise self._endpoint.malformed(TypeError("the transcription has no text"))
         return text
 
     async def aclose(self) -> None:
@@ -283,14 +223,36 @@ class _StreamedReply:
     on every chunk and raises on `finish_reason: "length"`, which the unstreamed path does not.
     """
 
-    __slots__ = ("_calls", "_has_text", "_seen", "_text", "_usage")
+    __slots__ = ("_calls", "_endpoint", "_ending", "_has_text", "_seen", "_text", "_usage")
 
-    def __init__(self) -> None:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
+        self._ending = False  # a finish_reason came: only the usage chunk and `[DONE]` follow
         self._usage: Usage | None = None
         self._text: list[str] = []
         self._has_text = False  # content `null` throughout means text None, as unstreamed
         self._seen = False
         self._calls: dict[int, _PartialCall] = {}
+
+    def ending(self) -> bool:
+        """Return True once the answer said it is finished."""
+        return self._ending
+
+    def take(self, event: str | None, chunk: Any) -> str:
+        """Take one server-sent event's data; return the text it adds.
+
+        Raises ValueError for data that is not JSON and `ProviderError` for an error event.
+        """
+        if isinstance(chunk, bytes):
+            if chunk.startswith(b"[DONE]"):
+                self._ending = True
+                return ""
+            raise ValueError(f"an event whose data is not JSON: {chunk[:80]!r}")
+        if isinstance(chunk, Mapping) and chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, Mapping) else None
+            raise self._endpoint.error(self._endpoint.shorten(message if isinstance(message, str) and message else "an error occurred during streaming"))
+        return self.add(chunk)
 
     def add(self, chunk: Any) -> str:
         """Take one chunk (its JSON object); return the text it adds ("" when none).
@@ -305,6 +267,8 @@ class _StreamedReply:
             if choice.get("index", 0) != 0:  # the first choice, as the unstreamed path reads
                 continue
             self._seen = True
+            if choice.get("finish_reason"):
+                self._ending = True
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if isinstance(content, str):
@@ -347,27 +311,15 @@ class _StreamedReply:
         return Completion(text=text, tool_calls=tuple(calls), usage=self._usage)
 
 
-def _unreachable_reason(exc: Exception) -> str:
-    cause = exc.__cause__
-    detail = f"{type(cause).__name__}: {cause}" if cause is not None and str(cause) else str(exc)
-    return _shorten(detail)
-
-
 def _status_reason(exc: Any) -> str:
     body = exc.body
     message = body.get("message") if isinstance(body, Mapping) else body
     if not isinstance(message, str) or not message:
         message = "no error message"
-    return f"HTTP {exc.status_code}: {_shorten(message)}"
+    return f"HTTP {exc.status_code}: {message}"
 
 
 def _error_type(exc: Any) -> str | None:
     body = exc.body
     kind = body.get("type") if isinstance(body, Mapping) else None
     return kind if isinstance(kind, str) and kind else None
-
-
-def _shorten(text: str) -> str:
-    # Error text comes from outside (a proxy may echo the key): no secret stays in it.
-    text = " ".join(redact(text).split())
-    return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.conftest import WriteConfig
-from tests.fakes.openai_server import FakeOpenAI, cut_off, status, text, tool_call
+from tests.fakes.openai_server import FakeOpenAI, cut_off, paced, status, text, tool_call
 from tests.mcp.kit import stdio_kit
 
 MEMORY_TOOLS = {"memory_store", "memory_recall", "memory_forget"}
@@ -78,7 +78,7 @@ async def test_the_reply_streams_as_several_chunks_in_order_and_is_not_sent_agai
     fake_llm: FakeOpenAI, write_config: WriteConfig
 ) -> None:
     config = write_config(dev_toml(fake_llm.base_url))
-    fake_llm.script(text("one two three four five"), text("ok"))
+    fake_llm.script(paced(text("one two three four five"), over_s=1.0), text("ok"))
     client = RecordingClient()
     async with acp_agent(config, "dev", client) as (conn, _):
         await initialize(conn)
@@ -87,10 +87,11 @@ async def test_the_reply_streams_as_several_chunks_in_order_and_is_not_sent_agai
         first_turn = list(client.updates)
         await conn.prompt(session_id=session.session_id, prompt=prompt("again"))
     assert done.stop_reason == "end_turn"
-    # one update per streamed piece, in order, and nothing after them (no whole-text repeat)
-    assert [(u.session_update, u.content.text) for u in first_turn] == [
-        ("agent_message_chunk", piece) for piece in ["one", " two", " three", " four", " five"]
-    ]
+    # one update per streamed piece (a piece holds what one network read brought: the model
+    # wrote over a second, so several), in order, and nothing after them (no whole-text repeat)
+    assert {u.session_update for u in first_turn} == {"agent_message_chunk"}
+    pieces = [u.content.text for u in first_turn]
+    assert "".join(pieces) == "one two three four five" and len(pieces) > 1 and all(pieces)
     assert fake_llm.requests[0]["stream"] is True
     # the transcript keeps the assembled answer, not the pieces
     assert fake_llm.requests[1]["messages"][-2] == {"role": "assistant", "content": "one two three four five"}
@@ -112,10 +113,14 @@ async def test_a_tool_call_is_reported_and_then_the_final_answer_streams(
     assert done.stop_reason == "end_turn"
     # the text before the call streams too, then the call is reported, then the answer streams
     chunk = "agent_message_chunk"
-    assert client.kinds() == [chunk] * 3 + ["tool_call", "tool_call_update"] + [chunk] * 4
-    texts = [u.content.text for u in client.updates if u.session_update == chunk]
-    assert texts == ["Let", " me", " check.", "It", " printed", " the", " words."]
-    start, finish = client.updates[3:5]
+    kinds = client.kinds()
+    assert [kind for kind in kinds if kind != chunk] == ["tool_call", "tool_call_update"]
+    call_at = kinds.index("tool_call")
+    assert kinds[0] == chunk and kinds[call_at + 2:] and set(kinds[call_at + 2:]) == {chunk}
+    before = "".join(u.content.text for u in client.updates[:call_at])
+    after = "".join(u.content.text for u in client.updates[call_at + 2:])
+    assert (before, after) == ("Let me check.", "It printed the words.")
+    start, finish = client.updates[call_at:call_at + 2]
     assert (start.tool_call_id, start.raw_input) == ("call_s", {"argv": ["echo", "streamed-arguments-run"]})
     assert (finish.tool_call_id, finish.status) == ("call_s", "completed")
     assert "streamed-arguments-run" in finish.raw_output
@@ -174,9 +179,8 @@ async def test_approval_through_request_permission_allow_and_reject(
     assert (start.session_update, start.tool_call_id, start.status) == ("tool_call", "call_a", "pending")
     assert (finish.session_update, finish.tool_call_id, finish.status) == ("tool_call_update", "call_a", "completed")
     assert "allowed-run" in finish.raw_output
-    assert [(m.session_update, m.content.text) for m in message] == [
-        ("agent_message_chunk", "ran"), ("agent_message_chunk", " it"),
-    ]
+    assert {m.session_update for m in message} == {"agent_message_chunk"}
+    assert "".join(m.content.text for m in message) == "ran it"
     rejected = [u for u in client.updates[3:] if u.session_update == "tool_call_update"]
     assert [(u.tool_call_id, u.status) for u in rejected] == [("call_b", "failed")]
     # what the model was told: the output when allowed, a refusal naming the client when rejected

@@ -13,7 +13,7 @@ from channels import Inbound, Outbound, StreamingAdapter
 from channels.chunking import chunk_text
 from channels.slack import SlackAdapter
 from channels.slack_stream import SlackStream
-from channels.streaming import StreamStatus
+from channels import StreamStatus
 from tests.channels.test_slack import Inbox, make_adapter, running
 from tests.fakes.slack_api import FakeSlack
 

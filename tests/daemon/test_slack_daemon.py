@@ -118,3 +118,32 @@ async def test_approval_refusal_stays_in_the_thread(
     assert (refusal["channel"], refusal.get("thread_ts")) == (CHANNEL, thread)
 
 
+
+
+async def test_a_running_tool_shows_as_the_thread_status_and_never_in_the_streamed_text(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+) -> None:
+    path = write_config(slack_toml(fake_llm, slack, autonomy="supervised"))
+    thread = "1700000000.000200"
+    fake_llm.script(
+        tool_call("file_write", {"path": "s.txt", "content": "from slack"}, content="Writing it now."),
+        text("finished s.txt"),
+    )
+
+    def statuses() -> list[str]:
+        return [status for _, channel, ts, status in slack.messages.statuses if (channel, ts) == (CHANNEL, thread)]
+
+    async with daemon(path):
+        await slack.push_mention("please write s.txt", user=ALICE, channel=CHANNEL, thread_ts=thread)
+        # the tool waits for its approval: meanwhile the thread's status names it
+        await slack.wait_until(lambda: "running file_write..." in statuses(), "the tool in the status")
+        await wait_posts(slack, lambda: bool(prompts(slack)))
+        await slack.click(request_id(prompts(slack)[-1]), user=CAROL, approve=True)
+        reply = await wait_text(slack, "finished s.txt")
+        await slack.wait_until(lambda: statuses()[-1:] == [""], "the status cleared")
+    seen = statuses()
+    assert seen.index("running file_write...") < len(seen) - 1 and seen[-1] == ""  # cleared after the tool
+    assert reply["thread_ts"] == thread
+    assert slack.calls("chat.startStream"), "the thread reply streamed"
+    shown = [change.text for change in slack.messages.changes if change.kind != "status"]
+    assert shown and not any("running" in text for text in shown)  # the line never was in the text

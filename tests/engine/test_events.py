@@ -15,7 +15,7 @@ from orchestrator.engine import (
 )
 from orchestrator.seam import ConstructionPath, Services, resolve
 from tests.conftest import provider_toml
-from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
+from tests.fakes.openai_server import FakeOpenAI, paced, text, tool_calls
 
 
 async def test_events_report_each_call_and_a_failing_observer_never_ends_the_turn(
@@ -56,7 +56,8 @@ async def test_text_streams_only_when_asked_and_observed(
     async def observe(event: TurnEvent) -> None:
         events.append(event)
 
-    fake_llm.script(text("plain answer"), text("also plain"), text("streamed answer here"))
+    # paced: the pieces of one network read come as one delta, so the model writes over time
+    fake_llm.script(text("plain answer"), text("also plain"), paced(text("streamed answer here"), over_s=0.6))
     await run_tool_call_loop(execution, Transcript(session="a"), "go", events=observe)  # stream not asked
     await run_tool_call_loop(execution, Transcript(session="b"), "go", stream=True)  # nobody observes
     result = await run_tool_call_loop(execution, Transcript(session="c"), "go", events=observe, stream=True)

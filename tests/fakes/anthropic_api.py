@@ -102,6 +102,7 @@ class Reply:
     error: Mapping[str, Any] | None = None  # the error body for status != 200, or a mid-stream error
     headers: tuple[tuple[str, str], ...] = ()
     cut_after: int | None = None
+    gap_s: float = 0.0  # streamed requests: the pause before each event after the first (a model writing)
 
 
 Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
@@ -461,6 +462,8 @@ async def _stream(request: web.Request, reply: Reply, message: dict[str, Any]) -
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await response.prepare(request)
     for sent, (name, data) in enumerate(_events(reply, message)):
+        if sent and reply.gap_s:
+            await asyncio.sleep(reply.gap_s)
         if sent == reply.cut_after:
             assert request.transport is not None
             request.transport.close()

@@ -101,6 +101,8 @@ class Reply:
     cut_after: int | None = None
     usage: tuple[int, int, int] | None = None  # (prompt, completion, cached); None = estimated
     gap_s: float = 0.0  # streamed requests: the pause before each event after the first
+    # streamed requests: these bytes are the whole event stream, written as they are (50 ms apart)
+    raw_stream: tuple[bytes, ...] | None = None
 
 
 Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
@@ -294,6 +296,8 @@ class FakeOpenAI:
         head = b'{"id":"chatcmpl-fake-%d' % next(self._ids) + self._created
         model = json.dumps(body.get("model")).encode()
         usage = self._usage(body, reply) if self.report_usage else None
+        if body.get("stream") and reply.raw_stream is not None:
+            return await _raw_stream(request, reply.raw_stream)
         if body.get("stream"):
             chunk_head = head.replace(b'"chat.completion"', b'"chat.completion.chunk"')
             options = body.get("stream_options")
@@ -377,6 +381,17 @@ async def _stream(
         if sent == 1:  # the event after the role: the first piece of the answer
             first_text_at.append(time.monotonic())
     await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+async def _raw_stream(request: web.Request, writes: tuple[bytes, ...]) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": _SSE, "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    for index, data in enumerate(writes):
+        if index:
+            await asyncio.sleep(0.05)  # apart, so that the client reads them apart
+        await response.write(data)
     await response.write_eof()
     return response
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -213,7 +214,7 @@ async def test_streamed_text_arrives_in_order_and_adds_up_to_the_completion(fake
     async with _provider(fake.base_url) as provider:
         plain = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
         streamed = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
-    assert sink.pieces == ["the", " quick", " brown", " fox"]
+    assert "".join(sink.pieces) == "the quick brown fox" and all(sink.pieces)  # pieces may hold several tokens
     assert streamed == plain == Completion(text="the quick brown fox")
     unstreamed_body, streamed_body = fake.requests
     assert "stream" not in unstreamed_body
@@ -243,7 +244,7 @@ async def test_streamed_tool_calls_assemble_like_the_unstreamed_answer(fake: Fak
         ("read", '{"path": "notes/a-rather-long-file-name.txt", "lines": [1, 2, 3]}'),
         ("write", '{"path": "b.txt", "text": "hello"}'),
     ]
-    assert with_text.pieces == ["two", " things"]
+    assert "".join(with_text.pieces) == "two things" and all(with_text.pieces)
     expected = ToolCall(id="call_s", name="search", arguments='{"q": "cats and dogs"}')
     assert streamed_alone == plain_alone == Completion(text=None, tool_calls=(expected,))
     assert without_text.pieces == []  # no content at all: on_text is never called
@@ -268,9 +269,10 @@ async def test_stream_cut_off_mid_answer_raises_provider_unavailable_after_the_p
     fake.script(cut_off(text("one two three four"), after=3))  # the role, "one", " two"
     sink = Pieces()
     async with _provider(fake.base_url) as provider:
-        with pytest.raises(ProviderUnavailable, match="incomplete chunked read"):
+        with pytest.raises(ProviderUnavailable, match="the stream broke off: Response payload is not completed"):
             await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
-    assert sink.pieces == ["one", " two"]
+    # a piece may hold several tokens (one per network read), never text after the break
+    assert "".join(sink.pieces) == "one two" and all(sink.pieces)
 
 
 async def test_streamed_completion_without_choices_raises_provider_error(fake: FakeOpenAI) -> None:
@@ -288,8 +290,46 @@ async def test_what_on_text_raises_propagates_unchanged(fake: FakeOpenAI) -> Non
 
     sink = Pieces()
     async with _provider(fake.base_url) as provider:
-        with pytest.raises(LookupError, match="sink refused 'never'"):
+        with pytest.raises(LookupError, match="sink refused 'never"):
             await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=refuse)
         after = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
     assert after.text == "the connection is still usable"
     assert "".join(sink.pieces) == after.text
+
+
+def _chunk(content: str, *, finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": {"content": content} if content else {}, "finish_reason": finish}
+    return b'{"id":"c1","object":"chat.completion.chunk","choices":[' + json.dumps(choice).encode() + b"]}"
+
+
+async def test_events_split_across_reads_with_crlf_comments_and_fields_assemble_the_same_text(fake: FakeOpenAI) -> None:
+    first = _chunk("one")
+    cut = first.index(b"[") + 1  # one event's data on two lines, the CRLF between them split by the network
+    stream = (
+        b": keep-alive comment\r\n\r\nid: 1\r\nretry: 100\r\ndata: " + first[:cut] + b"\r",
+        b"\ndata: " + first[cut:] + b"\r\n\r\ndata: " + _chunk(" two")[:20],  # an event cut mid-JSON
+        _chunk(" two")[20:] + b"\n\ndata:" + _chunk(" three", finish="stop") + b"\n\ndata: [DONE]\n\n",
+    )
+    fake.script(Reply(body=b"", raw_stream=stream))
+    sink = Pieces()
+    async with _provider(fake.base_url) as provider:
+        completion = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+    assert completion.text == "one two three"
+    assert "".join(sink.pieces) == "one two three" and all(sink.pieces)
+
+
+async def test_a_streamed_event_that_is_not_json_raises_provider_error(fake: FakeOpenAI) -> None:
+    fake.script(Reply(body=b"", raw_stream=(b"data: " + _chunk("fine") + b"\n\ndata: {not json\n\n",)))
+    sink = Pieces()
+    async with _provider(fake.base_url) as provider:
+        with pytest.raises(ProviderError, match="malformed completion: an event whose data is not JSON"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+    assert sink.pieces == []  # the read that held the bad event handed on nothing
+
+
+async def test_an_error_event_mid_stream_raises_provider_error_with_its_message(fake: FakeOpenAI) -> None:
+    error = b'{"error":{"message":"the model fell over","type":"server_error"}}'
+    fake.script(Reply(body=b"", raw_stream=(b"data: " + _chunk("partial") + b"\n\n", b"data: " + error + b"\n\n")))
+    async with _provider(fake.base_url) as provider:
+        with pytest.raises(ProviderError, match="the model fell over"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=Pieces())

@@ -1,0 +1,246 @@
+"""What both SDK clients share: the request, the streamed read and the translation of failures.
+
+`Endpoint` holds one provider's identity (name, URL, key, override variables) and its SDK's
+exception classes, and turns whatever the SDK or the connection raises into `ProviderError`
+or `ProviderUnavailable`. Each provider keeps only what differs: the body it sends, how an
+HTTP error's body reads (`status_failure`), and how one stream event adds to its answer.
+
+A streamed answer is read from the raw response, not through the SDK's event iterator: the
+SDK's decoder, its per-event async generators and httpx's per-HTTP-chunk parsing cost about
+250 us of CPU per token, ten times what the rest of a turn costs. Both clients run on their
+SDK's aiohttp transport (`DefaultAioHttpClient`, the SDKs' documented option), whose C parser
+hands over everything buffered in one read. `_read_events` splits the server-sent events
+itself (hand-written because the format is a dozen lines: blank-line separated blocks of
+`event:` and `data:` fields, and the SDK's decoder was the cost), parses the JSON of one
+read's events in one call, hands each to the provider's `take`, and calls `on_text` once per
+read with the text the read added. After a read that delivered text it rests `READ_GAP_S`
+before reading again, so what a fast model writes meanwhile arrives in one read: one
+`on_text`, one trip through the engine and the chat's stream per rest instead of one per
+token. The first text is delivered at once (the rest comes after it), and once the answer
+says it is ending (`done`) there is no more resting, so the tail costs no latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
+from orchestrator.redaction import redact
+
+__all__ = ["READ_GAP_S", "Endpoint", "OnText", "Take"]
+
+OnText = Callable[[str], Awaitable[None]]
+Take = Callable[[str | None, Any], str]
+"""One event's name (None when it has none) and data (its JSON value, or its bytes when it is
+not JSON) -> the text it adds ("" when none); raises ValueError, TypeError, ... for an event
+that is not shaped like one."""
+
+# How long a stream rests after a read that delivered text: the text shown grows in steps of
+# this much (20 a second), well under any platform's edit interval.
+READ_GAP_S: Final = 0.05
+_MAX_REASON_CHARS: Final = 200
+# What a `take` raises for an event that is not shaped like one.
+_MALFORMED: Final = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+
+
+class Endpoint:
+    """One provider's endpoint as its errors name it, with the SDK's exception classes."""
+
+    __slots__ = (
+        "api", "key", "name", "overrides", "sdk_error", "timeout_s", "url",
+        "_broken", "_read_timeout", "_status_error", "_status_failure", "_timed_out", "_unreachable", "_what",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        url: str,
+        key: str | None,
+        overrides: ProviderOverrides | None,
+        timeout_s: float,
+        api: str,
+        what: str,
+        sdk: Any,
+        sdk_error: type[Exception],
+        status_failure: Callable[[Any], ProviderError],
+    ) -> None:
+        import httpx2  # the SDKs' HTTP client: a streamed read raises its errors unwrapped
+
+        self.name, self.url, self.key, self.overrides = name, url, key, overrides
+        self.timeout_s, self.api, self._what = timeout_s, api, what
+        self._timed_out: type[Exception] = sdk.APITimeoutError
+        self._unreachable: type[Exception] = sdk.APIConnectionError  # includes APITimeoutError
+        self._status_error: type[Exception] = sdk.APIStatusError
+        self.sdk_error: type[Exception] = sdk_error
+        self._broken: type[Exception] = httpx2.HTTPError
+        self._read_timeout: type[Exception] = httpx2.TimeoutException
+        self._status_failure = status_failure
+
+    # -- requests ------------------------------------------------------------------------------
+
+    async def post(self, client: Any, path: str, body: Mapping[str, Any], cast_to: type[Any]) -> Any:
+        """Post `body` through the SDK (its retries, auth and errors); return the parsed answer."""
+        try:
+            return await client.post(path, body=body, cast_to=cast_to)
+        except self.sdk_error as exc:
+            raise self.failure(exc) from exc
+        except ValueError as exc:  # the SDK parses the body itself: one cut off mid-JSON lands here
+            raise self.malformed(exc) from exc
+
+    async def stream(
+        self, client: Any, path: str, body: Mapping[str, Any], *, cast_to: type[Any], stream_cls: type[Any],
+        take: Take, on_text: OnText, done: Callable[[], bool],
+    ) -> None:
+        """Post a streamed request (the SDK retries until the stream starts), then read its events.
+
+        What `on_text` raises propagates unchanged; the connection is released however the
+        read ends, cancellation included.
+        """
+        try:
+            stream = await client.post(path, body=body, cast_to=cast_to, stream=True, stream_cls=stream_cls)
+        except self.sdk_error as exc:
+            raise self.failure(exc) from exc
+        async with stream:  # `AsyncStream.close` closes the response
+            await self._read_events(stream.response.aiter_bytes(), take, on_text, done)
+
+    async def _read_events(self, chunks: AsyncIterator[bytes], take: Take, on_text: OnText, done: Callable[[], bool]) -> None:
+        rest = b""
+        while True:
+            try:
+                data = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except self._broken as exc:
+                raise self.broken(exc) from exc
+            rest += data
+            if b"\r" in rest:  # the format allows CRLF and CR line ends
+                rest = _one_line_end(rest)
+            if b"\n\n" not in rest:
+                continue
+            *blocks, rest = rest.split(b"\n\n")
+            text = self._take_all(take, blocks)
+            if text:
+                await on_text(text)
+                if not done():
+                    await asyncio.sleep(READ_GAP_S)
+        if rest.strip():
+            self._take_all(take, [rest.rstrip(b"\r")])
+
+    def _take_all(self, take: Take, blocks: list[bytes]) -> str:
+        """Hand each event of `blocks` to `take`; return the text they add."""
+        events = [event for block in blocks if (event := _fields(block)) is not None]
+        values = _values([data for _, data in events])
+        try:
+            return "".join([take(name, value) for (name, _), value in zip(events, values)])
+        except _MALFORMED as exc:
+            raise self.malformed(exc) from exc
+
+    # -- failures ------------------------------------------------------------------------------
+
+    def failure(self, exc: Exception) -> ProviderError:
+        """Translate what the SDK raised."""
+        if isinstance(exc, self._timed_out) and _timed_out(exc):
+            return self.unavailable(f"no answer within {self.timeout_s:g} s", timed_out=True)
+        if isinstance(exc, self._unreachable):
+            cause = exc.__cause__
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None and str(cause) else str(exc)
+            return self.unavailable(self.shorten(detail))
+        if isinstance(exc, self._status_error):
+            return self._status_failure(exc)
+        return self.error(self.shorten(str(exc)))
+
+    def broken(self, exc: Exception) -> ProviderError:
+        """Translate a connection failure while a stream was being read."""
+        if isinstance(exc, self._read_timeout) and _timed_out(exc):
+            return self.unavailable(f"no answer within {self.timeout_s:g} s", timed_out=True)
+        return self.unavailable(self.shorten(f"the stream broke off: {exc}"))
+
+    def malformed(self, exc: Exception) -> ProviderError:
+        """An answer that is not shaped like one."""
+        return self.error(f"malformed {self._what}: {self.shorten(str(exc))}")
+
+    def error(self, reason: str, *, status: int | None = None, error_type: str | None = None, missing_v1: bool = False) -> ProviderError:
+        """A failure that retrying elsewhere would not fix."""
+        return ProviderError(
+            self.name, self.url, reason, status=status, error_type=error_type, overrides=self.overrides, missing_v1=missing_v1
+        )
+
+    def unavailable(self, reason: str, *, status: int | None = None, error_type: str | None = None, timed_out: bool = False) -> ProviderUnavailable:
+        """The endpoint unreachable, timed out, or still overloaded or rate-limited."""
+        return ProviderUnavailable(
+            self.name, self.url, reason, status=status, error_type=error_type, api=self.api, timed_out=timed_out,
+            overrides=self.overrides,
+        )
+
+    def shorten(self, text: str) -> str:
+        """Return foreign error text on one line, at most 200 characters, with no secret in it."""
+        # A proxy may echo the key: the redactor knows keys from the config, a bare client its own.
+        text = " ".join(redact(text).split())
+        if self.key:
+            text = text.replace(self.key, "***")
+        return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"
+
+
+def _one_line_end(buffer: bytes) -> bytes:
+    """Turn CRLF and CR into LF, holding back a CR at the end (its LF may come with the next read)."""
+    held = buffer.endswith(b"\r")
+    text = (buffer[:-1] if held else buffer).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return text + b"\r" if held else text
+
+
+def _fields(block: bytes) -> tuple[str | None, bytes] | None:
+    """Return one event's name (None without one) and data; None for a block without either."""
+    event: str | None = None
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if line.startswith(b"data:"):
+            data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+        elif line.startswith(b"event:"):
+            event = line[6:].strip().decode("utf-8", "replace")
+    if not data and event is None:
+        return None  # a comment (`: keep-alive`) or an `id:` / `retry:` line
+    return event, b"\n".join(data)
+
+
+def _values(datas: list[bytes]) -> list[Any]:
+    """Return each event's data as JSON, or as its bytes when it is not JSON (`[DONE]`, empty).
+
+    The events of one read are parsed in one call, as one JSON array: one C call instead of
+    one per token. When that fails (an event that is not JSON is among them) each is parsed
+    alone, so the one at fault is the one refused.
+    """
+    if all(data[:1] == b"{" and data[-1:] == b"}" for data in datas):
+        try:
+            values = json.loads(b"[" + b",".join(datas) + b"]")
+        except ValueError:
+            pass
+        else:
+            if len(values) == len(datas):
+                return list(values)
+    out: list[Any] = []
+    for data in datas:
+        try:
+            out.append(json.loads(data))
+        except ValueError:
+            out.append(data)
+    return out
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Return True when a timeout error really comes from a timeout.
+
+    The aiohttp transport reports every connection failure (a refused connection, a server
+    that hung up) as `ConnectTimeout`; what really timed out has a `TimeoutError` below it.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, TimeoutError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
