@@ -1,6 +1,7 @@
 """Inbound attachments: the media policy value, the intake, and the content parts the model sees."""
 
-from orchestrator.media.content import MEDIA_KEY, ImageCache, model_messages
+from orchestrator.media.budget import IMAGE_BUDGET_BYTES, ImageBudget, image_budget, use_image_budget
+from orchestrator.media.content import MEDIA_KEY, encoded_size, model_messages
 from orchestrator.media.intake import DOWNLOAD_TIMEOUT_S, Incoming, Intake, MediaRefused, bytes_fetch, check, take_in
 from orchestrator.media.kinds import IMAGE_MIMES, acceptable_mime
 from orchestrator.media.policy import NO_MEDIA, MediaPolicy, Transcriber
@@ -8,11 +9,12 @@ from orchestrator.media.uploads import UPLOADS_DIR, safe_name, upload_target
 
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
+    "IMAGE_BUDGET_BYTES",
     "IMAGE_MIMES",
     "MEDIA_KEY",
     "NO_MEDIA",
     "UPLOADS_DIR",
-    "ImageCache",
+    "ImageBudget",
     "Incoming",
     "Intake",
     "MediaPolicy",
@@ -21,8 +23,11 @@ __all__ = [
     "acceptable_mime",
     "bytes_fetch",
     "check",
+    "encoded_size",
+    "image_budget",
     "model_messages",
     "safe_name",
     "take_in",
     "upload_target",
+    "use_image_budget",
 ]
