@@ -19,10 +19,11 @@ from typing import Final
 
 __all__ = ["IMAGE_BUDGET_BYTES", "ImageBudget", "image_budget", "use_image_budget"]
 
-# Room for one message at the default `max_message_bytes` (25 MB, 33.3 MB encoded), and for
-# about 25 one-megabyte photos at once: the process then holds at most ~2x this (plus one
-# image being encoded) for pictures, however many arrive together.
-IMAGE_BUDGET_BYTES: Final = 32 * 1024 * 1024
+# About 18 one-megabyte photos (or two at the default 10 MB `max_bytes`) in flight at once:
+# the process then holds about 2x this for pictures (each URL and its request body), however
+# many arrive together. bench/media.py: 32 MiB held 2.1-2.2x a 50-photo burst, 16 MiB 1.1-1.5x
+# but made the burst a third slower behind a 0.5 s model. A message over the budget runs alone.
+IMAGE_BUDGET_BYTES: Final = 24 * 1024 * 1024
 
 _budgets: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ImageBudget] = weakref.WeakKeyDictionary()
 

@@ -64,7 +64,14 @@ async def model_messages(
     found = _find_images(window, workspace) if vision else {}
     size = sum(encoded_size(where[1], where[2]) for where in found.values() if where is not None)
     async with (budget or image_budget()).hold(size):
-        yield _with_parts(window, found, vision=vision, detail=detail)
+        shown: list[dict[str, Any]] = []
+        try:
+            yield _with_parts(window, found, vision=vision, detail=detail, shown=shown)
+        finally:
+            # Whoever still holds the messages (an SDK's request object, a traceback) no longer
+            # holds the pictures: what the budget gives back is really let go.
+            for image in shown:
+                image["url"] = ""
 
 
 def _find_images(window: Sequence[dict[str, Any]], workspace: Path) -> dict[str, _Found | None]:
@@ -92,7 +99,12 @@ def _measure(workspace: Path, relative: str, mime: str) -> _Found | None:
 
 
 def _with_parts(
-    window: Sequence[dict[str, Any]], found: Mapping[str, _Found | None], *, vision: bool, detail: str
+    window: Sequence[dict[str, Any]],
+    found: Mapping[str, _Found | None],
+    *,
+    vision: bool,
+    detail: str,
+    shown: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     urls: dict[str, str | None] = {}  # one string per file, however many parts show it
     out: list[dict[str, Any]] = []
@@ -113,7 +125,9 @@ def _with_parts(
                 if url is None:
                     parts.append({"type": "text", "text": _GONE})
                 else:
-                    parts.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
+                    image = {"url": url, "detail": detail}
+                    shown.append(image)
+                    parts.append({"type": "image_url", "image_url": image})
             plain["content"] = parts
         out.append(plain)
     return out
