@@ -5,7 +5,9 @@
 measures it (characters for Discord and Slack, UTF-16 units for Telegram). The rules:
 
 - Pacing: every platform call of one chat goes through that chat's `ChatPacer`, so a chat sees
-  at most one call per `interval_s` however many streams (sessions) write into it. The first
+  at most one call per `interval_s` however many streams (sessions) write into it, counted from
+  when the previous call came back (the platform counts arrivals; a slow call followed at its
+  slot's pace by a fast one would reach it closer together). The first
   post of a reply goes out at once when the chat has been quiet for `interval_s`.
 - Coalescing: `update` only records the latest text and returns; one flusher task per stream
   shows the newest text when the pacer allows. Texts in between are never sent, and a message is
@@ -103,6 +105,12 @@ class ChatPacer:
             self._next_at = loop.time() + self.interval_s
             self.calls += 1
 
+    def answered(self) -> None:
+        """Record that the call of the slot just taken came back: the next slot is `interval_s`
+        after this, not only after the slot began, since the platform counts when a call
+        arrives: a slow call that reached it late must not be followed closely by a fast one."""
+        self._next_at = max(self._next_at, asyncio.get_running_loop().time() + self.interval_s)
+
     def hold(self, seconds: float) -> None:
         """Give the chat no slot for `seconds` from now (the platform's retry_after)."""
         until = asyncio.get_running_loop().time() + min(max(seconds, 0.0), _MAX_HOLD_S)
@@ -119,6 +127,8 @@ class ChatPacer:
                 if attempt == _FINAL_ATTEMPTS - 1:
                     raise
                 self.hold(exc.retry_after)
+            finally:
+                self.answered()
         raise AssertionError("unreachable")
 
 
@@ -230,7 +240,10 @@ class EditStream:
                     index = self._pending()
                     if index is None:
                         return
-                    await self._show(index, self._latest[index])
+                    try:
+                        await self._show(index, self._latest[index])
+                    finally:
+                        self._pacer.answered()
                     failures = 0
                 except StreamRateLimited as exc:
                     _log.info("%s: stream update rate limited, holding %.1fs", self._channel, exc.retry_after)
@@ -351,7 +364,10 @@ class EditStream:
     async def _once(self, call: Callable[[], Awaitable[_R]]) -> _R:
         """Run one call in the chat's pace, without retrying a rate limit."""
         await self._pacer.slot()
-        return await call()
+        try:
+            return await call()
+        finally:
+            self._pacer.answered()
 
     async def _paced(self, call: Callable[[], Awaitable[_R]]) -> _R:
         return await self._pacer.paced(call)

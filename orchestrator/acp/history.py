@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from dataclasses import dataclass
@@ -39,7 +40,8 @@ class AcpHistory:
     def start(self, session_id: str) -> StoredTranscript:
         """Create the stored session for a new id."""
         row = self._store.open_session(self._key(session_id), self._agent)
-        return StoredTranscript(transcript=Transcript(session=f"acp:{session_id}"), row=row)
+        backlog = functools.partial(self._store.load_range, row)
+        return StoredTranscript(transcript=Transcript(session=f"acp:{session_id}", backlog=backlog), row=row)
 
     def load(self, session_id: str, *, keep: int) -> tuple[StoredTranscript, list[dict[str, Any]]] | None:
         """Return the stored session (its last `keep` messages in memory) and its whole conversation.
@@ -52,7 +54,8 @@ class AcpHistory:
         if row is None:
             return None
         messages, total = self._store.load_messages(row)
-        transcript = Transcript(session=f"acp:{session_id}", messages=messages)
+        backlog = functools.partial(self._store.load_range, row)  # what left memory, to fold it
+        transcript = Transcript(session=f"acp:{session_id}", messages=messages, backlog=backlog)
         transcript.compact(keep)  # only the history window stays in memory
         return StoredTranscript(transcript=transcript, row=row, persisted=total), messages
 

@@ -80,6 +80,8 @@ class PricesConfig(_Model):
     output: float = Field(ge=0, strict=True)
     # absent = the `input` price (a provider without a prompt-cache discount)
     cached_input: float | None = Field(default=None, ge=0, strict=True)
+    # absent = the `input` price (nothing is silently free; Anthropic bills a 5-minute cache write at 1.25x input)
+    cache_write: float | None = Field(default=None, ge=0, strict=True)
 
 
 class ProviderConfig(_Model):
@@ -142,7 +144,7 @@ class ContextConfig(_Model):
     # the model (on `summary_provider`, default the agent's own provider) that writes summaries
     summary_model: NonEmptyStr | None = None
     summary_provider: NonEmptyStr | None = None
-    # one summarizing call; past it the turn goes on with the window
+    # a turn's folding, all its summarizing calls together; past it the turn goes on with the window
     summary_timeout_s: float = Field(default=30.0, gt=0, le=600, strict=True)
 
 

@@ -44,11 +44,18 @@ class Channel:
         self._error: BaseException | None = None
         self._settled = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._leases = 0  # streamed replies still going through this adapter (see `ChannelSet.lease`)
+        self._retired = False  # stopped while leased: its adapter closes at the last release
 
     @property
     def kind(self) -> str:
         """Return the adapter kind (`telegram`, `terminal`, ...)."""
         return self.settings.kind
+
+    @property
+    def retired(self) -> bool:
+        """Return True once the channel was stopped (a reload restarted it) while a lease held its adapter."""
+        return self._retired
 
     @property
     def state(self) -> ChannelState:
@@ -89,6 +96,7 @@ class ChannelSet:
     def __init__(self, *, spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[None]]) -> None:
         self._spawn = spawn
         self._channels: dict[str, Channel] = {}
+        self._retired: list[Channel] = []  # stopped, their adapters kept open for leased streams
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._channels)
@@ -141,7 +149,11 @@ class ChannelSet:
         raise ChannelError(name, "stopped before it was ready")
 
     async def stop(self, name: str) -> None:
-        """Stop channel `name`: cancel its supervisor, wait until it has ended, close its adapter."""
+        """Stop channel `name`: cancel its supervisor, wait until it has ended, close its adapter.
+
+        An adapter a lease holds (a reply streaming through it) stops receiving now and is
+        closed when the last lease is released, so that reply finishes where it began.
+        """
         channel = self._channels.pop(name, None)
         if channel is None:
             return
@@ -150,7 +162,28 @@ class ChannelSet:
             task.cancel()
             await asyncio.wait([task])
         channel._stopped()
+        if channel._leases:
+            channel._retired = True
+            self._retired.append(channel)
+            logger.info("channel {}: the old adapter closes once the replies streaming through it end ({})", name, channel._leases)
+            return
         await channel.adapter.aclose()
+
+    def lease(self, channel: Channel) -> None:
+        """Hold `channel`'s adapter open for one streamed reply until `release` (across a `stop`)."""
+        channel._leases += 1
+
+    async def release(self, channel: Channel) -> None:
+        """Let go of a `lease`; the last release of a stopped channel closes its adapter."""
+        channel._leases -= 1
+        if channel._leases or channel not in self._retired:
+            return
+        try:
+            await channel.adapter.aclose()
+        except Exception as exc:
+            logger.opt(exception=exc).warning("closing the old adapter of channel {} failed", channel.name)
+        if channel in self._retired:  # removed after the close: one cut short is closed by `close_all`
+            self._retired.remove(channel)
 
     def cancel_all(self) -> None:
         """Cancel every supervisor (the runtime is closing; `close_all` follows)."""
@@ -159,8 +192,9 @@ class ChannelSet:
                 channel._task.cancel()
 
     async def close_all(self) -> None:
-        """Close every adapter, logging (never raising) a failure to close one."""
-        for channel in self._channels.values():
+        """Close every adapter (those kept open for leased streams too), logging (never raising) a failure."""
+        retired, self._retired = self._retired, []
+        for channel in [*self._channels.values(), *retired]:
             channel._stopped()
             try:
                 await channel.adapter.aclose()

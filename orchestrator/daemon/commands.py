@@ -74,7 +74,7 @@ async def _compact(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> No
     try:
         folded = await runtime.sessions.compact(
             admitted.key, agent=agent, execution=lambda: build_channel(config, agent, runtime.services),
-            gate=lambda: runtime.accepting,
+            gate=lambda: runtime.accepting, actor=f"{inbound.channel}:{inbound.sender}",
         )
     except TurnRefused:  # stopping: leave it pending for the next start
         return

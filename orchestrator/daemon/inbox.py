@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 
 from loguru import logger
 
@@ -15,7 +15,6 @@ from channels import (
     ChannelError,
     Inbound,
     Outbound,
-    StreamingAdapter,
     create_adapter,
 )
 from orchestrator.config import ChannelConfig
@@ -23,7 +22,7 @@ from orchestrator.daemon.admission import Admitted, Disposition, admit
 from orchestrator.daemon.approvals import answer_approval, send
 from orchestrator.daemon.channels import Channel
 from orchestrator.daemon.commands import run_command
-from orchestrator.daemon.replies import resume_reply
+from orchestrator.daemon.replies import CONTINUED, close_abandoned, resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
 from orchestrator.sessions import TurnRefused
@@ -198,7 +197,7 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
 async def _resume(runtime: Runtime, inbound: Inbound, row: InboxRow) -> None:
     """Send the rest of a finished turn's reply; a stream it had not yet replaced is closed first."""
     if row.stream and row.sent == 0:
-        await _close_abandoned(runtime, inbound, row.stream, _CONTINUED)
+        await close_abandoned(runtime, inbound, row.stream, CONTINUED)
     await resume_reply(runtime, inbound, row.reply or "", sent=row.sent)
 
 
@@ -210,26 +209,10 @@ async def _close_stream(runtime: Runtime, inbound: Inbound, message_ids: tuple[s
     stream (the config changed) gets the notice as a message instead.
     """
     async with runtime.in_flight():
-        if await _close_abandoned(runtime, inbound, message_ids, notice):
+        if await close_abandoned(runtime, inbound, message_ids, notice):
             runtime.store.mark(inbound.channel, inbound.event_id, "interrupted")
             return
     await resume_reply(runtime, inbound, notice, sent=0, notice=True)
-
-
-async def _close_abandoned(runtime: Runtime, inbound: Inbound, message_ids: tuple[str, ...], ending: str) -> bool:
-    """Ask the adapter to close a half-shown stream; False when it cannot (no streaming adapter)."""
-    live = runtime.channels.get(inbound.channel)
-    if live is None or not isinstance(live.adapter, StreamingAdapter):
-        return False
-    try:
-        await live.adapter.close_abandoned(inbound.chat, inbound.thread, message_ids, ending)
-    except ChannelError as exc:  # the message may be gone; the reply or notice still follows
-        logger.warning("could not close the interrupted reply to {}: {}", inbound.event_id, exc.reason)
-        return False
-    return True
-
-
-_CONTINUED: Final = "This reply was interrupted by a restart; it follows in full below."
 
 
 async def _reply(runtime: Runtime, inbound: Inbound, text: str) -> None:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from typing import Final
 
 from loguru import logger
 
-from channels import ChannelError, ChannelRefused, Inbound, Outbound, ReplyProgress, ReplyStream
+from channels import ChannelError, ChannelRefused, Inbound, Outbound, ReplyProgress, ReplyStream, StreamingAdapter
 from orchestrator.daemon.runtime import Runtime
 
-__all__ = ["deliver_reply", "fit_reply", "resume_reply"]
+__all__ = ["CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "fit_reply", "resume_reply"]
 
 # Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
 _SEND_RETRY_FIRST_S: Final = 0.5
 _SEND_RETRY_CAP_S: Final = 15.0
+# What a half-shown stream says when its reply follows in full in new messages.
+CONTINUED: Final = "This reply was interrupted by a restart; it follows in full below."
 
 
 def fit_reply(text: str, limit: int) -> str:
@@ -92,3 +95,44 @@ async def resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: i
     """Send what the previous process owed `inbound` (counted in flight, like a turn)."""
     async with runtime.in_flight():
         await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent)
+
+
+async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stream: ReplyStream) -> bool:
+    """Finish a reply streamed through a channel's previous adapter (a reload restarted it mid-turn).
+
+    The old adapter, kept open for it, puts the final text in place of what it showed, under
+    the reply protocol. It no longer receives and may have lost its connection with the gateway
+    (Discord's closes with it), so it is tried once: when it fails, the stream is closed as
+    after a crash, by the current adapter following the partial message up with `CONTINUED`,
+    and the reply is sent in full through the current adapter (the chunks the old one got out
+    are not sent again). True once it is finished.
+    """
+    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
+    store.begin_reply(channel, event_id, text)
+    progress = ReplyProgress(0, on_advance=lambda done: store.reply_progress(channel, event_id, done))
+    try:
+        await stream.finish(text, progress=progress)
+    except ChannelError as exc:
+        logger.warning(
+            "the old adapter of {} could not finish the streamed reply to {} ({}); closing it as after a restart",
+            channel, event_id, exc.reason,
+        )
+    else:
+        store.mark(channel, event_id, "done")
+        return True
+    if progress.done == 0 and stream.message_ids:
+        await close_abandoned(runtime, inbound, stream.message_ids, CONTINUED)
+    return await deliver_reply(runtime, inbound, text, sent=progress.done)
+
+
+async def close_abandoned(runtime: Runtime, inbound: Inbound, message_ids: Sequence[str], ending: str) -> bool:
+    """Ask the channel's adapter to close a half-shown stream; False when it cannot (no streaming adapter)."""
+    live = runtime.channels.get(inbound.channel)
+    if live is None or not isinstance(live.adapter, StreamingAdapter):
+        return False
+    try:
+        await live.adapter.close_abandoned(inbound.chat, inbound.thread, message_ids, ending)
+    except ChannelError as exc:  # the message may be gone; the reply or notice still follows
+        logger.warning("could not close the interrupted reply to {}: {}", inbound.event_id, exc.reason)
+        return False
+    return True

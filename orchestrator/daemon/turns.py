@@ -13,12 +13,12 @@ from loguru import logger
 from channels import ChannelAdapter, ChannelError, FileAdapter, Inbound, Outbound, StreamingAdapter
 from orchestrator.daemon.admission import Admitted, Disposition
 from orchestrator.daemon.approvals import ChannelApprover
-from orchestrator.daemon.channels import ChannelSet
+from orchestrator.daemon.channels import Channel, ChannelSet
 from orchestrator.daemon.media import ChatFileOutlet, echo_transcripts, take_in_chat
-from orchestrator.daemon.replies import deliver_reply, fit_reply
+from orchestrator.daemon.replies import close_abandoned, deliver_reply, finish_handed_over, fit_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.streaming import StreamFeed
-from orchestrator.engine import TurnResult
+from orchestrator.engine import TurnResult, TurnUsage
 from orchestrator.media import MediaRefused
 from orchestrator.seam import build_channel, resolve_chat_commands
 from orchestrator.sessions import SessionState, Turn, TurnHook
@@ -70,7 +70,9 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
 
     reply = _Reply(runtime, inbound, route.agent, config.daemon.max_reply_chars)
     reply.feed = feed = _open_stream(runtime, channel.adapter, channel.settings.stream, inbound, config.daemon.max_reply_chars)
-    reply.streamer = channel.adapter
+    if feed is not None:  # the stream ends through the adapter it began on, even across a reload
+        runtime.channels.lease(channel)
+        reply.streamer = channel
     try:
         with bind_outlet(outlet) if outlet is not None else nullcontext():  # the chat `send_file` posts to
             turn = await runtime.sessions.run_turn(
@@ -93,6 +95,9 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
         logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
         runtime.store.mark(inbound.channel, inbound.event_id, "done")
         return Disposition.FAILED
+    finally:
+        if feed is not None:
+            await runtime.channels.release(channel)
     return Disposition.STOPPED if turn.result is None else Disposition.ANSWERED
 
 
@@ -116,14 +121,6 @@ def _open_stream(
 _FAILED: Final = "Sorry, something went wrong while answering; the error is logged."
 
 
-async def _abort(feed: StreamFeed, ending: str) -> None:
-    """End a stream with `ending`; a platform failure here is logged (the turn is over anyway)."""
-    try:
-        await feed.stream.abort(ending)
-    except ChannelError as exc:
-        logger.warning("could not end a streamed reply ({}): {}", ending, exc.reason)
-
-
 class _Reply:
     """The turn hook that sends the reply: one plain object per turn (no generator, no closures).
 
@@ -134,9 +131,11 @@ class _Reply:
     then the stream ends with the apology and `told` is set.
 
     With `feed` (a streamed reply) the pump runs while the engine does, and the reply is the
-    stream's `finish` (or `abort` for a stopped or failed turn), as long as the channel still
-    has the adapter the stream was opened on: a reload that restarted the channel mid-turn
-    closed that adapter, so the reply then goes through the new one as an unstreamed reply.
+    stream's `finish` (or `abort` for a stopped or failed turn) on the adapter the stream was
+    opened on (`streamer`, leased by the caller): a reload that restarted the channel mid-turn
+    keeps that adapter open until the stream ended, so the partial message becomes the answer.
+    When the old adapter can no longer reach the platform, the stream is closed as after a
+    crash (`finish_handed_over`).
     """
 
     __slots__ = ("_runtime", "_inbound", "_agent", "_max_chars", "_turn", "_started", "feed", "streamer", "told")
@@ -146,7 +145,7 @@ class _Reply:
         self._turn: Turn | None = None
         self._started = 0.0
         self.feed: StreamFeed | None = None
-        self.streamer: ChannelAdapter | None = None  # the adapter the stream was opened on
+        self.streamer: Channel | None = None  # the channel (and adapter) the stream was opened on
         self.told = False
 
     def __call__(self, turn: Turn) -> _Reply:
@@ -168,10 +167,8 @@ class _Reply:
         try:
             if self.feed is not None:
                 await self.feed.close()
-                if self._runtime.channels.adapter(self._inbound.channel) is not self.streamer:
-                    self.feed = None  # the channel was restarted: its old adapter is closed
-                elif isinstance(exc, Exception) and state_fault(exc) is None:  # the turn failed: the stream says so
-                    await _abort(self.feed, _FAILED)
+                if isinstance(exc, Exception) and state_fault(exc) is None:  # the turn failed: the stream says so
+                    await self._abort(self.feed, _FAILED)
                     self.told = True
             if exc_type is None and self._turn is not None:
                 await self._send(self._turn.result)
@@ -185,13 +182,29 @@ class _Reply:
         _log_turn(inbound, self._agent, result, time.monotonic() - self._started)
         feed = self.feed
         if result is None and feed is not None:
-            await _abort(feed, "Stopped.")
+            await self._abort(feed, "Stopped.")
             self._runtime.store.mark(inbound.channel, inbound.event_id, "done")
         elif result is None:
             await deliver_reply(self._runtime, inbound, "Stopped.", reply_to=False)
         else:
             text = fit_reply(result.text or "(no reply)", self._max_chars)
-            await deliver_reply(self._runtime, inbound, text, stream=feed.stream if feed is not None else None)
+            if feed is not None and self.streamer is not None and self.streamer.retired:
+                await finish_handed_over(self._runtime, inbound, text, feed.stream)
+            else:
+                await deliver_reply(self._runtime, inbound, text, stream=feed.stream if feed is not None else None)
+
+    async def _abort(self, feed: StreamFeed, ending: str) -> None:
+        """End the stream with `ending`; a platform failure here is logged (the turn is over anyway).
+
+        A stream whose channel was restarted, and whose old adapter can no longer end it, is
+        closed through the current adapter instead, so the ending still reaches the chat.
+        """
+        try:
+            await feed.stream.abort(ending)
+        except ChannelError as exc:
+            logger.warning("could not end a streamed reply ({}): {}", ending, exc.reason)
+            if self.streamer is not None and self.streamer.retired:
+                await close_abandoned(self._runtime, self._inbound, feed.stream.message_ids, ending)
 
 
 def typing_indicator(channels: ChannelSet, inbound: Inbound, after_s: float) -> TurnHook:
@@ -252,13 +265,26 @@ def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: 
     incident = result.incident if result is not None else None
     failed_over = result is not None and result.failed_over
     fallback = f" (answered by fallback {result.provider}/{result.model})" if result is not None and failed_over else ""
+    usage = result.usage if result is not None else TurnUsage()
     logger.bind(
         channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, agent=agent, stop=stop,
         seconds=round(seconds, 3), tools=tools, incident=incident,
         provider=result.provider if result is not None else None,
         model=result.model if result is not None else None, failed_over=failed_over,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
+        cache_write_tokens=usage.cache_write_tokens, cost=usage.cost,
     ).info(
-        "turn {}:{} from {} by {}: {}{}{} in {:.2f}s, tools run: {}",
+        "turn {}:{} from {} by {}: {}{}{} in {:.2f}s, {}, tools run: {}",
         inbound.channel, inbound.chat, inbound.sender, agent, stop,
-        f" (incident {incident})" if incident else "", fallback, seconds, tools,
+        f" (incident {incident})" if incident else "", fallback, seconds, _describe_usage(usage), tools,
     )
+
+
+def _describe_usage(usage: TurnUsage) -> str:
+    """Return a turn's tokens for its log line: `tokens 1200 in (1000 cached, 200 cache write) + 80 out, cost 0.0045`."""
+    parts = [f"{usage.cached_tokens} cached"] if usage.cached_tokens else []
+    if usage.cache_write_tokens:
+        parts.append(f"{usage.cache_write_tokens} cache write")
+    cache = f" ({', '.join(parts)})" if parts else ""
+    cost = f", cost {usage.cost:.4f}" if usage.cost is not None else ""
+    return f"tokens {usage.input_tokens} in{cache} + {usage.output_tokens} out{cost}"

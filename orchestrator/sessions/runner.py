@@ -228,12 +228,14 @@ class Sessions:
         agent: str,
         execution: Callable[[], ResolvedAgentExecution],
         gate: Callable[[], bool] | None = None,
+        actor: str | None = None,
     ) -> int | None:
         """Fold session `session`'s older messages into its summary now (`/compact`); return how many.
 
         Waits for a running turn like `run_turn` (the gate and `stop` behave the same; None:
         stopped). 0 means nothing was folded: too few messages, or summarizing failed (logged);
-        the transcript is unchanged then.
+        the transcript is unchanged then. The summary calls count toward `actor`'s daily
+        token budget with the agent, and are recorded for them.
         """
         state = self.place(session)
         try:
@@ -247,7 +249,7 @@ class Sessions:
                 before = transcript.summary.covers if transcript.summary else 0
 
                 async def work() -> int:
-                    if not await compact_now(resolved.context, transcript):
+                    if not await compact_now(resolved, transcript, actor=actor):
                         return 0
                     return (transcript.summary.covers if transcript.summary else 0) - before
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -64,7 +65,8 @@ class StoredTranscripts:
         summary = Summary(text=stored[0], covers=stored[1]) if stored is not None else None
         messages, total = self._store.load_messages(session_id, last=keep)
         transcript = Transcript(
-            session=str(session_id), messages=messages, dropped=total - len(messages), summary=summary
+            session=str(session_id), messages=messages, dropped=total - len(messages), summary=summary,
+            backlog=functools.partial(self._store.load_range, session_id),  # what left memory, to fold it
         )
         transcript.compact(keep)  # never start the window on an orphan tool result
         entry = StoredSession(session_id=session_id, transcript=transcript, persisted=total, summary=summary)

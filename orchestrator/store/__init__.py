@@ -5,7 +5,7 @@ from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
 from orchestrator.store.sqlite import Database, state_fault
-from orchestrator.store.usage import GROUPINGS, NOBODY, Grouping, UsageLog, UsageRow, UsageTotal, read_usage
+from orchestrator.store.usage import GROUPINGS, NOBODY, Grouping, Purpose, UsageLog, UsageRow, UsageTotal, read_usage
 from orchestrator.store.usage_report import BadUsageQuery, UsageReport, parse_grouping, parse_since
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "Database",
     "Grouping",
     "InboxRow",
+    "Purpose",
     "ScheduleLog",
     "ScheduleRecord",
     "SessionStore",

@@ -221,6 +221,14 @@ class SessionStore(Database):
         ).fetchall()
         return [json.loads(body) for (body,) in reversed(rows)], int(total)
 
+    def load_range(self, session_id: int, start: int, stop: int) -> list[dict[str, Any]]:
+        """Return messages `start..stop` (positions from the session's first) in order, as many as exist."""
+        rows = self._db.execute(
+            "SELECT body FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            (session_id, start, stop),
+        ).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
     def append_messages(self, session_id: int, start_seq: int, messages: list[dict[str, Any]]) -> None:
         """Persist messages `start_seq..` of a transcript (idempotent per seq)."""
         if not messages:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,13 @@ from acp.schema import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+# How much CPU time the child may spend before it answers `initialize`. Its start is mostly
+# imports, `acp.schema` above all (about 270 pydantic models built at import: some 1.5 s of
+# CPU in all on this machine); under load that wall time stretches without bound (two cores
+# shared with other suites, some of them real-time), so the wait is bounded by the child's own
+# work, not by the clock. A child that hangs without working is caught by the test's timeout.
+_INITIALIZE_CPU_S = 20.0
+_processes: weakref.WeakKeyDictionary[ClientSideConnection, asyncio.subprocess.Process] = weakref.WeakKeyDictionary()
 
 # What the test client answers to a permission request: an option id, or None to hold it
 # until the prompt is cancelled (then it answers "cancelled", as the protocol asks).
@@ -69,6 +77,7 @@ async def acp_agent(
         client, sys.executable, "-m", "orchestrator.cli", "acp", "--agent", agent, "--config", str(config), *extra,
         env=env, cwd=ROOT,
     ) as (conn, process):
+        _processes[conn] = process
         yield conn, process
 
 
@@ -77,4 +86,24 @@ def prompt(text: str) -> list[Any]:
 
 
 async def initialize(conn: ClientSideConnection) -> Any:
-    return await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), 20)
+    """Send `initialize` and return the answer; fail once the child spent `_INITIALIZE_CPU_S`
+    of CPU without answering (a child that exits fails the request itself)."""
+    answer = asyncio.ensure_future(conn.initialize(protocol_version=PROTOCOL_VERSION))
+    process = _processes.get(conn)
+    try:
+        while not answer.done():
+            await asyncio.wait([answer], timeout=0.5)
+            if not answer.done() and process is not None and _cpu_s(process.pid) > _INITIALIZE_CPU_S:
+                raise AssertionError(f"the ACP agent spent {_INITIALIZE_CPU_S:g}s of CPU without answering initialize")
+    finally:
+        answer.cancel()
+    return answer.result()
+
+
+def _cpu_s(pid: int) -> float:
+    """Return the user and system CPU seconds process `pid` used so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime

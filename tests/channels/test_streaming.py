@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -394,3 +395,30 @@ async def test_finish_moves_the_reply_below_a_message_posted_after_it() -> None:
     book.pacer("c1").posted_by_other()
     await stream.finish("final")
     assert platform.visible() == ["…", "Only the person who asked can answer.", "final"]
+
+
+async def test_the_pace_counts_from_when_a_slow_call_arrived() -> None:
+    platform = Platform()
+    slow = [INTERVAL * 3]  # the next edit reaches the platform late (a slow network, a busy loop)
+
+    async def edit(message_id: str, text: str) -> None:
+        if slow:
+            await asyncio.sleep(slow.pop())
+        await platform.edit(message_id, text)
+
+    stream = EditStream(channel="fake", post=platform.post, edit=edit, limit=platform.limit, pacer=PacerBook(INTERVAL).pacer("c1"))
+    await stream.update("first words")
+    await platform_waits_for(lambda: len(platform.changes) == 1)
+    await stream.update("first words and more")  # the late edit
+    await asyncio.sleep(INTERVAL * 1.5)  # its slot has passed while it is still on its way
+    await stream.finish("first words and more, all of it")
+    kinds = [c.kind for c in platform.changes]
+    assert kinds == ["post", "edit", "edit"]
+    # the final edit came after the late one had arrived and a whole interval more
+    assert all(gap >= INTERVAL * 0.99 for gap in gaps(platform.changes)[1:])
+
+
+async def platform_waits_for(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(10):
+        while not condition():
+            await asyncio.sleep(0.001)

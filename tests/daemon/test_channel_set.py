@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from channels import ChannelAuthError
+from channels import ChannelAuthError, ChannelError, Outbound
 from orchestrator.checks import load_config
 from orchestrator.daemon import ChannelState, Runtime, start_channel, start_channels, stop_channel
 from tests.conftest import WriteConfig, provider_toml
@@ -48,3 +48,45 @@ async def test_stop_waits_until_the_channel_has_stopped(write_config: WriteConfi
         assert runtime.task_count() == tasks - 1  # its supervisor has ended, not just been told to
         await stop_channel(runtime, "term")  # stopping a channel that is gone does nothing
         assert list(runtime.channels) == []
+
+
+async def test_a_leased_channel_stopped_keeps_its_adapter_open_until_the_release(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCH_TEST_TG_LEASE", "123:lease-token")
+    async with FakeTelegram(token="123:lease-token") as tg:
+        channel = f'\n[channels.tg]\nkind = "telegram"\ntoken = "env:ORCH_TEST_TG_LEASE"\napi_base_url = "{tg.api_base_url}"\n'
+        path = write_config(provider_toml("http://127.0.0.1:9/v1") + AGENT + channel)
+        async with Runtime.open(load_config(path), config_path=path) as runtime:
+            await start_channels(runtime)
+            held = runtime.channels.get("tg")
+            assert held is not None
+            runtime.channels.lease(held)  # a reply streams through it
+            await stop_channel(runtime, "tg")  # a reload restarts the channel
+            assert "tg" not in runtime.channels and held.retired and held.state is ChannelState.STOPPED
+            await held.adapter.send(Outbound(chat="7", text="still open"))  # the stream can still end
+            assert [p["text"] for p in tg.sent] == ["still open"]
+            await runtime.channels.release(held)  # the last release closes it
+            with pytest.raises(ChannelError):
+                await held.adapter.send(Outbound(chat="7", text="closed now"))
+            assert [p["text"] for p in tg.sent] == ["still open"]
+
+
+async def test_an_adapter_still_leased_when_the_runtime_closes_is_closed_with_it(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCH_TEST_TG_LEASE", "123:lease-token")
+    async with FakeTelegram(token="123:lease-token") as tg:
+        channel = f'\n[channels.tg]\nkind = "telegram"\ntoken = "env:ORCH_TEST_TG_LEASE"\napi_base_url = "{tg.api_base_url}"\n'
+        path = write_config(provider_toml("http://127.0.0.1:9/v1") + AGENT + channel)
+        async with Runtime.open(load_config(path), config_path=path) as runtime:
+            await start_channels(runtime)
+            held = runtime.channels.get("tg")
+            assert held is not None
+            runtime.channels.lease(held)
+            await stop_channel(runtime, "tg")
+        # the turn holding it was cut off by the stop: the runtime's close still closed the adapter
+        with pytest.raises(ChannelError):
+            await held.adapter.send(Outbound(chat="7", text="after the close"))
+        await runtime.channels.release(held)  # a late release closes nothing twice
+        assert tg.sent == []

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.checks import load_config
-from orchestrator.daemon import Runtime, replay_unfinished, start_channels
+from orchestrator.daemon import Runtime, reload_config, replay_unfinished, start_channels
 from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.openai_server import FakeOpenAI, cut_off, paced, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
@@ -283,3 +283,48 @@ async def test_a_final_edit_that_outlives_its_deadline_is_completed_once_after_t
     assert notice.startswith("This reply was interrupted by a restart")  # said once
     assert final == ANSWER  # and the reply in full, once
     assert len(fake_llm.requests) == 1
+
+
+async def _reload_mid_stream(path: Path, runtime: Runtime, tg: FakeTelegram, fake_llm: FakeOpenAI) -> None:
+    """Change the channel's settings (so the reload restarts it) and reload, as SIGHUP does."""
+    path.write_text(bot_toml(fake_llm, tg).replace("poll_timeout_s = 1", "poll_timeout_s = 2"))
+    assert await reload_config(runtime, path)
+
+
+async def test_a_reload_mid_stream_in_a_group_ends_the_streamed_message_as_the_answer(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    path = write_config(bot_toml(fake_llm, tg))
+    fake_llm.script(paced(text(ANSWER), over_s=3.0))
+    async with started(path) as runtime:
+        tg.push_message(GROUP, USER, "write slowly", chat_type="group")
+        await tg.wait_for(lambda: kinds(tg, GROUP, "edit"), timeout=20)
+        old = runtime.channels.adapter("bot")
+        await _reload_mid_stream(path, runtime, tg, fake_llm)
+        assert runtime.channels.adapter("bot") is not old  # the channel was restarted
+        await tg.wait_for(lambda: ANSWER in tg.shown(GROUP), timeout=20)
+        await runtime.drain(10)
+        assert runtime.store.unfinished() == []
+    assert tg.shown(GROUP) == [ANSWER]  # the streamed message became the answer: no copy beside it
+    assert len(kinds(tg, GROUP, "send")) == 1
+    assert len(kinds(tg, GROUP, "edit")) >= 2  # it kept growing after the reload
+    assert no_flood(tg)
+
+
+async def test_a_reload_mid_stream_in_a_private_chat_ends_in_one_message(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    path = write_config(bot_toml(fake_llm, tg))
+    fake_llm.script(paced(text(ANSWER), over_s=3.0))
+    async with started(path) as runtime:
+        tg.push_message(USER, USER, "write slowly")
+        await tg.wait_for(lambda: kinds(tg, USER, "draft"), timeout=20)
+        await _reload_mid_stream(path, runtime, tg, fake_llm)
+        shown_before = len(kinds(tg, USER, "draft"))
+        await tg.wait_for(lambda: tg.sent, timeout=20)
+        await runtime.drain(10)
+        assert runtime.store.unfinished() == []
+    assert [p["text"] for p in tg.sent] == [ANSWER]  # one message, the stored answer
+    assert len(kinds(tg, USER, "draft")) > shown_before  # the draft kept growing after the reload
+    assert len({c["draft_id"] for c in tg.calls("sendMessageDraft")}) == 1  # still the one reply's draft
+    assert no_flood(tg)

@@ -14,7 +14,7 @@ import signal
 import pytest
 
 from tests.conftest import WriteConfig, provider_toml
-from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+from tests.fakes.openai_server import FakeOpenAI, paced, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import start, stderr_of
 
@@ -88,3 +88,34 @@ async def test_a_channel_restarted_mid_turn_carries_its_approval_and_reply(
         assert [p["text"] for p in tg.sent].count("written") == 1
         assert "Unclosed client session" not in log and "Unclosed connector" not in log
         assert "not connected" not in log and "Traceback" not in log
+
+
+@pytest.mark.timeout(120)
+async def test_a_sighup_mid_stream_ends_the_streamed_group_message_as_the_answer(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    answer = " ".join(f"word{i}" for i in range(40)) + "."
+    async with FakeTelegram() as tg:
+        path = write_config(_config(fake_llm, tg, typing_after_s=0.5))
+        proc = await start(path)
+        try:
+            fake_llm.script(paced(text(answer), over_s=5.0))
+            tg.push_message(-100, 10, "write slowly", chat_type="group")
+            await tg.wait_for(lambda: any(v.kind == "edit" for v in tg.visible), timeout=30)
+            path.write_text(_config(fake_llm, tg, typing_after_s=0.2))  # a changed channel: restart it
+            proc.send_signal(signal.SIGHUP)
+            await _wait_log(proc, "channel tg started after reload")
+            await tg.wait_for(lambda: answer in tg.shown(-100), timeout=30)
+            proc.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(30):
+                assert await proc.wait() == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        log = stderr_of(proc)
+        assert tg.shown(-100) == [answer]  # the streamed message became the answer, no copy beside it
+        assert [v.kind for v in tg.visible].count("send") == 1
+        assert "the old adapter closes once the replies streaming through it end" in log
+        assert "Unclosed client session" not in log and "Unclosed connector" not in log and "Traceback" not in log
+        assert tg.rate_limited == 0

@@ -22,6 +22,7 @@ from orchestrator.seam import PATH_PROFILES, Services, build_channel, build_cli_
 from orchestrator.seam.matrix import COLUMNS, SETTINGS, MatrixColumn, matrix_columns, parity_matrix, settings_of
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
+from tests.media.samples import JPEG
 from tests.parity.conftest import parity_toml
 
 TURN_PATHS = [p for p, profile in PATH_PROFILES.items() if profile.runs_turns]
@@ -146,3 +147,36 @@ async def test_a_delegated_child_gets_its_own_context_not_the_parents_history_or
     assert "parent-line" not in sent_to_child and "secret plan" not in sent_to_child
     assert child["model"] == "ops-model" and "child task" in sent_to_child
     assert request_tokens(child) <= 1500  # the child's own budget, not the parent's 90000
+
+
+async def test_l1_a_turn_with_pictures_stays_within_max_context_tokens_on_every_path(
+    fake_llm: FakeOpenAI, write_config: WriteConfig
+) -> None:
+    body = context_toml(fake_llm.base_url).replace('strategy = "summarize"', 'strategy = "window"')
+    body = body.replace("[agents.ops]\n", "[agents.ops]\nvision = true\n", 1)
+    body += '\n[agents.ops.media]\naccept = ["image"]\nimage_detail = "low"\n'
+    config = load_config(write_config(body))
+    services = Services()
+    shown: dict[str, int] = {}
+    try:
+        for path in TURN_PATHS:
+            execution = resolve(config, "ops", path=path, services=services)
+            workspace = execution.security.workspace
+            (workspace / "uploads").mkdir(parents=True, exist_ok=True)
+            (workspace / "uploads" / "dot.jpg").write_bytes(JPEG)
+            ref = {"kind": "image", "mime": "image/jpeg", "size": len(JPEG), "path": "uploads/dot.jpg"}
+            transcript = Transcript(session=path.value)
+            for n in range(8):  # each picture 85 tokens at `low`, with text: far more than 1500 in all
+                transcript.append({"role": "user", "content": f"q{n} " + "z" * 300, "media": [ref, ref]})
+                transcript.append({"role": "assistant", "content": f"a{n} " + "w" * 300})
+            fake_llm.script(text("ok"))
+            await run_tool_call_loop(execution, transcript, "and these?", media=[ref] * 3)
+            sent = fake_llm.requests[-1]
+            assert request_tokens(sent) <= 1500, path
+            shown[path.value] = sum(
+                1 for m in sent["messages"] if isinstance(m["content"], list)
+                for part in m["content"] if part["type"] == "image_url"
+            )
+    finally:
+        await services.providers.aclose()
+    assert shown["channel"] >= 3  # where the model is shown pictures, they were counted, not left out
