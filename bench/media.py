@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/media.py [--turns N] [--concurrent C] [--size BYTES]
+    .venv/bin/python bench/media.py [--turns N] [--concurrent C] [--size BYTES] [--latency S]
 
 The daemon is a real `python -m orchestrator.cli run` subprocess with one Telegram channel
 (python-telegram-bot) pointed at FakeTelegram, its agent a vision agent on FakeOpenAI (zero
@@ -10,13 +10,17 @@ latency), both served by this process on 127.0.0.1, so the daemon's RSS holds on
 daemon holds.
 
 (a) Latency: N text turns and N turns of a captionless SIZE-byte photo (default 1 MB),
-    alternated in one chat; a turn is push to reply seen by the fake. The image turn pays
+    alternated; a turn is push to reply seen by the fake. The text turns share one chat;
+    each photo goes to a chat of its own, so its request carries that one image (in one
+    chat the history window would re-send every earlier photo). The image turn pays
     getFile, the streamed download into the workspace, the signature check and the base64
     data URL in the model request. Reported: p50/p95 of each and the added p50.
 (b) Memory: C chats (default 50) each send a SIZE-byte photo at once; the daemon's VmRSS
     is sampled from /proc every 5 ms from before the burst until every reply arrived.
     Reported: the peak over the settled baseline beside the attachments' total size
-    (target: at most ~2x held at a time).
+    (target: at most ~2x held at a time). `--latency S` makes the fake model take S
+    seconds per answer, so the burst's requests are all in flight together (the worst
+    case; 0, the default, lets early turns finish while later ones download).
 Targets are printed beside the figures, never asserted.
 """
 
@@ -99,7 +103,7 @@ async def one_turn(tg: FakeTelegram, push: object) -> float:
     return time.perf_counter() - started
 
 
-async def main(turns: int, concurrent: int, size: int) -> None:
+async def main(turns: int, concurrent: int, size: int, latency_s: float) -> None:
     image = jpeg_of_size(size)
     with tempfile.TemporaryDirectory() as tmp:
         async with FakeTelegram(token=TOKEN) as tg, FakeOpenAI(default=text("seen")) as llm:
@@ -113,13 +117,15 @@ async def main(turns: int, concurrent: int, size: int) -> None:
             try:
                 await tg.wait_for(lambda: tg.calls("getUpdates"), timeout=60)
                 # warm-up: first turns import and connect what later turns reuse
+                chats = iter(range(2, 1000))
                 for _ in range(3):
                     await one_turn(tg, lambda: tg.push_message(1, 1, "warm up"))
-                    await one_turn(tg, lambda: tg.push_photo(1, 1, image))
+                    await one_turn(tg, lambda chat=next(chats): tg.push_photo(chat, chat, image))
                 text_s, image_s = [], []
                 for _ in range(turns):
                     text_s.append(await one_turn(tg, lambda: tg.push_message(1, 1, "hello there")))
-                    image_s.append(await one_turn(tg, lambda: tg.push_photo(1, 1, image)))
+                    image_s.append(await one_turn(tg, lambda chat=next(chats): tg.push_photo(chat, chat, image)))
+                llm.latency_s = latency_s
                 await asyncio.sleep(0.5)
                 baseline = rss_bytes(proc.pid)
                 peak = baseline
@@ -139,7 +145,7 @@ async def main(turns: int, concurrent: int, size: int) -> None:
                 proc.terminate()
                 await proc.wait()
     print(f"media bench: {platform.python_implementation()} {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, image {size:,} bytes, {turns} turns each")
+          f"{os.cpu_count()} CPUs, image {size:,} bytes, {turns} turns each, burst model latency {latency_s:g} s")
     t50, i50 = statistics.median(text_s) * 1000, statistics.median(image_s) * 1000
     print(f"  text turn   p50 {t50:7.1f} ms  p95 {pct(text_s, 0.95) * 1000:7.1f} ms")
     print(f"  image turn  p50 {i50:7.1f} ms  p95 {pct(image_s, 0.95) * 1000:7.1f} ms")
@@ -157,5 +163,6 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--concurrent", type=int, default=50)
     parser.add_argument("--size", type=int, default=1_000_000)
+    parser.add_argument("--latency", type=float, default=0.0)
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.concurrent, args.size))
+    asyncio.run(main(args.turns, args.concurrent, args.size, args.latency))

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from loguru import logger
 
-from orchestrator.media import MEDIA_KEY, ImageCache, model_messages
+from orchestrator.media import MEDIA_KEY, model_messages
 from orchestrator.providers import Completion, ToolCall
 from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold, image_tokens
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
@@ -176,7 +176,6 @@ class _Turn:
         self.failed_over = False
         self.tokens = TokenAccount(execution, actor=actor, session=transcript.session, turn=lambda: self.scope)
         self.folded = False  # one summarizing attempt per turn: a failing summarizer costs one timeout
-        self.images: ImageCache = {}  # data URLs read this turn, by workspace path
         self.on_text: Callable[[str], Awaitable[None]] | None = (
             self._stream_text if stream and events is not None else None
         )
@@ -202,24 +201,9 @@ class _Turn:
             except ContextOverflow as exc:
                 self.close_pending("the context budget is spent")
                 return self._finish(f"Stopped: {exc}.", StopReason.CONTEXT_OVERFLOW)
-            # as the provider must see it: media references out, a vision agent's images as parts
-            messages = model_messages(
-                request.messages, ex.security.workspace,
-                vision=ex.media.vision, detail=ex.media.image_detail, cache=self.images,
-            )
-            # the token budget is checked on what is really sent: after the context is fitted
-            if (over := self.tokens.over_budget(messages, specs)) is not None:
-                return self._finish(over, StopReason.TOKEN_BUDGET)
-            try:
-                completion = await ex.provider.complete(
-                    model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
-                    on_text=self.on_text,
-                )
-            except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
-                return self._provider_failed(exc)
-            calibrate(self.transcript, reported=_reported_input(completion), raw=request.raw)
-            self._answered(completion)
-            self.tokens.charge(completion, messages, self.answered_by)
+            completion = await self._ask(request, specs)
+            if isinstance(completion, TurnResult):
+                return completion
             assistant: dict[str, Any] = {"role": "assistant", "content": completion.text}
             if not completion.tool_calls:
                 self.transcript.append(assistant)
@@ -258,6 +242,28 @@ class _Turn:
                         "arguments and got the same result.",
                         StopReason.NO_PROGRESS,
                     )
+
+    async def _ask(self, request: Assembled, specs: Sequence[Mapping[str, Any]]) -> Completion | TurnResult:
+        # As the provider must see it: media references out, a vision agent's images as parts.
+        # Their data URLs live only inside this block, under the daemon's image budget.
+        ex = self.execution
+        async with model_messages(
+            request.messages, ex.security.workspace, vision=ex.media.vision, detail=ex.media.image_detail,
+        ) as messages:
+            # the token budget is checked on what is really sent: after the context is fitted
+            if (over := self.tokens.over_budget(messages, specs)) is not None:
+                return self._finish(over, StopReason.TOKEN_BUDGET)
+            try:
+                completion = await ex.provider.complete(
+                    model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
+                    on_text=self.on_text,
+                )
+            except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
+                return self._provider_failed(exc)
+            calibrate(self.transcript, reported=_reported_input(completion), raw=request.raw)
+            self._answered(completion)
+            self.tokens.charge(completion, messages, self.answered_by)
+        return completion
 
     async def _request(self, prompt: str, specs: Sequence[Mapping[str, Any]]) -> Assembled:
         # L1: what is sent fits max_context_tokens by the estimate; `summarize` folds what left the window.

@@ -2,7 +2,8 @@
 
 from channels import IMAGE_MIMES, acceptable_mime
 
-from orchestrator.media.content import MEDIA_KEY, ImageCache, model_messages
+from orchestrator.media.budget import IMAGE_BUDGET_BYTES, ImageBudget, image_budget, use_image_budget
+from orchestrator.media.content import MEDIA_KEY, encoded_size, model_messages
 from orchestrator.media.intake import (
     DOWNLOAD_TIMEOUT_S,
     Incoming,
@@ -18,11 +19,12 @@ from orchestrator.media.uploads import UPLOADS_DIR, safe_name, upload_target
 
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
+    "IMAGE_BUDGET_BYTES",
     "IMAGE_MIMES",
     "MEDIA_KEY",
     "NO_MEDIA",
     "UPLOADS_DIR",
-    "ImageCache",
+    "ImageBudget",
     "Incoming",
     "Intake",
     "MediaPolicy",
@@ -31,9 +33,12 @@ __all__ = [
     "acceptable_mime",
     "bytes_fetch",
     "check",
+    "encoded_size",
     "fetch_failed",
+    "image_budget",
     "model_messages",
     "safe_name",
     "take_in",
     "upload_target",
+    "use_image_budget",
 ]

@@ -3,75 +3,161 @@
 The transcript keeps only references (kind, mime, size, workspace path); the bytes are read
 from the workspace when a message inside the history window is sent, so an image that has
 left the window is never sent again, and history stays small.
+
+The data URLs exist only while their request is in flight: `model_messages` measures the
+window's images, holds their encoded size of the event loop's `ImageBudget`, encodes them,
+and lets them go (and gives the budget back) when its block ends. Nothing is cached between
+requests: re-encoding a megabyte costs about a millisecond, holding it through a turn's tool
+calls would hold it outside the budget.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["MEDIA_KEY", "ImageCache", "model_messages"]
+from orchestrator.media.budget import ImageBudget, image_budget
+
+__all__ = ["MEDIA_KEY", "encoded_size", "model_messages"]
 
 # The transcript entry's key holding its references; never sent to a provider.
 MEDIA_KEY: Final = "media"
 _GONE: Final = "[an image that was attached here is no longer available]"
+# Read and encoded in pieces: a multiple of 3 bytes, so the pieces' base64 joins without padding.
+_CHUNK: Final = 3 * 256 * 1024
 
-ImageCache = dict[str, str]
+# a referenced image found in the workspace: where it is, its mime type and its size when measured
+_Found = tuple[Path, str, int]
 
 
-def model_messages(
+def encoded_size(mime: str, size: int) -> int:
+    """Return the length of the data URL of a `size`-byte file of type `mime`."""
+    return len(_prefix(mime)) + 4 * ((size + 2) // 3)
+
+
+@asynccontextmanager
+async def model_messages(
     window: Sequence[dict[str, Any]],
     workspace: Path,
     *,
     vision: bool,
     detail: str,
-    cache: ImageCache | None = None,
-) -> list[dict[str, Any]]:
-    """Return `window` as the provider must see it: media references removed, images as parts.
+    budget: ImageBudget | None = None,
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """Yield `window` as the provider must see it: media references removed, images as parts.
 
     Messages without references are passed through as they are (no copy). With `vision`,
-    each referenced image becomes an `image_url` part holding a data URL, read from the
-    workspace (and kept in `cache`, keyed by path, for the rest of the turn); a file that is
-    gone is replaced by a short note.
+    each referenced image becomes an `image_url` part holding a data URL read from the
+    workspace; a file that is gone (or outside the workspace) is replaced by a short note.
+    The images' encoded size is held of `budget` (default: the running loop's
+    `image_budget()`) from before they are read until the block ends, so keep the provider
+    call inside the block and the yielded list nowhere after it. Waiting for room happens
+    before anything is read; cancellation while waiting or inside the block gives back
+    what was held.
     """
     if not any(MEDIA_KEY in message for message in window):
-        return list(window)
+        yield list(window)
+        return
+    found = _find_images(window, workspace) if vision else {}
+    size = sum(encoded_size(where[1], where[2]) for where in found.values() if where is not None)
+    async with (budget or image_budget()).hold(size):
+        shown: list[dict[str, Any]] = []
+        try:
+            yield _with_parts(window, found, vision=vision, detail=detail, shown=shown)
+        finally:
+            # Whoever still holds the messages (an SDK's request object, a traceback) no longer
+            # holds the pictures: what the budget gives back is really let go.
+            for image in shown:
+                image["url"] = ""
+
+
+def _find_images(window: Sequence[dict[str, Any]], workspace: Path) -> dict[str, _Found | None]:
+    found: dict[str, _Found | None] = {}
+    for message in window:
+        for ref in _images(message):
+            relative = str(ref.get("path", ""))
+            if relative not in found:
+                found[relative] = _measure(workspace, relative, str(ref.get("mime") or "application/octet-stream"))
+    return found
+
+
+def _measure(workspace: Path, relative: str, mime: str) -> _Found | None:
+    target = (workspace / relative).resolve()
+    # the path was written by the intake, but a transcript is data: stay inside the jail
+    if not relative or not target.is_relative_to(workspace):
+        return None
+    try:
+        stat = target.stat()
+    except OSError:
+        return None
+    if not target.is_file():
+        return None
+    return target, mime, stat.st_size
+
+
+def _with_parts(
+    window: Sequence[dict[str, Any]],
+    found: Mapping[str, _Found | None],
+    *,
+    vision: bool,
+    detail: str,
+    shown: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    urls: dict[str, str | None] = {}  # one string per file, however many parts show it
     out: list[dict[str, Any]] = []
     for message in window:
-        refs = message.get(MEDIA_KEY)
-        if refs is None:
+        if MEDIA_KEY not in message:
             out.append(message)
             continue
         plain = {k: v for k, v in message.items() if k != MEDIA_KEY}
-        images = [ref for ref in refs if isinstance(ref, Mapping) and ref.get("kind") == "image"]
+        images = _images(message)
         if vision and images:
             parts: list[dict[str, Any]] = [{"type": "text", "text": str(plain.get("content") or "")}]
             for ref in images:
-                url = _data_url(workspace, ref, cache)
+                relative = str(ref.get("path", ""))
+                if relative not in urls:
+                    where = found.get(relative)
+                    urls[relative] = None if where is None else _data_url(*where)
+                url = urls[relative]
                 if url is None:
                     parts.append({"type": "text", "text": _GONE})
                 else:
-                    parts.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
+                    image = {"url": url, "detail": detail}
+                    shown.append(image)
+                    parts.append({"type": "image_url", "image_url": image})
             plain["content"] = parts
         out.append(plain)
     return out
 
 
-def _data_url(workspace: Path, ref: Mapping[str, Any], cache: ImageCache | None) -> str | None:
-    relative = str(ref.get("path", ""))
-    if cache is not None and relative in cache:
-        return cache[relative]
-    target = (workspace / relative).resolve()
-    # the path was written by the intake, but a transcript is data: stay inside the jail
-    if not relative or not target.is_relative_to(workspace) or not target.is_file():
-        return None
+def _images(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    refs = message.get(MEDIA_KEY) or ()
+    return [ref for ref in refs if isinstance(ref, Mapping) and ref.get("kind") == "image"]
+
+
+def _data_url(target: Path, mime: str, size: int) -> str | None:
+    # Encoded piece by piece from the file: the raw bytes of one piece at a time, never the
+    # whole picture beside its base64. A file that grew since it was measured is not sent:
+    # the budget holds what was measured.
+    pieces = [_prefix(mime)]
+    left = size
     try:
-        data = target.read_bytes()
+        with target.open("rb") as handle:
+            while left > 0:
+                chunk = handle.read(min(_CHUNK, left))
+                pieces.append(base64.b64encode(chunk).decode("ascii"))
+                left -= len(chunk)
+                if len(chunk) < _CHUNK:
+                    break
+            if handle.read(1):
+                return None
     except OSError:
         return None
-    url = f"data:{ref.get('mime', 'application/octet-stream')};base64,{base64.b64encode(data).decode('ascii')}"
-    if cache is not None:
-        cache[relative] = url
-    return url
+    return "".join(pieces)
+
+
+def _prefix(mime: str) -> str:
+    return f"data:{mime};base64,"
