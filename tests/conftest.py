@@ -91,6 +91,23 @@ def provider_toml(base_url: str) -> str:
     return f'[providers.fake]\nbase_url = "{base_url}"\nmax_retries = 0\n'
 
 
+def priced_claude_toml(base_url: str, key_env: str) -> str:
+    """Return a `[providers.claude]` Anthropic table at `base_url`, priced as Claude Sonnet is."""
+    return f"""
+[providers.claude]
+kind = "anthropic"
+base_url = "{base_url}"
+api_key_env = "{key_env}"
+max_retries = 0
+
+[providers.claude.prices]
+input = 3.0
+output = 15.0
+cached_input = 0.3
+cache_write = 3.75
+"""
+
+
 @pytest.fixture
 def debug_log() -> Iterator[io.StringIO]:
     """Log everything at DEBUG through the daemon's own sink into a buffer; restore afterwards."""

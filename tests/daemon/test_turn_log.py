@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import WriteConfig
+from tests.conftest import WriteConfig, priced_claude_toml
 from tests.daemon.platforms import daemon
 from tests.fakes import anthropic_api
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -101,17 +101,7 @@ async def test_the_log_line_shows_anthropic_cache_writes_and_the_priced_cost(
     async with FakeAnthropic(api_key="sk-ant-log-key", default=None, min_cacheable_tokens=1) as claude:
         claude.script(anthropic_api.text("cold"))
         toml = f"""
-[providers.claude]
-kind = "anthropic"
-base_url = "{claude.base_url}"
-api_key_env = "LOG_CLAUDE_KEY"
-max_retries = 0
-
-[providers.claude.prices]
-input = 3.0
-output = 15.0
-cached_input = 0.3
-cache_write = 3.75
+{priced_claude_toml(claude.base_url, "LOG_CLAUDE_KEY")}
 
 [agents.a]
 provider = "claude"

@@ -10,7 +10,7 @@ import pytest
 import orchestrator
 from orchestrator.checks import load_config
 from orchestrator.store import read_usage
-from tests.conftest import WriteConfig
+from tests.conftest import WriteConfig, priced_claude_toml
 from tests.fakes import anthropic_api, openai_server
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
@@ -26,17 +26,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def chain_toml(primary: str, local: str) -> str:
     return f"""
-[providers.claude]
-kind = "anthropic"
-base_url = "{primary}"
-api_key_env = "{KEY_ENV}"
-max_retries = 0
-
-[providers.claude.prices]
-input = 3.0
-output = 15.0
-cached_input = 0.3
-cache_write = 3.75
+{priced_claude_toml(primary, KEY_ENV)}
 
 [providers.local]
 base_url = "{local}"

@@ -9,6 +9,7 @@ import aiohttp
 import pytest
 
 from orchestrator.gateway import GatewayAddress
+from tests.conftest import priced_claude_toml
 from tests.fakes import anthropic_api
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI, text, with_usage
@@ -21,17 +22,7 @@ COST = "orchestrator_model_cost_total"
 
 def claude_toml(claude: FakeAnthropic) -> str:
     return f"""
-[providers.claude]
-kind = "anthropic"
-base_url = "{claude.base_url}"
-api_key_env = "METRICS_CLAUDE_KEY"
-max_retries = 0
-
-[providers.claude.prices]
-input = 3.0
-output = 15.0
-cached_input = 0.3
-cache_write = 3.75
+{priced_claude_toml(claude.base_url, "METRICS_CLAUDE_KEY")}
 
 [agents.writer]
 provider = "claude"
