@@ -14,7 +14,8 @@ itself (hand-written because the format is a dozen lines: blank-line separated b
 `event:` and `data:` fields, and the SDK's decoder was the cost), parses the JSON of one
 read's events in one call, hands each to the provider's `take`, and calls `on_text` once per
 read with the text the read added. After a read that delivered text it rests `READ_GAP_S`
-before reading again, so what a fast model writes meanwhile arrives in one read: one
+before reading again, with the socket's reading paused (`_rest`), so what a fast model
+writes meanwhile waits in the kernel and arrives in one read: one
 `on_text`, one trip through the engine and the chat's stream per rest instead of one per
 token. The first text is delivered at once (the rest comes after it), and once the answer
 says it is ending (`done`) there is no more resting, so the tail costs no latency.
@@ -105,9 +106,12 @@ class Endpoint:
         except self.sdk_error as exc:
             raise self.failure(exc) from exc
         async with stream:  # `AsyncStream.close` closes the response
-            await self._read_events(stream.response.aiter_bytes(), take, on_text, done)
+            await self._read_events(stream.response.aiter_bytes(), take, on_text, done, _socket_of(stream.response))
 
-    async def _read_events(self, chunks: AsyncIterator[bytes], take: Take, on_text: OnText, done: Callable[[], bool]) -> None:
+    async def _read_events(
+        self, chunks: AsyncIterator[bytes], take: Take, on_text: OnText, done: Callable[[], bool],
+        socket: asyncio.ReadTransport | None = None,
+    ) -> None:
         rest = b""
         while True:
             try:
@@ -126,7 +130,7 @@ class Endpoint:
             if text:
                 await on_text(text)
                 if not done():
-                    await asyncio.sleep(READ_GAP_S)
+                    await _rest(socket)
         if rest.strip():
             self._take_all(take, [rest.rstrip(b"\r")])
 
@@ -183,6 +187,34 @@ class Endpoint:
         if self.key:
             text = text.replace(self.key, "***")
         return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"
+
+
+def _socket_of(response: Any) -> asyncio.ReadTransport | None:
+    """The connection's transport under the SDK's aiohttp stream, or None (another transport).
+
+    Reached through the vendored `httpx_aiohttp` stream's `_aiohttp_response`: a private name,
+    so anything unexpected on the way means no transport, and the rest only sleeps.
+    """
+    stream = getattr(response, "stream", None)
+    stream = getattr(stream, "_stream", stream)  # httpx2 binds it to the response's timing
+    aiohttp_response = getattr(stream, "_aiohttp_response", None)
+    connection = getattr(aiohttp_response, "connection", None)
+    transport = getattr(connection, "transport", None)
+    return transport if isinstance(transport, asyncio.ReadTransport) else None
+
+
+async def _rest(socket: asyncio.ReadTransport | None) -> None:
+    """Rest `READ_GAP_S` with the socket's reading paused, so what arrives meanwhile waits in
+    the kernel and comes in one read: a model that writes one packet per token otherwise wakes
+    the loop (aiohttp's parser, its read timer) once per token even while the reader rests."""
+    paused = socket is not None and socket.is_reading()
+    if paused:
+        socket.pause_reading()  # type: ignore[union-attr]
+    try:
+        await asyncio.sleep(READ_GAP_S)
+    finally:
+        if paused:
+            socket.resume_reading()  # type: ignore[union-attr]
 
 
 def _one_line_end(buffer: bytes) -> bytes:
