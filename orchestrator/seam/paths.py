@@ -72,7 +72,7 @@ class PathProfile:
     interactivity: Interactivity
     allowed_interactivity: frozenset[Interactivity]
     runs_turns: bool = True
-    # the path can bring attachments into a turn (channel messages, gateway and ACP uploads)
+    # the path can bring attachments into a turn (channel messages, gateway, ACP and library uploads)
     carries_media: bool = False
     # the turn can answer a chat a file can be posted to (`send_file` is offered only here,
     # unless the call site withholds it with `no_chat`: a schedule without `deliver_to`)
@@ -114,6 +114,7 @@ PATH_PROFILES: Final = MappingProxyType(
             allowed_interactivity=frozenset(
                 {Interactivity.INTERACTIVE, Interactivity.NON_INTERACTIVE}
             ),
+            carries_media=True,  # `Agent.run(..., attachments=...)`
         ),
         ConstructionPath.DELEGATE: PathProfile(
             knobs=ScopedAssembly(), interactivity=Interactivity.NON_INTERACTIVE, allowed_interactivity=_ANY

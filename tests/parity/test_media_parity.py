@@ -1,8 +1,9 @@
 """Parity for `media`: every path resolves the agent's media policy as written, minus what it declares.
 
-The paths that can bring attachments (channel, gateway, ACP) take exactly the written
+The paths that can bring attachments (channel, gateway, ACP, library) take exactly the written
 `accept`, caps, vision and transcription; the others take none (`no_media`). `send_file`
-is offered only where a chat is answered (`no_chat` elsewhere). L2 is checked on the
+is offered only where a chat is answered (a channel turn, a schedule with `deliver_to`;
+`no_chat` elsewhere). L2 is checked on the
 resolved values and the live matrix, and through the CLI (`orchestrator agent`), whose
 request to the model must not offer `send_file`; L1 (the engine shows images only to an
 execution whose policy says its model can see) is checked by running the engine.
@@ -71,7 +72,7 @@ tools = ["send_file", "file_read"]
 excluded_tools = ["send_*"]
 """
 
-CARRY = {ConstructionPath.CHANNEL, ConstructionPath.GATEWAY_CHAT, ConstructionPath.ACP}
+CARRY = {ConstructionPath.CHANNEL, ConstructionPath.GATEWAY_CHAT, ConstructionPath.ACP, ConstructionPath.LIBRARY}
 
 
 @pytest.fixture(name="services")
@@ -132,8 +133,9 @@ def test_the_matrix_shows_the_media_row_with_its_declared_knobs(
     assert grid["gaps"] == []
     row = grid["agents"]["seer"]["media"]
     assert row["channel"] == "enforced"
-    assert row["gateway_chat"] == row["acp"] == "narrowed: no_chat"
-    for column in ("cli_run", "listing", "library", "library+approver", "delegate", "sop_step", "schedule"):
+    for column in ("gateway_chat", "acp", "library", "library+approver"):
+        assert row[column] == "narrowed: no_chat", column
+    for column in ("cli_run", "listing", "delegate", "sop_step", "schedule"):
         assert row[column] == "narrowed: no_chat, no_media", column
 
 
