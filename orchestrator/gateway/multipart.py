@@ -24,8 +24,11 @@ from typing import TYPE_CHECKING, Final
 
 from aiohttp import BodyPartReader, hdrs, web
 
+from loguru import logger
+
 from channels import AttachmentTooLarge
-from orchestrator.media import DOWNLOAD_TIMEOUT_S, UPLOADS_DIR, Incoming, MediaPolicy, check
+from orchestrator.errors import WorkspaceEscape
+from orchestrator.media import DOWNLOAD_TIMEOUT_S, UPLOADS_DIR, Incoming, MediaPolicy, MediaRefused, check
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -37,6 +40,7 @@ _KINDS: Final = frozenset({"image", "document", "voice", "audio", "video"})
 _FIELDS: Final = frozenset({"text", "session"})
 _MAX_ATTACHMENTS: Final = 10
 _CHUNK: Final = 64 * 1024
+_UNWRITABLE: Final = "I could not store that file (the workspace is not writable)."  # the intake's line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +62,10 @@ async def staged_form(
     `HTTPRequestEntityTooLarge` past a cap, `HTTPRequestTimeout` when the upload takes longer
     than `DOWNLOAD_TIMEOUT_S`, and `HTTPBadRequest` for a malformed form.
     """
-    folder = security.confine(f"{UPLOADS_DIR}/.incoming-{secrets.token_hex(6)}")
+    try:
+        folder = security.confine(f"{UPLOADS_DIR}/.incoming-{secrets.token_hex(6)}")
+    except WorkspaceEscape as exc:  # `uploads` leads out of the jail: store nothing
+        raise MediaRefused(_UNWRITABLE) from exc
     try:
         try:
             async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
@@ -69,6 +76,9 @@ async def staged_form(
             ) from None
         except ValueError as exc:  # aiohttp's reader: a broken boundary, headers or length
             raise web.HTTPBadRequest(text=f"the multipart body is malformed: {exc}") from None
+        except ConnectionError:  # the client went away mid-upload: nobody to answer, nothing kept
+            logger.info("gateway: a multipart upload to {} was cut off", request.path)
+            raise web.HTTPBadRequest(text="the upload was cut off") from None
         yield form
     finally:
         await asyncio.to_thread(shutil.rmtree, folder, True)
@@ -99,8 +109,11 @@ async def _read(request: web.Request, policy: MediaPolicy, folder: Path, max_fie
         mime = part.headers.get(hdrs.CONTENT_TYPE, "application/octet-stream")
         # the part's headers alone decide whether the policy takes it: nothing is read before
         check(policy, [Incoming(kind=name, mime=mime, name=part.filename, fetch=_unread)])
-        if not folder.exists():
-            await asyncio.to_thread(folder.mkdir, parents=True)
+        try:
+            await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+        except OSError as exc:
+            logger.warning("cannot stage an upload in {}: {}", folder, exc)
+            raise MediaRefused(_UNWRITABLE) from exc
         staged = folder / str(len(items))
         per_file = left >= policy.max_bytes
         size, digest = await _stream(part, staged, min(policy.max_bytes, left), per_file=per_file)

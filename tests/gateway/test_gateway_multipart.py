@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+from loguru import logger
 
 from orchestrator.daemon import Runtime
 from tests.fakes.openai_server import FakeOpenAI, text
@@ -189,3 +190,53 @@ async def test_a_text_field_over_max_body_bytes_is_413(tmp_path: Path, fake_llm:
         status, body, _ = await call(gw, "POST", "/api/agents/ops/messages", data=form)
         assert (status, body["reply"]) == (200, "a dot")
 
+
+
+async def test_uploads_leading_out_of_the_jail_store_nothing(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    async with serving(write(tmp_path, _vision(fake_llm.base_url))) as (runtime, gw):
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        workspace = runtime.config.state_path().with_name("state-workspaces") / "ops"
+        workspace.mkdir(parents=True, exist_ok=True)
+        (workspace / "uploads").symlink_to(outside, target_is_directory=True)
+        form = aiohttp.FormData()
+        form.add_field("image", JPEG, filename="dot.jpg", content_type="image/jpeg")
+        status, body, _ = await call(gw, "POST", "/api/agents/ops/messages", data=form)
+        assert (status, body["error"]) == (422, "media_refused")
+        assert body["detail"] == "I could not store that file (the workspace is not writable)."
+    assert list(outside.iterdir()) == [] and fake_llm.requests == []
+
+
+async def test_a_client_that_goes_away_mid_upload_leaves_nothing_behind(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    errors: list[str] = []
+    sink = logger.add(lambda message: errors.append(str(message)), level="ERROR", format="{message}")
+    async with serving(write(tmp_path, _vision(fake_llm.base_url))) as (runtime, gw):
+        boundary = "gone-away"
+        staged = asyncio.Event()
+
+        async def body() -> AsyncIterator[bytes]:
+            yield (
+                f"--{boundary}\r\nContent-Disposition: form-data; name=\"document\"; filename=\"half.pdf\"\r\n"
+                "Content-Type: application/pdf\r\n\r\n"
+            ).encode() + PDF[:200]
+            # wait until the server has started staging this part, then drop the connection
+            while not [p for p in _uploads(runtime) if p.name.startswith(".incoming-")]:
+                await asyncio.sleep(0.02)
+            staged.set()
+            raise ConnectionAbortedError("the client went away")
+
+        headers = {**AUTH, "Content-Type": f"multipart/form-data; boundary={boundary}"}
+        async with aiohttp.ClientSession() as session:
+            try:
+                async with session.post(gw.url + "/api/agents/ops/messages", data=body(), headers=headers):
+                    pass
+            except (aiohttp.ClientError, ConnectionAbortedError):
+                pass  # the client's own failure: what matters is what the server kept
+        assert staged.is_set()
+        async with asyncio.timeout(15):
+            while _uploads(runtime) and any(p.name.startswith(".") for p in _uploads(runtime)):
+                await asyncio.sleep(0.05)
+        assert _files(runtime) == []
+    logger.remove(sink)
+    assert errors == []  # a client going away is not the gateway's failure
+    assert fake_llm.requests == []
