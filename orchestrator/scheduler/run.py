@@ -37,9 +37,9 @@ async def run_schedule(host: ScheduleHost, config: Config, schedule: ScheduleCon
     A prompt schedule is one turn of its agent on the SCHEDULE path, `tools` as
     `caller_allowed` (narrowing only; absent = no narrowing), on the schedule's persistent
     session `schedule:<name>`; with a `deliver_to`, `send_file` (when the agent names it)
-    posts into that chat through its adapter. An SOP schedule runs `run_sop` non-interactively (each step
-    on its own child transcript, under its step agent's policy). Either counts as a running
-    turn for the daemon's drain.
+    posts into that chat through its adapter. An SOP schedule runs `run_sop`
+    non-interactively (each step on its own child transcript, under its step agent's
+    policy). Either counts as a running turn for the daemon's drain.
     """
     if schedule.sop is not None:
         async with host.in_flight():
@@ -50,7 +50,9 @@ async def run_schedule(host: ScheduleHost, config: Config, schedule: ScheduleCon
         return ScheduleOutcome(status=sop.status.value, text=sop.output or sop.message)
     assert schedule.agent is not None and schedule.prompt is not None  # checked with the config
     target = schedule.deliver_to
-    execution = build_schedule(config, schedule.agent, host.services, tools=schedule.tools, deliver_to=target is not None)
+    execution = build_schedule(
+        config, schedule.agent, host.services, tools=schedule.tools, deliver_to=target is not None
+    )
     key = session_key(schedule.name)
     adapter = host.channels.adapter(target.channel) if target is not None else None
     # the chat `send_file` posts to: the one the result goes to (a channel that cannot take

@@ -125,10 +125,8 @@ def build_schedule(
     `deliver_to`: the schedule posts its result to a chat, so `send_file` (when the agent
     names it) may post there too; without one the run answers no chat (`no_chat`).
     """
-    narrowed = _narrowing(tools)
-    if not deliver_to:
-        narrowed = ScopedAssembly(no_chat=True).narrowed_by(narrowed) if narrowed else ScopedAssembly(no_chat=True)
-    return resolve(config, agent, path=ConstructionPath.SCHEDULE, services=services, assembly=narrowed)
+    knobs = ScopedAssembly(caller_allowed=frozenset(tools) if tools is not None else None, no_chat=not deliver_to)
+    return resolve(config, agent, path=ConstructionPath.SCHEDULE, services=services, assembly=knobs)
 
 
 _Builder = Callable[["Config", str, "Services"], "ResolvedAgentExecution"]
