@@ -35,6 +35,7 @@ from channels.base import (
     Ready,
     ReplyProgress,
 )
+from channels.file_kinds import IMAGE_MIMES, acceptable_mime, looks_like
 from channels.supervisor import supervise
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTERS",
+    "IMAGE_MIMES",
     "Attachment",
     "AttachmentKind",
     "AttachmentTooLarge",
@@ -63,9 +65,11 @@ __all__ = [
     "Ready",
     "ReplyProgress",
     "SecretResolver",
+    "acceptable_mime",
     "approval_command",
     "create_adapter",
     "encode_approval_button",
+    "looks_like",
     "parse_approval_button",
     "parse_approval_command",
     "supervise",

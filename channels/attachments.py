@@ -1,56 +1,59 @@
-"""Inbound attachments at the adapter boundary: what kind a file is, and fetching one to disk.
+"""Fetching an inbound attachment to disk, for every file adapter (Slack, Discord).
 
-The file adapters (Slack, Discord) share these two pieces so they agree on both: a kind from the
-MIME type (an adapter reports, the core decides what to accept), and one streaming download
-loop that enforces the byte cap while reading, never after.
+One download: the URL checked against the platform's own file hosts before any request (a
+credential is only ever sent where the platform keeps its files), then one streaming loop
+that enforces the byte cap while reading, never after, and removes a partial file on any
+failure. The kind of a file is `channels.file_kinds`.
 """
 
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import aiohttp
+from yarl import URL
 
-from channels.base import AttachmentKind, AttachmentTooLarge, ChannelError, ChannelRefused
+from channels.base import AttachmentTooLarge, ChannelError, ChannelRefused
 
-__all__ = ["CHUNK_BYTES", "guess_mime", "kind_for_mime", "stream_to_file"]
+__all__ = ["CHUNK_BYTES", "FileHosts", "download_from"]
 
 CHUNK_BYTES: Final = 64 * 1024
-# Raster formats a vision model can be handed; other image/* types (SVG is XML, icons, RAW
-# camera files) are documents: the core can still save them, it just cannot show them.
-_PICTURES: Final = frozenset(
-    {"image/png", "image/jpeg", "image/gif", "image/webp", "image/heic", "image/heif", "image/bmp", "image/tiff"}
-)
-_GENERIC_MIME: Final = "application/octet-stream"
+# Ask for the bytes as stored: a compressed answer's Content-Length is not the file's size.
+_IDENTITY: Final = {"Accept-Encoding": "identity"}
 
 
-def guess_mime(reported: str | None, name: str | None) -> str:
-    """Return the platform's MIME type (parameters dropped), or a guess from the file name."""
-    if reported:
-        mime = reported.split(";", 1)[0].strip().lower()
-        if mime:
-            return mime
-    guessed = mimetypes.guess_type(name or "", strict=False)[0]
-    return guessed or _GENERIC_MIME
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileHosts:
+    """Where a platform keeps its files: the https `names`, and the origin (scheme, host, port)
+    of the configured `api_base` (a self-hosted or loopback platform); `what` names them."""
+
+    names: frozenset[str]
+    api_base: str | None
+    what: str
+
+    def url(self, handle: str) -> URL | None:
+        """Return `handle` as a URL if it is on one of these hosts, else None."""
+        try:
+            url = URL(handle)
+        except ValueError:
+            return None
+        if not url.is_absolute():
+            return None
+        if url.scheme == "https" and url.host in self.names:
+            return url
+        if self.api_base is None:
+            return None
+        base = URL(self.api_base)
+        return url if (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port) else None
 
 
-def kind_for_mime(mime: str, *, voice: bool = False) -> AttachmentKind:
-    """Return the attachment kind for `mime`; `voice` marks the platform's own voice notes."""
-    if mime.startswith("audio/"):
-        return "voice" if voice else "audio"
-    if mime in _PICTURES:
-        return "image"
-    if mime.startswith("video/"):
-        return "video"
-    return "document"
-
-
-async def stream_to_file(
+async def download_from(
     session: aiohttp.ClientSession,
-    url: str,
+    hosts: FileHosts,
+    handle: str,
     dest: Path,
     *,
     channel: str,
@@ -59,23 +62,31 @@ async def stream_to_file(
     headers: Mapping[str, str] | None = None,
     check: Callable[[aiohttp.ClientResponse], None] | None = None,
 ) -> int:
-    """GET `url` into `dest` chunk by chunk and return the byte count.
+    """GET `handle` into `dest` chunk by chunk and return the byte count.
 
-    Refuses before reading when the declared Content-Length passes `max_bytes`, and stops
-    reading (closing the connection) as soon as more than `max_bytes` arrived: both raise
-    `AttachmentTooLarge`. Redirects are not followed (a bearer token must not travel on, and a
-    file host answering with a redirect means the credentials were not accepted). A 4xx is
-    `ChannelRefused`; a 5xx, 429, network failure or `idle_timeout_s` without a byte is
-    `ChannelError`. `check` sees the response first and may raise a clearer refusal (the
-    platform's own ways of saying no). On any failure, cancellation included, `dest` is removed.
+    A URL not on `hosts` is `ChannelRefused` with no request made (so `headers`, a bearer
+    token, only ever go to the platform's file hosts). Refuses before reading when the
+    declared Content-Length passes `max_bytes`, and stops reading (closing the connection) as
+    soon as more than `max_bytes` arrived: both raise `AttachmentTooLarge`. Redirects are not
+    followed (a token must not travel on; a file host answering with a redirect did not accept
+    the request). A 4xx is `ChannelRefused`; a 5xx, 429, network failure or `idle_timeout_s`
+    without a byte is `ChannelError`. `check` sees the response first and may raise a clearer
+    refusal (the platform's own ways of saying no). A host that compresses anyway is
+    decompressed, the cap counting the file's own bytes. On any failure, cancellation
+    included, `dest` is removed.
     """
+    url = hosts.url(handle)
+    if url is None:
+        raise ChannelRefused(channel, f"download: {handle[:100]!r} is not {hosts.what}")
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=idle_timeout_s, sock_read=idle_timeout_s)
+    sent = {**_IDENTITY, **(headers or {})}
     try:
-        async with session.get(url, headers=dict(headers or {}), allow_redirects=False, timeout=timeout) as response:
+        async with session.get(url, headers=sent, allow_redirects=False, timeout=timeout) as response:
             if check is not None:
                 check(response)
             _check_status(channel, response)
-            declared = response.content_length
+            encoded = response.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity")
+            declared = None if encoded else response.content_length
             if declared is not None and declared > max_bytes:
                 raise AttachmentTooLarge(channel, f"the file is {declared} bytes, over the cap of {max_bytes}")
             size = 0
@@ -105,7 +116,8 @@ def _check_status(channel: str, response: aiohttp.ClientResponse) -> None:
     if status == 200:
         return
     if 300 <= status < 400:
-        raise ChannelRefused(channel, f"download: the file host redirected (HTTP {status}); the token was not accepted")
+        where = response.headers.get("Location", "")[:100]
+        raise ChannelRefused(channel, f"download: the file host redirected (HTTP {status}) to {where!r}; not followed")
     reason = f"download: HTTP {status} {response.reason or ''}".rstrip()
     if 400 <= status < 500 and status != 429:
         raise ChannelRefused(channel, reason)

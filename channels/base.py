@@ -46,6 +46,9 @@ class Attachment:
     `handle` is the adapter's own reference (Telegram `file_id`, Slack `url_private`, Discord
     attachment URL); only the adapter that made it can `download` it. `size` is what the
     platform reported (None: unknown), so a cap can refuse before any byte is fetched.
+    `pending` marks a file the platform only named (a Slack Connect file's id): its kind, mime
+    and size are placeholders until `FileAdapter.describe` asks the platform, which the core
+    does only for an agent that takes files at all.
     """
 
     kind: AttachmentKind
@@ -53,6 +56,7 @@ class Attachment:
     handle: str
     size: int | None = None
     name: str | None = None
+    pending: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,6 +241,11 @@ class FileAdapter(Protocol):
     """An adapter that can fetch inbound attachments and post files (optional, like streaming)."""
 
     max_file_bytes: int  # the largest file this platform accepts from a bot
+
+    async def describe(self, attachment: Attachment) -> Attachment:
+        """Return `attachment` with its kind, mime and size known: a `pending` one is looked up on
+        the platform (raises `ChannelError`, `ChannelRefused` when it will not say), others as they are."""
+        ...
 
     async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
         """Stream `attachment` into `dest`, returning its size; raises `AttachmentTooLarge` as soon

@@ -331,6 +331,10 @@ class DiscordAdapter:
 
     # -- files (FileAdapter) ---------------------------------------------------------------
 
+    async def describe(self, attachment: Attachment) -> Attachment:
+        """Return `attachment`: a Discord message carries every attachment in full."""
+        return attachment
+
     async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
         """Stream an attachment from Discord's CDN into `dest` (no token is sent there).
 

@@ -19,11 +19,11 @@ from typing import Any, Final
 
 import aiohttp
 import discord
-from yarl import URL
 
-from channels.attachments import guess_mime, kind_for_mime, stream_to_file
+from channels.attachments import FileHosts, download_from
 from channels.base import Attachment, ChannelRefused, OutboundFile
 from channels.chunking import chunk_text
+from channels.file_kinds import guess_mime, kind_for_mime
 
 __all__ = ["CDN_HOSTS", "MAX_FILE_BYTES", "attachments_of", "download", "post_file"]
 
@@ -52,15 +52,6 @@ def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
     return tuple(found)
 
 
-def _trusted(url: URL, api_base: str | None) -> bool:
-    if url.scheme == "https" and url.host in CDN_HOSTS:
-        return True
-    if api_base is None:
-        return False
-    base = URL(api_base)
-    return (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
-
-
 async def download(
     attachment: Attachment,
     dest: Path,
@@ -71,15 +62,10 @@ async def download(
     idle_timeout_s: float,
 ) -> int:
     """Stream the attachment's CDN URL into `dest`; see `FileAdapter.download` for the contract."""
-    try:
-        url = URL(attachment.handle)
-    except ValueError:
-        url = URL()
-    if not url.is_absolute() or not _trusted(url, api_base):
-        raise ChannelRefused(channel, f"download: {attachment.handle[:100]!r} is not a Discord CDN URL")
+    hosts = FileHosts(names=CDN_HOSTS, api_base=api_base, what="a Discord CDN URL")
     async with aiohttp.ClientSession() as session:
-        return await stream_to_file(
-            session, str(url), dest, channel=channel, max_bytes=max_bytes, idle_timeout_s=idle_timeout_s
+        return await download_from(
+            session, hosts, attachment.handle, dest, channel=channel, max_bytes=max_bytes, idle_timeout_s=idle_timeout_s
         )
 
 

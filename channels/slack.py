@@ -330,6 +330,14 @@ class SlackAdapter:
 
     # -- files (FileAdapter) -----------------------------------------------------------------
 
+    async def describe(self, attachment: Attachment) -> Attachment:
+        """Look a Slack Connect stub up with `files.info`; return a full attachment as it is.
+
+        Raises `ChannelRefused` when Slack will not describe the file (not shared with the
+        app, unknown, no `files:read`), `ChannelError` when the call may succeed later.
+        """
+        return await slack_files.describe(self._web_client(), attachment, channel=self.name, api=self._api)
+
     async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
         """Stream a file's `url_private` into `dest` with the bot token (`files:read`).
 
@@ -337,6 +345,8 @@ class SlackAdapter:
         refuses (401/403/404, a redirect to the sign-in page) or the URL is not Slack's, and
         `ChannelError` when the fetch fails or stalls for `download_idle_timeout_s`.
         """
+        if attachment.pending:  # a stub's url_private is known only once files.info answers
+            attachment = await self.describe(attachment)
         _client, session = self._http()
         return await slack_files.download(
             session,

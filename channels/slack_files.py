@@ -2,8 +2,12 @@
 
 - Inbound: each entry of an event's `files` becomes an `Attachment` (handle = `url_private`).
   Files Slack does not host (`is_external`: Google Drive and other remote files, whose
-  `url_private` may point anywhere), deleted ones (`mode = "tombstone"`) and partial objects
-  without a URL (Slack Connect's `file_access = "check_file_info"`) are left out.
+  `url_private` may point anywhere) and deleted ones (`mode = "tombstone"`) are left out.
+  In Slack Connect channels an entry can be a stub, only an id with `file_access =
+  "check_file_info"`: it is a `pending` attachment, and `describe` asks `files.info` (scope
+  `files:read`) for the whole object, only when the core wants the file (an agent that takes
+  none never causes the call). `file_access = "access_denied"` is a pending attachment
+  `describe` refuses without a call.
 - Download: GET `url_private` with the bot token as bearer (scope `files:read`; without it
   Slack answers with its sign-in page, which is refused rather than saved). The token is
   only ever sent to Slack's file host, or to the host of the configured `api_base_url` (a
@@ -17,70 +21,111 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
-from yarl import URL
 
-from channels.attachments import guess_mime, kind_for_mime, stream_to_file
-from channels.base import Attachment, ChannelError, ChannelRefused, OutboundFile
+from channels.attachments import FileHosts, download_from
+from channels.base import Attachment, ChannelAuthError, ChannelError, ChannelRefused, OutboundFile
+from channels.file_kinds import guess_mime, kind_for_mime
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
-__all__ = ["MAX_FILE_BYTES", "SLACK_FILE_HOSTS", "attachments_from_event", "download", "upload"]
+__all__ = ["MAX_FILE_BYTES", "SLACK_FILE_HOSTS", "attachments_from_event", "describe", "download", "upload"]
 
 MAX_FILE_BYTES: Final = 1024 * 1024 * 1024  # Slack's per-file upload limit (1 GB)
 SLACK_FILE_HOSTS: Final = frozenset({"files.slack.com"})
 _VOICE_SUBTYPES: Final = frozenset({"slack_audio"})  # a clip recorded in Slack's composer
+_STUB_ACCESS: Final = frozenset({"check_file_info", "access_denied"})
+_FILE_ID: Final = re.compile(r"F[A-Z0-9]{2,40}")
+_DENIED: Final = "access_denied:"
+_UNKNOWN_MIME: Final = "application/octet-stream"
 _UPLOAD_TIMEOUT_S: Final = 300.0
 
 ApiCall = Callable[[str, Awaitable[Any]], Awaitable[Any]]
 
 
 def attachments_from_event(event: Mapping[str, Any]) -> tuple[Attachment, ...]:
-    """Return the attachments of a `message` / `app_mention` event's `files` (none: empty)."""
+    """Return the attachments of a `message` / `app_mention` event's `files` (none: empty).
+
+    A Slack Connect stub (`file_access = "check_file_info"`, only an id) is a `pending`
+    attachment that `describe` looks up with `files.info`; one the app may not see
+    (`file_access = "access_denied"`) is a pending attachment `describe` refuses, so the
+    sender hears that the file could not be fetched instead of nothing.
+    """
     files = event.get("files")
     if not isinstance(files, list):
         return ()
     found: list[Attachment] = []
     for item in files:
-        if not isinstance(item, Mapping) or item.get("is_external") or item.get("mode") == "tombstone":
+        if not isinstance(item, Mapping):
             continue
-        url = item.get("url_private")
-        if not isinstance(url, str) or not url:
-            continue
-        name = item.get("name") if isinstance(item.get("name"), str) else None
-        mimetype = item.get("mimetype") if isinstance(item.get("mimetype"), str) else None
-        mime = guess_mime(mimetype, name or _filetype_name(item))
-        size = item.get("size")
-        found.append(
-            Attachment(
-                kind=kind_for_mime(mime, voice=item.get("subtype") in _VOICE_SUBTYPES),
-                mime=mime,
-                handle=url,
-                size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
-                name=name,
-            )
-        )
+        attachment = _attachment_of(item) or _stub_of(item)
+        if attachment is not None:
+            found.append(attachment)
     return tuple(found)
+
+
+def _attachment_of(item: Mapping[str, Any]) -> Attachment | None:
+    """Return the attachment a full file object describes; None for what Slack does not host."""
+    if item.get("is_external") or item.get("mode") == "tombstone":
+        return None
+    url = item.get("url_private")
+    if not isinstance(url, str) or not url:
+        return None
+    name = item.get("name") if isinstance(item.get("name"), str) else None
+    mimetype = item.get("mimetype") if isinstance(item.get("mimetype"), str) else None
+    mime = guess_mime(mimetype, name or _filetype_name(item))
+    size = item.get("size")
+    return Attachment(
+        kind=kind_for_mime(mime, voice=item.get("subtype") in _VOICE_SUBTYPES),
+        mime=mime,
+        handle=url,
+        size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
+        name=name,
+    )
+
+
+def _stub_of(item: Mapping[str, Any]) -> Attachment | None:
+    """Return a pending attachment for a Slack Connect stub (only an id); None for anything else."""
+    file_id, access = item.get("id"), item.get("file_access")
+    if not isinstance(file_id, str) or not _FILE_ID.fullmatch(file_id) or access not in _STUB_ACCESS:
+        return None
+    handle = file_id if access == "check_file_info" else f"{_DENIED}{file_id}"
+    return Attachment(kind="document", mime=_UNKNOWN_MIME, handle=handle, pending=True)
+
+
+async def describe(client: AsyncWebClient, attachment: Attachment, *, channel: str, api: ApiCall) -> Attachment:
+    """Return a pending attachment as `files.info` describes it (others as they are).
+
+    Raises `ChannelRefused` when the file is not shared with the app (`access_denied`),
+    Slack does not know it (`file_not_found`), the token lacks `files:read`, or the answer
+    still holds no file Slack hosts; `ChannelError` when the call fails in a way a retry may fix.
+    """
+    if not attachment.pending:
+        return attachment
+    if attachment.handle.startswith(_DENIED):
+        file_id = attachment.handle.removeprefix(_DENIED)
+        raise ChannelRefused(channel, f"files.info: {file_id} is not shared with this app (file_access = access_denied)")
+    try:
+        answer = await api("files.info", client.files_info(file=attachment.handle))
+    except ChannelAuthError as exc:  # missing_scope: this file is refused, the channel itself works
+        raise ChannelRefused(channel, f"{exc.reason} (does the app have files:read?)") from exc
+    item = answer.get("file")
+    described = _attachment_of(item) if isinstance(item, Mapping) else None
+    if described is None:
+        raise ChannelRefused(channel, f"files.info: Slack gave no file it hosts for {attachment.handle}")
+    return described
 
 
 def _filetype_name(item: Mapping[str, Any]) -> str | None:
     """Return a stand-in file name from Slack's `filetype` (`pdf`, `png`) for guessing a type."""
     filetype = item.get("filetype")
     return f"file.{filetype}" if isinstance(filetype, str) and filetype.isalnum() else None
-
-
-def _trusted(url: URL, api_base_url: str | None) -> bool:
-    if url.scheme == "https" and url.host in SLACK_FILE_HOSTS:
-        return True
-    if api_base_url is None:
-        return False
-    base = URL(api_base_url)
-    return (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
 
 
 async def download(
@@ -95,19 +140,9 @@ async def download(
     idle_timeout_s: float,
 ) -> int:
     """Stream `attachment.handle` (a `url_private`) into `dest` with the bot token; see the module."""
-    try:
-        url = URL(attachment.handle)
-    except ValueError:
-        url = URL()
-    if not url.is_absolute() or not _trusted(url, api_base_url):
-        raise ChannelRefused(channel, f"download: {attachment.handle[:100]!r} is not a Slack file URL")
-    return await stream_to_file(
-        session,
-        str(url),
-        dest,
-        channel=channel,
-        max_bytes=max_bytes,
-        idle_timeout_s=idle_timeout_s,
+    hosts = FileHosts(names=SLACK_FILE_HOSTS, api_base=api_base_url, what="a Slack file URL")
+    return await download_from(
+        session, hosts, attachment.handle, dest, channel=channel, max_bytes=max_bytes, idle_timeout_s=idle_timeout_s,
         headers={"Authorization": f"Bearer {bot_token}"},
         check=lambda response: _refused_by_slack(response, attachment, channel),
     )
@@ -115,6 +150,11 @@ async def download(
 
 def _refused_by_slack(response: aiohttp.ClientResponse, attachment: Attachment, channel: str) -> None:
     """Name the likely cause when Slack will not hand over a file: the token or its scope."""
+    if 300 <= response.status < 400:  # Slack sends a token it does not accept to its sign-in page
+        raise ChannelRefused(
+            channel, f"download: HTTP {response.status}: Slack redirected instead of sending the file "
+            "(the bot token was not accepted; does the app have files:read?)"
+        )
     if response.status in (401, 403):
         raise ChannelRefused(
             channel, f"download: HTTP {response.status}: Slack refused the bot token (does the app have files:read?)"

@@ -62,6 +62,7 @@ from channels.approval_codec import (
 from channels.streaming import PacerBook
 from channels.telegram_format import Rendered, plain, render
 from channels.telegram_http import AiohttpRequest
+from channels.telegram_ids import chat_id as _chat_id, retry_after_s as _retry_after_s, thread_id as _thread_id
 from channels import telegram_media
 from channels.telegram_stream import TelegramStream, close_abandoned
 from orchestrator.config import SecretRef
@@ -245,6 +246,10 @@ class TelegramAdapter:
             logger.debug("channel {}: typing indicator skipped: {}", self.name, exc.reason)
 
     # -- FileAdapter (channels.telegram_media) ----------------------------------------------
+
+    async def describe(self, attachment: Attachment) -> Attachment:
+        """Return `attachment`: a Telegram update carries every file in full."""
+        return attachment
 
     async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
         """Stream an inbound file (getFile, then the file endpoint) into `dest` under `max_bytes`."""
@@ -466,24 +471,6 @@ def create(name: str, config: TelegramChannelConfig, *, secrets: Callable[[Secre
         return TelegramAdapter(name=name, config=config, token=token, webhook_secret=webhook_secret)
     except InvalidToken as exc:  # PTB refuses an empty token before any request
         raise ChannelAuthError(name, f"invalid bot token: {exc.message}") from exc
-
-
-def _chat_id(chat: str) -> int | str:
-    """Numeric chat ids as int; `@channelname` stays a string."""
-    try:
-        return int(chat)
-    except ValueError:
-        return chat
-
-
-def _thread_id(thread: str | None) -> int | None:
-    return int(thread) if thread else None
-
-
-def _retry_after_s(exc: RetryAfter) -> float:
-    """Return the wait in seconds; PTB 22 gives an int or float, a later major a timedelta."""
-    value = exc.retry_after
-    return value.total_seconds() if isinstance(value, dtm.timedelta) else float(value)
 
 
 def _approval_text(prompt: ApprovalPrompt) -> str:

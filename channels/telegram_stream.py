@@ -31,6 +31,7 @@ from telegram.error import BadRequest, RetryAfter
 from channels.base import ChannelError, ChannelRefused, Outbound, ReplyProgress
 from channels.streaming import ChatPacer, StreamRateLimited, split_to_limit
 from channels.telegram_format import plain
+from channels.telegram_ids import chat_id as _chat_id, retry_after_s as _retry_after_s, thread_id as _thread_id
 
 if TYPE_CHECKING:
     from channels.telegram import TelegramAdapter
@@ -304,20 +305,4 @@ def _without_tool_line(text: str) -> str:
     if last.startswith("running ") and last.endswith("..."):
         return head.rstrip()
     return text.rstrip()
-
-
-def _chat_id(chat: str) -> int | str:
-    try:
-        return int(chat)
-    except ValueError:
-        return chat
-
-
-def _thread_id(thread: str | None) -> int | None:
-    return int(thread) if thread else None
-
-
-def _retry_after_s(exc: RetryAfter) -> float:
-    value = exc.retry_after
-    return value.total_seconds() if hasattr(value, "total_seconds") else float(value)
 

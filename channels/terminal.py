@@ -6,9 +6,10 @@ import asyncio
 import os
 import stat
 import sys
+import termios
 import time
 from collections.abc import Sequence
-from typing import IO, Any, Final
+from typing import IO, Any, Final, TextIO
 
 from channels.approval_codec import approval_command, parse_approval_command
 from channels.base import (
@@ -21,6 +22,8 @@ from channels.base import (
     Ready,
     ReplyProgress,
 )
+from channels.terminal_line import EOF, LineEditor, is_same_terminal, raw_input_mode
+from orchestrator.logs import share_screen
 
 __all__ = ["PROMPT", "REPLY_LABEL", "TerminalAdapter", "create"]
 
@@ -60,6 +63,19 @@ def _is_terminal(out: IO[str]) -> bool:
         return False
 
 
+def _fileno(stream: object) -> int | None:
+    try:
+        return int(stream.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):  # a stand-in without one, or a closed stream
+        return None
+
+
+def _shares_a_terminal(stream: object, fd: int | None) -> bool:
+    """Return True when `stream` writes to the terminal `fd` is (a log and the chat on one screen)."""
+    own = _fileno(stream)
+    return own is not None and fd is not None and is_same_terminal(own, fd)
+
+
 class TerminalAdapter:
     """Reads one message per line from stdin and prints replies to stdout.
 
@@ -84,6 +100,8 @@ class TerminalAdapter:
         self._reading = False  # waiting for the next line (not past the end of input)
         self._prompt_shown = False
         self._live: _TerminalStream | None = None  # the reply being printed as it streams
+        # the line being typed (on a terminal only: piped input is read by lines)
+        self._editor = LineEditor(echo=self._echo, shown=lambda: self._prompt_shown)
 
     async def run(self, deliver: Deliver, ready: Ready) -> None:
         why = _no_input(self._stdin)
@@ -101,23 +119,75 @@ class TerminalAdapter:
             reader.feed_data(self._stdin.read())
             reader.feed_eof()
             transport = None
+        restore = None
+        if self._interactive:
+            try:
+                restore = raw_input_mode(self._stdin.fileno())
+            except termios.error:  # a terminal that refuses the mode: the kernel edits lines, as before
+                restore = None
+            if restore is not None and _shares_a_terminal(self._stdout, 2):
+                share_screen(self._paint_log)
         ready()
         try:
             self._reading = True
-            while True:
-                self._show_prompt()
-                line = await reader.readline()
-                if not line:
-                    self._reading = False
-                    break
-                self._prompt_shown = False  # the typed Enter moved the cursor past it
-                text = line.decode("utf-8", errors="replace").strip()
-                if text:
-                    await deliver(self._parse(text))
+            if restore is not None:
+                await self._read_typed(reader, deliver)
+            else:
+                await self._read_lines(reader, deliver)
+            self._reading = False
             await asyncio.Event().wait()  # EOF: stay quiet until cancelled
         finally:
+            if restore is not None:
+                share_screen(None)
+                restore()
             if transport is not None:
                 transport.close()
+
+    async def _read_lines(self, reader: asyncio.StreamReader, deliver: Deliver) -> None:
+        # piped input, or a terminal in its own line mode (the prompt is shown, the kernel echoes)
+        self._show_prompt()
+        while line := await reader.readline():
+            self._prompt_shown = False  # the typed Enter moved the cursor past it
+            text = line.decode("utf-8", errors="replace").strip()
+            if text:
+                await deliver(self._parse(text))
+            self._show_prompt()
+
+    async def _read_typed(self, reader: asyncio.StreamReader, deliver: Deliver) -> None:
+        self._show_prompt()
+        while data := await reader.read(4096):
+            self._editor.feed(data)
+            while (line := self._editor.next_line()) is not None:
+                if line is EOF:
+                    return
+                self._prompt_shown = False  # the typed Enter moved the cursor past it
+                text = str(line).strip()
+                if text:
+                    await deliver(self._parse(text))
+                self._show_prompt()
+
+    def _echo(self, text: str) -> None:
+        self._stdout.write(text)
+        self._stdout.flush()
+
+    def _paint_log(self, text: str, out: TextIO) -> None:
+        """Write a log line above the prompt and the typed text (or a reply's open line), then redraw them."""
+        shared = _shares_a_terminal(out, _fileno(self._stdout))
+        live = self._live
+        redraw = self._prompt_line() if self._prompt_shown else live.open_line() if live is not None else None
+        if not shared or redraw is None:
+            out.write(text)
+            out.flush()
+            return
+        self._stdout.write(_CLEAR_LINE)
+        self._stdout.flush()
+        out.write(text if text.endswith("\n") else text + "\n")
+        out.flush()
+        self._stdout.write(redraw)
+        self._stdout.flush()
+
+    def _prompt_line(self) -> str:
+        return PROMPT + self._editor.typed
 
     def _parse(self, text: str) -> Inbound | ApprovalAnswer:
         answer = parse_approval_command(text)
@@ -138,7 +208,7 @@ class TerminalAdapter:
 
     def _show_prompt(self) -> None:
         if self._interactive and self._reading and not self._prompt_shown:
-            self._stdout.write(PROMPT)
+            self._stdout.write(self._prompt_line())  # with what was typed while it was away
             self._stdout.flush()
             self._prompt_shown = True
 
@@ -261,6 +331,12 @@ class _TerminalStream:
         if self._line is not None:
             self._adapter._stdout.write("\n" if keep else "\r\x1b[K")
         self._lines, self._line = [], None
+
+    def open_line(self) -> str | None:
+        """Return the open line as drawn (label or indent included), None when no line is open."""
+        if self._line is None:
+            return None
+        return (REPLY_LABEL if self._open_is_first else " " * len(REPLY_LABEL)) + self._line
 
     def interrupt(self) -> None:
         """End the open line so another message prints below it (the stream draws after it)."""

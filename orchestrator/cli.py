@@ -98,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
     for platform, what in (("telegram", "bot token"), ("discord", "bot token")):
         init.add_argument(f"--{platform}-token-file", metavar="PATH", help=f"add {platform}: the {what} file")
         init.add_argument(f"--{platform}-sender", metavar="ID", help=f"the {platform} user id allowed to talk to it")
+    init.add_argument(
+        "--telegram-delete-webhook", action="store_true",
+        help="if the bot has a webhook set (getUpdates then answers 409), delete it to read your first message",
+    )
     init.add_argument("--slack-bot-token-file", metavar="PATH", help="add slack: the xoxb- bot token file")
     init.add_argument("--slack-app-token-file", metavar="PATH", help="the xapp- app-level token file")
     init.add_argument("--slack-sender", metavar="ID", help="the slack member id allowed to talk to it")
@@ -246,6 +250,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"{len(config.channels)} channels, {len(config.routes)} routes)"
     )
     if not args.connect:
+        from orchestrator.checks import telemetry_problems
+
+        # `run` refuses to start on these: `check` must not call the same file ok
+        problems = telemetry_problems(config, shown=args.config)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        if problems:
+            return 1
         print(ok)
     from orchestrator.seam import sandbox_notices
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+from collections.abc import Callable
 from typing import Final, TextIO
 
 from loguru import logger
 
 from orchestrator.redaction import redact
 
-__all__ = ["RedactingStream", "configure_logging"]
+__all__ = ["RedactingStream", "ScreenPainter", "configure_logging", "share_screen"]
 
 _TEXT_FORMATS: Final = {"text": "{level: <7} {name}: {message}", "cli": "{level}: {message}"}
 
@@ -38,11 +40,31 @@ class _DropRepeatedFaults(logging.Filter):
         return not (record.name == "mcp.client.stdio" and record.msg == "Failed to parse JSONRPC message from server")
 
 
+# Writes `text` to `out` around what an interactive screen shows on its current line.
+ScreenPainter = Callable[[str, TextIO], None]
+
+_screen_lock = threading.Lock()
+_painter: ScreenPainter | None = None
+
+
+def share_screen(painter: ScreenPainter | None) -> None:
+    """Route log lines through `painter` while a chat shares the log's terminal (None: stop).
+
+    The terminal channel sets it while a person types at its prompt on the terminal the
+    logs go to: the painter clears the prompt line, writes the log line, and redraws the
+    prompt with the typed text, so a log line never lands in the middle of either.
+    """
+    global _painter
+    with _screen_lock:
+        _painter = painter
+
+
 class RedactingStream:
     """A loguru sink writing each finished line to `out` with every secret redacted.
 
     It sees the line as loguru formatted it, exception text and traceback included, so
-    what any library logged, at any level, passes through the one `redact`.
+    what any library logged, at any level, passes through the one `redact`. While a chat
+    shares the screen (`share_screen`), the line goes through its painter.
     """
 
     __slots__ = ("_out",)
@@ -51,7 +73,13 @@ class RedactingStream:
         self._out = out
 
     def write(self, message: str) -> None:
-        self._out.write(redact(message))
+        text = redact(message)
+        with _screen_lock:
+            painter = _painter
+            if painter is not None:
+                painter(text, self._out)
+                return
+        self._out.write(text)
 
     def flush(self) -> None:
         self._out.flush()

@@ -8,14 +8,18 @@ something, and `load_config` composes both into the one public way to load a con
 from orchestrator.checks.connected import ModelUse, models_in_use, route_problems, tool_name_problems
 from orchestrator.checks.loading import load_config, parse_config
 from orchestrator.checks.references import RESERVED_AGENT_NAMES, check_references
+from orchestrator.checks.telemetry import TELEMETRY_INSTALL, missing_telemetry_package, telemetry_problems
 
 __all__ = [
     "RESERVED_AGENT_NAMES",
+    "TELEMETRY_INSTALL",
     "ModelUse",
     "check_references",
     "load_config",
+    "missing_telemetry_package",
     "models_in_use",
     "parse_config",
     "route_problems",
+    "telemetry_problems",
     "tool_name_problems",
 ]

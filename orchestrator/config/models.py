@@ -80,6 +80,8 @@ class PricesConfig(_Model):
     output: float = Field(ge=0, strict=True)
     # absent = the `input` price (a provider without a prompt-cache discount)
     cached_input: float | None = Field(default=None, ge=0, strict=True)
+    # absent = the `input` price (nothing is silently free; Anthropic bills a 5-minute cache write at 1.25x input)
+    cache_write: float | None = Field(default=None, ge=0, strict=True)
 
 
 class ProviderConfig(_Model):

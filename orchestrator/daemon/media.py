@@ -9,7 +9,7 @@ from typing import Final
 from loguru import logger
 
 from channels import Attachment, ChannelAdapter, ChannelError, FileAdapter, Inbound, Outbound, OutboundFile
-from orchestrator.media import Incoming, Intake, MediaRefused, check, take_in
+from orchestrator.media import Incoming, Intake, MediaRefused, check, fetch_failed, take_in
 from orchestrator.seam import ResolvedAgentExecution
 
 __all__ = ["ChatFileOutlet", "echo_transcripts", "take_in_chat"]
@@ -21,17 +21,33 @@ async def take_in_chat(adapter: ChannelAdapter, inbound: Inbound, execution: Res
     """Check `inbound`'s attachments against the agent's media policy and fetch them through `adapter`.
 
     Raises `MediaRefused` with the line for the user; the policy is checked before the
-    adapter is asked for anything, so a refused attachment is never downloaded.
+    adapter is asked for anything, so a refused attachment is never downloaded. A `pending`
+    attachment (a Slack Connect stub) is described by the adapter first, and only for an
+    agent that takes some files; a lookup that fails is refused like a failed download.
     """
     policy = execution.media
+    attachments = inbound.attachments
+    if policy.accept and isinstance(adapter, FileAdapter):  # an agent that takes no files asks nothing
+        attachments = tuple([await _described(adapter, a) for a in attachments])
     items = [
         Incoming(kind=a.kind, mime=a.mime, size=a.size, name=a.name, fetch=_fetcher(adapter, a))
-        for a in inbound.attachments
+        for a in attachments
     ]
     check(policy, items)
     if not isinstance(adapter, FileAdapter):
         raise MediaRefused("This channel cannot fetch files yet; please send the text instead.")
     return await take_in(policy, execution.security, items, text=inbound.text)
+
+
+async def _described(adapter: FileAdapter, attachment: Attachment) -> Attachment:
+    """Return `attachment` with its kind known (a pending one asked of the platform)."""
+    if not attachment.pending:
+        return attachment
+    try:
+        return await adapter.describe(attachment)
+    except ChannelError as exc:
+        logger.info("attachment lookup failed: {}", exc)
+        raise fetch_failed(attachment.kind) from exc
 
 
 def _fetcher(adapter: ChannelAdapter, attachment: Attachment) -> Callable[[Path, int], Awaitable[int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TextIO
 
-from orchestrator.checks import route_problems, tool_name_problems
+from orchestrator.checks import route_problems, telemetry_problems, tool_name_problems
 from orchestrator.config import Config
 from orchestrator.doctor.channels import probe_channel
 from orchestrator.doctor.providers import probe_provider, providers_in_use
@@ -30,7 +30,7 @@ async def run_doctor(
     What connected is printed to `out` as it is found; warnings, then problems, go to `err`
     one line each. Returns the exit code: 0 only when there was no problem.
     """
-    problems = secret_problems(config, shown=shown)
+    problems = [*telemetry_problems(config, shown=shown), *secret_problems(config, shown=shown)]
     mcp = await probe_mcp(config, shown=shown, out=out, connect_timeout_s=mcp_timeout_s)
     problems.extend(mcp.problems)
     async with asyncio.TaskGroup() as group:

@@ -9,6 +9,7 @@ from orchestrator.engine.loop import (
     run_tool_call_loop,
 )
 from orchestrator.engine.context import compact_now
+from orchestrator.engine.tokens import TurnUsage
 from orchestrator.engine.transcript import Summary, Transcript
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "TurnEvents",
     "TurnObserver",
     "TurnResult",
+    "TurnUsage",
     "add_turn_observer",
     "compact_now",
     "run_tool_call_loop",

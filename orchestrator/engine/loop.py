@@ -16,7 +16,7 @@ from orchestrator.media import MEDIA_KEY, ImageCache, model_messages
 from orchestrator.providers import Completion, ToolCall
 from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
-from orchestrator.engine.tokens import TokenAccount
+from orchestrator.engine.tokens import TokenAccount, TurnUsage
 from orchestrator.engine.transcript import Transcript
 from orchestrator.engine.untrusted import wrap_untrusted
 from orchestrator.errors import OrchestratorError, ProviderError, SealViolation, ToolFailure
@@ -60,7 +60,8 @@ class TurnResult:
     `provider` and `model` name the chain link that gave the turn's last answer (None when
     no model answered); `failed_over` is True when any answer of the turn came from a
     `fallback` link instead of the agent's own provider and model. `tokens` is what the
-    turn's model calls used (input + output), its delegated turns' included.
+    turn's model calls used (input + output), its delegated turns' included; `usage` the
+    same by kind (cache reads and writes), with the cost when priced.
     """
 
     text: str
@@ -72,6 +73,7 @@ class TurnResult:
     model: str | None = None
     failed_over: bool = False
     tokens: int = 0
+    usage: TurnUsage = TurnUsage()
 
 
 def add_turn_observer(observer: TurnObserver) -> Callable[[], None]:
@@ -120,7 +122,7 @@ async def run_tool_call_loop(
     async def run_child(child: ResolvedAgentExecution, task: str, *, session: str, parent: str) -> ChildOutcome:
         nested = Transcript(session=session, parent=parent)
         result = await run_tool_call_loop(child, nested, task, approver=approver, actor=actor)
-        turn.tokens.add(result.tokens)  # the child ran inside this turn's token budget
+        turn.tokens.add(result.tokens, result.usage)  # the child ran inside this turn's token budget
         return ChildOutcome(completed=result.stop is StopReason.COMPLETED, stop=result.stop.value, text=result.text)
 
     turn.scope = CurrentTurn(
@@ -142,6 +144,8 @@ async def run_tool_call_loop(
         raise
     finally:
         leave_turn(token)
+        if outer is None:  # durable before the caller stores the transcript or sends the reply
+            execution.usage.flush()
 
 
 class _Turn:
@@ -304,6 +308,7 @@ class _Turn:
         return TurnResult(
             text=text, stop=stop, executed=tuple(self.executed), error=error, incident=incident,
             provider=provider, model=model, failed_over=self.failed_over, tokens=self.tokens.used,
+            usage=self.tokens.usage,
         )
 
     def _finish(self, text: str, stop: StopReason) -> TurnResult:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from orchestrator.providers import Completion, Usage
 from orchestrator.seam import CurrentTurn, ResolvedAgentExecution, budget_key
 
-__all__ = ["TokenAccount", "estimate_tokens"]
+__all__ = ["TokenAccount", "TurnUsage", "estimate_tokens"]
 
 _CHARS_PER_TOKEN: Final = 4  # a rough local estimate: no tokenizer is shipped or downloaded
 
@@ -17,6 +18,30 @@ _CHARS_PER_TOKEN: Final = 4  # a rough local estimate: no tokenizer is shipped o
 def estimate_tokens(chars: int) -> int:
     """Return the local estimate of the tokens in `chars` characters (at least 1)."""
     return max(1, chars // _CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnUsage:
+    """What one turn's model calls used, by kind (delegated turns' included), and what it cost.
+
+    `cached_tokens` (cache reads) and `cache_write_tokens` are parts of `input_tokens`;
+    `cost` is None when no call of the turn was priced.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float | None = None
+
+    def plus(self, other: TurnUsage) -> TurnUsage:
+        """Return the sum of both."""
+        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
+        return TurnUsage(
+            input_tokens=self.input_tokens + other.input_tokens, output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens, cost=cost,
+        )
 
 
 class TokenAccount:
@@ -27,10 +52,13 @@ class TokenAccount:
     an estimate of everything sent). A call whose projection would pass either budget is
     never made: the turn stops with the message `over_budget` returns. After each call,
     `charge` adds the reported usage (or, when the provider reported none, the estimate)
-    to the turn, to the meter's day, and to the usage table, priced by the answering link.
+    to the turn, to the meter's day, and to the usage table, priced by the answering link;
+    `usage` sums them by kind for the turn's log line.
     """
 
-    __slots__ = ("_actor", "_execution", "_key", "_last_input", "_last_sent", "_session", "_specs_chars", "_turn", "used")
+    __slots__ = (
+        "_actor", "_execution", "_key", "_last_input", "_last_sent", "_session", "_specs_chars", "_turn", "usage", "used",
+    )
 
     def __init__(
         self,
@@ -46,6 +74,7 @@ class TokenAccount:
         self._turn = turn
         self._key = budget_key(execution.identity.agent, actor)
         self.used = 0
+        self.usage = TurnUsage()
         self._last_input: int | None = None  # the last call's input tokens, as reported or estimated
         self._last_sent = 0  # how many messages the last call sent
         self._specs_chars: int | None = None
@@ -78,16 +107,21 @@ class TokenAccount:
                 input_tokens=self._projected_input(messages, ()), output_tokens=_estimate_answer(completion)
             ), True
         self._last_input, self._last_sent = usage.input_tokens, len(messages)
-        self.add(usage.total)
         provider, model = answered_by or (ex.model.provider, ex.model.model)
-        ex.usage.record(
+        row = ex.usage.record(
             binding=ex.model, provider=provider, model=model, usage=usage, estimated=estimated,
             agent=ex.identity.agent, path=ex.identity.path.value, sender=self._actor, session=self._session,
         )
+        self.add(usage.total, TurnUsage(
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens, cost=row.cost,
+        ))
 
-    def add(self, tokens: int) -> None:
-        """Add `tokens` to this turn (a delegated child's are added when it returns)."""
+    def add(self, tokens: int, usage: TurnUsage | None = None) -> None:
+        """Add `tokens` (and their kinds, `usage`) to this turn (a delegated child's are added when it returns)."""
         self.used += tokens
+        if usage is not None:
+            self.usage = self.usage.plus(usage)
         scope = self._turn()
         if scope is not None:
             scope.tokens = self.used

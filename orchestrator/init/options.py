@@ -33,6 +33,7 @@ class InitOptions:
     model: str | None = None
     telegram_token_file: str | None = None
     telegram_sender: str | None = None
+    telegram_delete_webhook: bool = False
     slack_bot_token_file: str | None = None
     slack_app_token_file: str | None = None
     slack_sender: str | None = None

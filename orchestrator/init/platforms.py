@@ -22,6 +22,7 @@ from orchestrator.doctor import (
     slack_identity,
     telegram_bot,
 )
+from orchestrator.errors import OrchestratorError
 from orchestrator.init.asking import Asker, InitAborted
 from orchestrator.init.online import online
 from orchestrator.init.options import API_ENVS, InitOptions, read_token_file
@@ -83,10 +84,8 @@ def telegram_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
     if sender is None:
         asker.say(f"  Now send any message to @{username} in Telegram (waiting up to {options.wait_s:g} s; "
                   "Ctrl-C stops) ...")
-        found = _first_sender(api, token, options.wait_s)
-        if found is None:
-            asker.say("  no message arrived")
-        else:
+        found = _first_sender_or_webhook(asker, options, api, token)
+        if found is not None:
             user_id, name = found
             if asker.confirm(f"  a message from {name} (user id {user_id}): let this user talk to the bot?", default=True):
                 sender = user_id
@@ -98,6 +97,79 @@ def telegram_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
         keys=(("token", secret_ref(SECRET_FILES["telegram token"])), *_base_url_key(api)),
         senders=(sender,), secrets=MappingProxyType({SECRET_FILES["telegram token"]: token}),
     )
+
+
+class _WebhookActive(OrchestratorError):
+    """getUpdates answered 409: the bot has a webhook, so its updates go to that URL instead."""
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+def _first_sender_or_webhook(
+    asker: Asker, options: InitOptions, api: str | None, token: str
+) -> tuple[str, str] | None:
+    """Wait for the first message; with a webhook in the way, offer to delete it (or say "type the id").
+
+    Returns None (after saying why) when no message names the sender: the caller then asks
+    for the id, which `--telegram-sender` answers in flags mode.
+    """
+    try:
+        found = _first_sender(api, token, options.wait_s)
+    except _WebhookActive as exc:
+        url = _webhook_url(api, token)
+        asker.say(f"  telegram: getUpdates answered 409 ({exc.description})")
+        asker.say(f"  The bot has a webhook set{f' to {url}' if url else ''}: Telegram sends its messages there, "
+                  "so they cannot be read here.")
+        asker.say("  Deleting it moves the bot's messages back to polling (the config written here polls, and "
+                  "`orchestrator run` deletes it at start anyway); whatever serves that URL stops receiving them.")
+        if not asker.confirm("  delete the webhook now?", default=options.telegram_delete_webhook):
+            asker.say("  webhook left as it is: type your user id instead (@userinfobot in Telegram tells it)"
+                      + ("" if asker.interactive else "; or pass --telegram-delete-webhook"))
+            return None
+        _delete_webhook(api, token)
+        asker.say("  webhook deleted; waiting for your message again ...")
+        try:
+            found = _first_sender(api, token, options.wait_s)
+        except _WebhookActive as again:  # set again meanwhile by whatever else holds the token
+            asker.say(f"  telegram: getUpdates still answers 409 ({again.description}): type your user id instead")
+            return None
+    if found is None:
+        asker.say("  no message arrived")
+    return found
+
+
+def _webhook_url(api: str | None, token: str) -> str | None:
+    """Return the URL getWebhookInfo reports, None when it cannot be had (it is only shown)."""
+    base = f"{(api or TELEGRAM_API).rstrip('/')}/bot{token}"
+
+    async def info(session: aiohttp.ClientSession) -> str | None:
+        async with session.get(f"{base}/getWebhookInfo") as response:
+            body: dict[str, Any] = await response.json(content_type=None)
+        url = (body.get("result") or {}).get("url") if body.get("ok") else None
+        return str(url) if url else None
+
+    try:
+        return online(info)
+    except ProbeRefused:
+        return None
+
+
+def _delete_webhook(api: str | None, token: str) -> None:
+    """Call deleteWebhook, keeping the pending updates (the first message may be one of them)."""
+    base = f"{(api or TELEGRAM_API).rstrip('/')}/bot{token}"
+
+    async def delete(session: aiohttp.ClientSession) -> None:
+        async with session.post(f"{base}/deleteWebhook", data={"drop_pending_updates": "false"}) as response:
+            body: dict[str, Any] = await response.json(content_type=None)
+        if not body.get("ok"):
+            raise ProbeRefused(f"deleteWebhook answered {response.status} {body.get('description', '')}")
+
+    try:
+        online(delete)
+    except ProbeRefused as exc:
+        raise InitAborted(f"telegram: {exc.reason}") from None
 
 
 def _first_sender(api: str | None, token: str, wait_s: float) -> tuple[str, str] | None:
@@ -114,6 +186,8 @@ def _first_sender(api: str | None, token: str, wait_s: float) -> tuple[str, str]
             params = {"timeout": str(max(0, min(_POLL_S, int(left)))), "offset": str(offset)}
             async with session.get(f"{base}/getUpdates", params=params) as response:
                 body: dict[str, Any] = await response.json(content_type=None)
+            if response.status == 409:
+                raise _WebhookActive(str(body.get("description") or "Conflict"))
             if not body.get("ok"):
                 raise ProbeRefused(f"getUpdates answered {response.status} {body.get('description', '')}")
             for update in body["result"]:

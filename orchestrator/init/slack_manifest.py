@@ -12,8 +12,12 @@ __all__ = ["SLACK_BOT_EVENTS", "SLACK_BOT_SCOPES", "slack_manifest"]
 
 # app_mention: a mention in a channel; message.im: a direct message (the only events read).
 SLACK_BOT_EVENTS: Final = ("app_mention", "message.im")
-# Reading those events, and writing replies and approval prompts (chat.postMessage, chat.update).
-SLACK_BOT_SCOPES: Final = ("app_mentions:read", "chat:write", "im:history", "im:read", "im:write")
+# Reading those events, and writing replies and approval prompts (chat.postMessage, chat.update);
+# files:read downloads attachments (url_private, and files.info for Slack Connect files),
+# files:write is send_file (the external upload flow).
+SLACK_BOT_SCOPES: Final = (
+    "app_mentions:read", "chat:write", "files:read", "files:write", "im:history", "im:read", "im:write"
+)
 
 
 def slack_manifest() -> str:

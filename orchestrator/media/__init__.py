@@ -1,8 +1,18 @@
 """Inbound attachments: the media policy value, the intake, and the content parts the model sees."""
 
+from channels import IMAGE_MIMES, acceptable_mime
+
 from orchestrator.media.content import MEDIA_KEY, ImageCache, model_messages
-from orchestrator.media.intake import DOWNLOAD_TIMEOUT_S, Incoming, Intake, MediaRefused, bytes_fetch, check, take_in
-from orchestrator.media.kinds import IMAGE_MIMES, acceptable_mime
+from orchestrator.media.intake import (
+    DOWNLOAD_TIMEOUT_S,
+    Incoming,
+    Intake,
+    MediaRefused,
+    bytes_fetch,
+    check,
+    fetch_failed,
+    take_in,
+)
 from orchestrator.media.policy import NO_MEDIA, MediaPolicy, Transcriber
 from orchestrator.media.uploads import UPLOADS_DIR, safe_name, upload_target
 
@@ -21,6 +31,7 @@ __all__ = [
     "acceptable_mime",
     "bytes_fetch",
     "check",
+    "fetch_failed",
     "model_messages",
     "safe_name",
     "take_in",

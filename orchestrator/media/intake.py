@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from loguru import logger
 
-from channels import AttachmentTooLarge
+from channels import IMAGE_MIMES, AttachmentTooLarge, acceptable_mime, looks_like
 from orchestrator.errors import OrchestratorError, ProviderError, WorkspaceEscape
-from orchestrator.media.kinds import IMAGE_MIMES, acceptable_mime, looks_like
 from orchestrator.media.pdf import extract_pdf_text
 from orchestrator.media.uploads import safe_name, upload_target
 
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from orchestrator.media.policy import MediaPolicy
     from orchestrator.policy import SecurityPolicy
 
-__all__ = ["DOWNLOAD_TIMEOUT_S", "Incoming", "Intake", "MediaRefused", "bytes_fetch", "check", "take_in"]
+__all__ = ["DOWNLOAD_TIMEOUT_S", "Incoming", "Intake", "MediaRefused", "bytes_fetch", "check", "fetch_failed", "take_in"]
 
 DOWNLOAD_TIMEOUT_S: Final = 60.0
 _TRANSCRIBE_TIMEOUT_S: Final = 120.0
@@ -75,6 +74,11 @@ class Intake:
     text: str
     media: tuple[dict[str, Any], ...]
     transcripts: tuple[str, ...] = ()
+
+
+def fetch_failed(kind: str) -> MediaRefused:
+    """Return the refusal for an attachment of `kind` that could not be fetched (or looked up)."""
+    return MediaRefused(f"I could not fetch the {_label(kind, singular=True)}; please send it again.")
 
 
 def bytes_fetch(data: bytes) -> Fetch:
@@ -192,7 +196,7 @@ async def _fetch(
         raise MediaRefused(f"Fetching the {_label(item.kind, singular=True)} took too long; please send it again.") from exc
     except OrchestratorError as exc:
         logger.info("attachment download failed: {}", exc)
-        raise MediaRefused(f"I could not fetch the {_label(item.kind, singular=True)}; please send it again.") from exc
+        raise fetch_failed(item.kind) from exc
     if size > cap:  # a fetch that ignored its cap is still refused
         raise MediaRefused(_too_large(item, cap))
     os.replace(partial, target)

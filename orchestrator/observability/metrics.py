@@ -12,10 +12,11 @@ from orchestrator.engine import ToolCallFinished, TurnEvent
 from orchestrator.observability.classify import approval_outcome, provider_error_class, turn_channel, turn_outcome
 from orchestrator.observability.collector import StateCollector
 from orchestrator.observability.state import ObservedState
-from orchestrator.observability.tally import Counts, Durations, TallyCollector
+from orchestrator.observability.tally import Counts, Durations, KindCounts, TallyCollector
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule, AuditSink
 from orchestrator.providers import ModelBinding
 from orchestrator.sessions import Turn
+from orchestrator.store import UsageRow
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -32,7 +33,7 @@ class Metrics:
     """A registry of its own (never the process-global one), so two runtimes never share a series.
 
     The counters and histograms are plain tallies (`tally.py`) that `turn_hook`,
-    `watch_completion` and `audit` add to; they and the gauges of state (channels, MCP
+    `watch_completion`, `count_usage` and `audit` add to; they and the gauges of state (channels, MCP
     servers, inbox, session queues, read from `state`) become Prometheus families only when
     `exposition()` renders a scrape.
     """
@@ -64,10 +65,22 @@ class Metrics:
             "Approval decisions: granted, denied, timed_out, no_decision, policy_denied, no_operator.",
             ("agent", "outcome"),
         )
+        self.tokens = KindCounts(
+            "orchestrator_model_tokens",
+            "Model tokens by agent, the answering provider and model, and kind: input (neither read from nor "
+            "written to the prompt cache), output, cached_read, cache_write; the kinds add up to the total.",
+            ("agent", "provider", "model"), ("input", "output", "cached_read", "cache_write"),
+        )
+        self.cost = Counts(
+            "orchestrator_model_cost",
+            "What model calls cost, in the currency of [providers.X.prices], by agent, provider and model "
+            "(priced providers only).",
+            ("agent", "provider", "model"),
+        )
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(TallyCollector((
             self.turns, self.turn_seconds, self.model_seconds, self.provider_errors, self.tool_calls,
-            self.approvals_asked, self.approvals,
+            self.approvals_asked, self.approvals, self.tokens, self.cost,
         )))
         self.registry.register(StateCollector(state))
 
@@ -82,6 +95,17 @@ class Metrics:
     def watch_completion(self, binding: ModelBinding, model: str) -> _ModelTimer:
         """Time one model request and count its failure by class (a `CompletionWatcher`)."""
         return _ModelTimer(self, (binding.provider, model))
+
+    def count_usage(self, row: UsageRow) -> None:
+        """Count one recorded model call's tokens by kind, and its cost (a `UsageWatcher` for `UsageMeter.watch`)."""
+        key = (row.agent, row.provider, row.model)
+        cells = self.tokens.cells(key)
+        cells[0] += max(0, row.input_tokens - row.cached_tokens - row.cache_write_tokens)
+        cells[1] += row.output_tokens
+        cells[2] += row.cached_tokens
+        cells[3] += row.cache_write_tokens
+        if row.cost is not None:
+            self.cost.inc(key, row.cost)
 
     def audit(self, inner: AuditSink | None) -> AuditSink:
         """Return an audit sink that counts each approval decision, then records it in `inner`."""

@@ -14,7 +14,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["Counts", "Durations", "TallyCollector"]
+__all__ = ["Counts", "Durations", "KindCounts", "TallyCollector"]
 
 
 class Counts:
@@ -35,6 +35,36 @@ class Counts:
         family = CounterMetricFamily(self.name, self.help, labels=self.labels)
         for key, value in sorted(self.values.items()):
             family.add_metric(key, value)
+        return family
+
+
+class KindCounts:
+    """A counter family whose last label is one of a few fixed kinds: per series, one number per kind.
+
+    A call adds to every kind with one lookup (`cells`); a kind after the first two is shown
+    only once it is above zero (a counter never goes back to zero, so a series never vanishes).
+    """
+
+    __slots__ = ("help", "kinds", "labels", "name", "series")
+
+    def __init__(self, name: str, help_text: str, labels: Sequence[str], kinds: Sequence[str]) -> None:
+        self.name, self.help, self.labels, self.kinds = name, help_text, tuple(labels), tuple(kinds)
+        self.series: dict[tuple[str, ...], list[float]] = {}
+
+    def cells(self, key: tuple[str, ...]) -> list[float]:
+        """Return the series `key`'s numbers, one per kind in `kinds` order, to add to."""
+        cells = self.series.get(key)
+        if cells is None:
+            cells = self.series[key] = [0.0] * len(self.kinds)
+        return cells
+
+    def family(self) -> Metric:
+        """Return the family as a scrape shows it (`<name>_total`, the kind as the last label)."""
+        family = CounterMetricFamily(self.name, self.help, labels=(*self.labels, "kind"))
+        for key, cells in sorted(self.series.items()):
+            for index, (kind, value) in enumerate(zip(self.kinds, cells, strict=True)):
+                if index < 2 or value:
+                    family.add_metric((*key, kind), value)
         return family
 
 
@@ -77,7 +107,7 @@ def _bound(value: float) -> str:
 class TallyCollector(Collector):
     """Exports the tallies it was given on each scrape."""
 
-    def __init__(self, tallies: Sequence[Counts | Durations]) -> None:
+    def __init__(self, tallies: Sequence[Counts | Durations | KindCounts]) -> None:
         self._tallies = tuple(tallies)
 
     def describe(self) -> list[Metric]:

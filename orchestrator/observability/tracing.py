@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from orchestrator.checks import TELEMETRY_INSTALL, missing_telemetry_package
 from orchestrator.config import TelemetryConfig
 from orchestrator.engine import ToolCallFinished, ToolCallStarted, TurnEvent
 from orchestrator.errors import OrchestratorError
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TelemetryUnavailable", "Tracing", "open_tracing", "require_telemetry"]
 
-_INSTALL: Final = "pip install 'orchestrator[telemetry]'"
 
 
 class TelemetryUnavailable(OrchestratorError):
@@ -36,7 +36,7 @@ class TelemetryUnavailable(OrchestratorError):
         self.missing = missing
         super().__init__(
             f"[telemetry] is configured but the OpenTelemetry package {missing!r} is not installed: "
-            f"{_INSTALL} (or remove [telemetry])"
+            f"{TELEMETRY_INSTALL} (or remove [telemetry])"
         )
 
 
@@ -178,17 +178,9 @@ class _ToolSpans:
 
 def require_telemetry(settings: TelemetryConfig | None) -> None:
     """Raise `TelemetryUnavailable` when `settings` need OpenTelemetry packages that are not installed."""
-    if settings is None:
-        return
-    try:
-        import opentelemetry.sdk.trace  # noqa: F401
-    except ImportError:
-        raise TelemetryUnavailable("opentelemetry-sdk") from None
-    if settings.exporter == "otlp_http":
-        try:
-            import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
-        except ImportError:
-            raise TelemetryUnavailable("opentelemetry-exporter-otlp-proto-http") from None
+    missing = missing_telemetry_package(settings)
+    if missing is not None:
+        raise TelemetryUnavailable(missing)
 
 
 @asynccontextmanager

@@ -27,7 +27,7 @@ class Observability:
 
 @asynccontextmanager
 async def open_observability(host: ObservedState, config: Config) -> AsyncIterator[Observability]:
-    """Attach what `config` enables to `host`'s sessions, provider pool and audit sink.
+    """Attach what `config` enables to `host`'s sessions, provider pool, usage meter and audit sink.
 
     Nothing is attached when neither is configured (the turns pay nothing). Call it before
     any turn is resolved: the audit sink is wrapped in `host.services`, which executions
@@ -48,6 +48,7 @@ async def open_observability(host: ObservedState, config: Config) -> AsyncIterat
             # The turn span is entered first, so the metrics' turn latency is inside it.
             stack.callback(host.sessions.add_hook(metrics.turn_hook))
             stack.callback(host.services.providers.watch(metrics.watch_completion))
+            stack.callback(host.services.usage.watch(metrics.count_usage))  # tokens where usage is recorded
             services, plain = host.services, host.services.audit
 
             def unwrap() -> None:

@@ -196,7 +196,10 @@ def to_completion(message: Any) -> Completion:
 
 
 def to_usage(usage: Any, *, output: Any) -> Usage | None:
-    """Map the API's `usage`: cache reads and writes count as input, as OpenAI's `prompt_tokens` does."""
+    """Map the API's `usage`: cache reads and writes count as input, as OpenAI's `prompt_tokens` does.
+
+    The reads are `cached_tokens`, the writes `cache_write_tokens` (billed above the input price).
+    """
     if usage is None:
         return None
     plain = getattr(usage, "input_tokens", None)
@@ -206,7 +209,10 @@ def to_usage(usage: Any, *, output: Any) -> Usage | None:
     written = getattr(usage, "cache_creation_input_tokens", None)
     read = read if isinstance(read, int) and read > 0 else 0
     written = written if isinstance(written, int) and written > 0 else 0
-    return Usage(input_tokens=max(0, plain) + read + written, output_tokens=max(0, output), cached_tokens=read)
+    return Usage(
+        input_tokens=max(0, plain) + read + written, output_tokens=max(0, output), cached_tokens=read,
+        cache_write_tokens=written,
+    )
 
 
 @dataclass(slots=True)

@@ -28,14 +28,16 @@ class Usage:
     """The tokens one model call used, as the provider reported them.
 
     `input_tokens` counts the whole prompt, `cached_tokens` the part of it read from the
-    provider's prompt cache (so `cached_tokens <= input_tokens`); `output_tokens` is what
-    the model wrote. Anthropic reports cache reads and writes apart from `input_tokens`:
-    its client adds them in, so both kinds count the same way.
+    provider's prompt cache and `cache_write_tokens` the part written into it (so
+    `cached_tokens + cache_write_tokens <= input_tokens`); `output_tokens` is what the
+    model wrote. Anthropic reports cache reads and writes apart from `input_tokens`: its
+    client adds them in, so both kinds count the same way.
     """
 
     input_tokens: int
     output_tokens: int
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total(self) -> int:
@@ -45,16 +47,26 @@ class Usage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prices:
-    """`[providers.X.prices]`: what a million tokens cost, in the operator's currency."""
+    """`[providers.X.prices]`: what a million tokens cost, in the operator's currency.
+
+    `cache_write` None is the `input` price (the seam resolves `[providers.X.prices]` to a
+    number; None is for values built in code).
+    """
 
     input: float
     output: float
     cached_input: float
+    cache_write: float | None = None
 
     def cost(self, usage: Usage) -> float:
-        """Return what `usage` cost: uncached input, cached input and output at their prices."""
-        uncached = max(0, usage.input_tokens - usage.cached_tokens)
-        return (uncached * self.input + usage.cached_tokens * self.cached_input + usage.output_tokens * self.output) / 1e6
+        """Return what `usage` cost: plain input, cache reads, cache writes and output at their prices."""
+        written = usage.cache_write_tokens
+        plain = max(0, usage.input_tokens - usage.cached_tokens - written)
+        write_price = self.input if self.cache_write is None else self.cache_write
+        return (
+            plain * self.input + usage.cached_tokens * self.cached_input + written * write_price
+            + usage.output_tokens * self.output
+        ) / 1e6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -246,7 +246,8 @@ def _prices(prices: PricesConfig | None) -> Prices | None:
     if prices is None:
         return None
     cached = prices.cached_input if prices.cached_input is not None else prices.input
-    return Prices(input=prices.input, output=prices.output, cached_input=cached)
+    written = prices.cache_write if prices.cache_write is not None else prices.input
+    return Prices(input=prices.input, output=prices.output, cached_input=cached, cache_write=written)
 
 
 def _knobs(agent: AgentConfig) -> RuntimeKnobs:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+from loguru import logger
 
 from orchestrator.store import NOBODY, Grouping, UsageReport, UsageRow
 
@@ -13,9 +15,12 @@ if TYPE_CHECKING:
     from orchestrator.providers import ModelBinding, Usage
     from orchestrator.store import UsageLog
 
-__all__ = ["DAY_S", "UsageMeter", "budget_key"]
+__all__ = ["DAY_S", "UsageMeter", "UsageWatcher", "budget_key"]
 
 DAY_S: Final = 24 * 3600.0
+
+UsageWatcher: TypeAlias = Callable[[UsageRow], None]
+"""Hears each recorded model call's row (tokens by kind, cost), as it is recorded."""
 
 
 def budget_key(agent: str, sender: str | None) -> str:
@@ -32,12 +37,13 @@ class UsageMeter:
     `clock` is the wall clock (rows are stamped with it; tests pass their own).
     """
 
-    __slots__ = ("_clock", "_log", "_spent")
+    __slots__ = ("_clock", "_log", "_spent", "_watchers")
 
     def __init__(self, *, log: UsageLog | None = None, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._log = log
         self._spent: dict[str, _Window] = {}
+        self._watchers: tuple[UsageWatcher, ...] = ()
         if log is not None:
             for agent, sender, ts, tokens in log.spent_since(clock() - DAY_S):
                 self._window(budget_key(agent, sender)).add(ts, tokens)
@@ -65,6 +71,23 @@ class UsageMeter:
             window = self._spent[key] = _Window()
         return window
 
+    def watch(self, watcher: UsageWatcher) -> Callable[[], None]:
+        """Also hand every recorded call's row to `watcher` (the metrics); return a function removing it.
+
+        The watcher runs on the call's path: it must only add to counters.
+        """
+        self._watchers = (*self._watchers, watcher)
+
+        def remove() -> None:
+            self._watchers = tuple(w for w in self._watchers if w is not watcher)
+
+        return remove
+
+    def flush(self) -> None:
+        """Write the queued rows now (a turn ends: its usage is durable before its transcript and reply)."""
+        if self._log is not None:
+            self._log.flush()
+
     def record(
         self,
         *,
@@ -77,21 +100,26 @@ class UsageMeter:
         path: str,
         sender: str | None,
         session: str,
-    ) -> None:
-        """Count `usage` against (agent, sender) and append it to the log, priced by the answering link."""
+    ) -> UsageRow:
+        """Count `usage` against (agent, sender), append it to the log priced by the answering link; return the row."""
         now = self._clock()
         self._window(budget_key(agent, sender)).add(now, usage.total)
-        if self._log is None:
-            return
         prices = next((link.prices for link in binding.chain if link.provider == provider), None)
-        self._log.record(
-            UsageRow(
-                ts=now, agent=agent, path=path, sender=sender or NOBODY, session=session,
-                provider=provider, model=model, input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
-                estimated=estimated, cost=prices.cost(usage) if prices is not None else None,
-            )
+        row = UsageRow(
+            ts=now, agent=agent, path=path, sender=sender or NOBODY, session=session,
+            provider=provider, model=model, input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            estimated=estimated, cost=prices.cost(usage) if prices is not None else None,
         )
+        if self._log is not None:
+            self._log.record(row)
+        for watcher in self._watchers:
+            try:
+                watcher(row)
+            except Exception as exc:  # a counter must never cost a turn its answer
+                logger.opt(exception=exc).warning("usage watcher failed")
+        return row
 
 
 class _Window:

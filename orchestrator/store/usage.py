@@ -16,8 +16,10 @@ from orchestrator.store.sqlite import Database, state_fault
 
 __all__ = ["GROUPINGS", "NOBODY", "Grouping", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
 
-# Version 1: the `usage` table. A later version adds its own `ALTER TABLE` steps under a
-# `PRAGMA user_version` check, so an existing state dir is upgraded in place, never rebuilt.
+# Version 1: the `usage` table as first shipped. `_SCHEMA` stays that shape and sets no
+# version (a fresh file reads 0 = just made as version 1); each later version is one step of
+# `_MIGRATIONS`, run in order in one transaction with the new `user_version`, so an existing
+# state dir is upgraded in place, never rebuilt.
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY,
@@ -36,11 +38,14 @@ CREATE TABLE IF NOT EXISTS usage (
 );
 CREATE INDEX IF NOT EXISTS usage_ts ON usage (ts);
 CREATE INDEX IF NOT EXISTS usage_agent_sender ON usage (agent, sender, ts);
-PRAGMA user_version = 1;
 """
+# (version reached, its statements): version 2 keeps prompt-cache writes apart (part of input_tokens).
+_MIGRATIONS: Final = (
+    (2, ("ALTER TABLE usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",)),
+)
 _INSERT: Final = (
     "INSERT INTO usage (ts, agent, path, sender, session, provider, model, input_tokens, output_tokens,"
-    " cached_tokens, estimated, cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cached_tokens, cache_write_tokens, estimated, cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 GROUPINGS: Final = ("agent", "sender", "model")
 Grouping = Literal["agent", "sender", "model"]
@@ -55,6 +60,7 @@ _FLUSH_ROWS: Final = 256
 class UsageRow:
     """One model call: who it was for, which link answered, what it used and cost.
 
+    `cached_tokens` (cache reads) and `cache_write_tokens` are parts of `input_tokens`.
     `estimated`: the provider reported no usage, so the tokens are the engine's estimate.
     `cost` is None when the answering provider has no `prices`.
     """
@@ -69,6 +75,7 @@ class UsageRow:
     input_tokens: int
     output_tokens: int
     cached_tokens: int
+    cache_write_tokens: int = 0
     estimated: bool = False
     cost: float | None = None
 
@@ -84,6 +91,7 @@ class UsageTotal:
     cached_tokens: int
     cost: float | None  # None when no call of the group had a price
     estimated_calls: int
+    cache_write_tokens: int = 0
 
     def describe(self) -> dict[str, object]:
         """Return the total as plain data (`--json`, `GET /api/usage`)."""
@@ -93,6 +101,7 @@ class UsageTotal:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "total_tokens": self.input_tokens + self.output_tokens,
             "cost": None if self.cost is None else round(self.cost, 6),
             "estimated_calls": self.estimated_calls,
@@ -102,10 +111,11 @@ class UsageTotal:
 class UsageLog(Database):
     """The append-only `usage` table; a context manager.
 
-    Off the hot path: `record` only queues the row; the queue is written in one transaction
-    half a second after its first row (an event-loop timer, not a task), at 256 rows, before
-    every read through this log, and on close, so a turn never waits for a commit. A crash
-    loses at most that half second of rows. A failed write (disk full, a file locked past
+    Off the model call's path: `record` only queues the row; the queue is written in one
+    transaction by `flush` (the engine calls it when a turn ends, before the transcript is
+    stored and the reply sent), half a second after its first row (an event-loop timer, not
+    a task), at 256 rows, before every read through this log, and on close. A crash loses
+    only the rows of the turns it interrupts. A failed write (disk full, a file locked past
     the busy timeout) is logged and its rows dropped, never raised into a turn; one no retry
     fixes (`state_fault`: damage, an I/O error, a read-only store) is also handed to
     `on_fault`, which the daemon sets to stop itself.
@@ -113,6 +123,11 @@ class UsageLog(Database):
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, _SCHEMA)
+        try:
+            _migrate(self._db)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StateError(str(path), f"cannot upgrade the usage table: {exc}") from exc
         self._pending: list[tuple[object, ...]] = []
         self._timer: asyncio.TimerHandle | None = None
         self.on_fault: Callable[[str], None] | None = None
@@ -207,24 +222,47 @@ def _totals(
         where.append("ts >= ?")
         params.append(since)
     clause = f" WHERE {' AND '.join(where)}" if where else ""
+    # A file no daemon of this version has opened yet (read-only here) has no cache-write column.
+    written = "SUM(cache_write_tokens)" if _version(db) >= 2 else "0"
     rows = db.execute(
-        f"SELECT {key}, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cost),"
-        f" SUM(estimated) FROM usage{clause} GROUP BY 1"
+        f"SELECT {key}, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), {written},"
+        f" SUM(cost), SUM(estimated) FROM usage{clause} GROUP BY 1"
         " ORDER BY SUM(input_tokens) + SUM(output_tokens) DESC, 1",
         params,
     )
     return [
         UsageTotal(
             key=str(group), calls=calls, input_tokens=inp, output_tokens=out, cached_tokens=cached,
-            cost=cost, estimated_calls=estimated,
+            cache_write_tokens=write, cost=cost, estimated_calls=estimated,
         )
-        for group, calls, inp, out, cached, cost, estimated in rows
+        for group, calls, inp, out, cached, write, cost, estimated in rows
     ]
+
+
+def _version(db: sqlite3.Connection) -> int:
+    # 0 is a file the v1 schema has just created (it sets no version of its own).
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    return max(1, version)
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring the usage table to the last version of `_MIGRATIONS`, each step in one transaction."""
+    version = _version(db)
+    for target, statements in _MIGRATIONS:
+        if version >= target:
+            continue
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            if _version(db) < target:  # another process may have upgraded it meanwhile
+                for statement in statements:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {target}")
+        version = target
 
 
 def _values(row: UsageRow) -> tuple[object, ...]:
     return (
         row.ts, row.agent, row.path, row.sender, row.session, row.provider, row.model,
-        row.input_tokens, row.output_tokens, row.cached_tokens, int(row.estimated), row.cost,
+        row.input_tokens, row.output_tokens, row.cached_tokens, row.cache_write_tokens, int(row.estimated), row.cost,
     )
 

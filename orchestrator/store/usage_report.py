@@ -66,6 +66,7 @@ class UsageReport:
             input_tokens=sum(r.input_tokens for r in self.rows),
             output_tokens=sum(r.output_tokens for r in self.rows),
             cached_tokens=sum(r.cached_tokens for r in self.rows),
+            cache_write_tokens=sum(r.cache_write_tokens for r in self.rows),
             cost=sum(costs) if costs else None,
             estimated_calls=sum(r.estimated_calls for r in self.rows),
         )
@@ -88,11 +89,12 @@ class UsageReport:
         head = f"usage {window}{where}, by {self.by}"
         if not self.rows:
             return [head, "no model calls recorded"]
-        table: list[tuple[str, ...]] = [(self.by, "calls", "input", "cached", "output", "total", "cost")]
+        table: list[tuple[str, ...]] = [(self.by, "calls", "input", "cached", "cache_write", "output", "total", "cost")]
         for row in (*self.rows, self.total):
             table.append((
                 row.key + (f" ({row.estimated_calls} estimated)" if row.estimated_calls else ""),
-                str(row.calls), str(row.input_tokens), str(row.cached_tokens), str(row.output_tokens),
+                str(row.calls), str(row.input_tokens), str(row.cached_tokens), str(row.cache_write_tokens),
+                str(row.output_tokens),
                 str(row.input_tokens + row.output_tokens), "-" if row.cost is None else f"{row.cost:.4f}",
             ))
         widths = [max(len(cells[i]) for cells in table) for i in range(len(table[0]))]

@@ -187,6 +187,38 @@ async def test_only_discord_hosts_are_fetched(adapter: DiscordAdapter, tmp_path:
     assert seen == [] and not (tmp_path / "x").exists()
 
 
+async def test_a_cdn_refusal_or_redirect_is_refused_and_a_redirect_not_followed(
+    fake: FakeDiscord, adapter: DiscordAdapter, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        seen.append(request.path)
+        return web.Response(body=PNG)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", elsewhere)
+    attachment = hosted(fake)
+    async with serving(app) as origin:
+        fake.cdn.fail_next_download(status=403)
+        with pytest.raises(ChannelRefused, match="HTTP 403"):
+            await adapter.download(attachment, tmp_path / "a", max_bytes=10_000_000)
+        fake.cdn.redirect_next_download(f"{origin}/moved.png")
+        with pytest.raises(ChannelRefused, match="redirected.*moved.png.*not followed"):
+            await adapter.download(attachment, tmp_path / "b", max_bytes=10_000_000)
+    assert seen == [] and not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+async def test_a_cdn_that_compresses_still_yields_the_file_as_sent(
+    fake: FakeDiscord, adapter: DiscordAdapter, tmp_path: Path
+) -> None:
+    notes = b"meeting notes\n" * 4000  # text a CDN would gzip for a client that accepts it
+    fake.cdn.compress = True
+    dest = tmp_path / "notes.txt"
+    assert await adapter.download(hosted(fake, notes, "notes.txt", "text/plain"), dest, max_bytes=10_000_000) == len(notes)
+    assert dest.read_bytes() == notes and fake.cdn.accept_encodings == ["identity"]
+
+
 # -- posting files ------------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from aiohttp import web
 from channels import (
     Attachment,
     AttachmentTooLarge,
+    ChannelAuthError,
     ChannelError,
     ChannelRefused,
     FileAdapter,
@@ -86,10 +87,11 @@ async def test_a_file_without_text_is_a_message_with_its_attachments(fake: FakeS
     clip = fake.files.add("audio_message.webm", b"webm" * 100, mimetype="audio/webm", subtype="slack_audio")
     song = fake.files.add("song.mp3", b"ID3" * 100, mimetype="audio/mpeg")
     drawing = fake.files.add("logo.svg", b"<svg/>", mimetype="image/svg+xml")
+    iphone = fake.files.add("IMG_2.HEIC", b"heic" * 10, mimetype="image/heic")  # no vision model takes HEIC
     remote = fake.files.add("plan.gdoc", b"", mimetype="application/vnd.google-apps.document") | {"is_external": True}
     gone = {"id": "F0", "mode": "tombstone"}
     async with running(fake) as (_adapter, items):
-        await fake.push_message("", files=[photo, paper, clip, song, drawing, remote, gone], subtype="file_share")
+        await fake.push_message("", files=[photo, paper, clip, song, drawing, iphone, remote, gone], subtype="file_share")
         item = await next_item(items)
     assert isinstance(item, Inbound) and item.text == ""
     got = [(a.kind, a.mime, a.size, a.name, a.handle) for a in item.attachments]
@@ -99,7 +101,9 @@ async def test_a_file_without_text_is_a_message_with_its_attachments(fake: FakeS
         ("voice", "audio/webm", 400, "audio_message.webm", clip["url_private"]),
         ("audio", "audio/mpeg", 300, "song.mp3", song["url_private"]),
         ("document", "image/svg+xml", 6, "logo.svg", drawing["url_private"]),
+        ("document", "image/heic", 40, "IMG_2.HEIC", iphone["url_private"]),
     ]
+    assert not any(a.pending for a in item.attachments)
     assert fake.files.downloads == 0  # reporting an attachment fetches nothing
 
 
@@ -110,6 +114,60 @@ async def test_a_mention_with_a_file_keeps_text_and_attachment(fake: FakeSlack) 
         item = await next_item(items)
     assert isinstance(item, Inbound) and item.text == "what is this?"
     assert [(a.kind, a.mime) for a in item.attachments] == [("image", "image/jpeg")]  # guessed from the name
+
+
+# -- Slack Connect stubs ------------------------------------------------------------------------
+
+
+async def test_a_slack_connect_stub_is_pending_and_costs_no_call_until_described(fake: FakeSlack, tmp_path: Path) -> None:
+    stub = fake.files.add_connect("photo.png", PNG, mimetype="image/png")
+    denied = fake.files.add_connect("secret.pdf", PDF, mimetype="application/pdf", access="access_denied")
+    assert set(stub) == {"id", "mode", "file_access", "created", "timestamp", "user"}  # no url, size or type
+    async with running(fake) as (adapter, items):
+        await fake.push_message("", files=[stub, denied], subtype="file_share")
+        item = await next_item(items)
+        assert isinstance(item, Inbound) and [(a.pending, a.size, a.name) for a in item.attachments] == [
+            (True, None, None), (True, None, None)
+        ]
+        assert fake.calls("files.info") == [] and fake.files.downloads == 0  # reporting asks nothing
+        first, second = item.attachments
+        described = await adapter.describe(first)
+        assert (described.kind, described.mime, described.size, described.name, described.pending) == (
+            "image", "image/png", len(PNG), "photo.png", False
+        )
+        assert await adapter.download(described, tmp_path / "photo.png", max_bytes=10_000_000) == len(PNG)
+        with pytest.raises(ChannelRefused, match="access_denied"):
+            await adapter.describe(second)
+    assert (tmp_path / "photo.png").read_bytes() == PNG
+    assert [(c.args, c.token) for c in fake.calls("files.info")] == [({"file": stub["id"]}, fake.bot_token)]
+
+
+async def test_a_pending_download_describes_the_file_first(fake: FakeSlack, tmp_path: Path) -> None:
+    stub = fake.files.add_connect("paper.pdf", PDF, mimetype="application/pdf")
+    pending = Attachment(kind="document", mime="application/octet-stream", handle=stub["id"], pending=True)
+    async with make_adapter(fake) as adapter:
+        assert await adapter.download(pending, tmp_path / "paper.pdf", max_bytes=10_000_000) == len(PDF)
+    assert (tmp_path / "paper.pdf").read_bytes() == PDF and len(fake.calls("files.info")) == 1
+
+
+async def test_files_info_refusals_and_failures(fake: FakeSlack) -> None:
+    stub = fake.files.add_connect("photo.png", PNG, mimetype="image/png")
+    pending = Attachment(kind="document", mime="application/octet-stream", handle=stub["id"], pending=True)
+    unknown = Attachment(kind="document", mime="application/octet-stream", handle="F0NOTHERE", pending=True)
+    async with make_adapter(fake) as adapter:
+        with pytest.raises(ChannelRefused, match="file_not_found"):
+            await adapter.describe(unknown)
+        fake.files.missing_scope = True
+        with pytest.raises(ChannelRefused, match="missing_scope.*files:read") as scoped:
+            await adapter.describe(pending)
+        assert not isinstance(scoped.value, ChannelAuthError)  # one file refused, not a dead channel
+        fake.files.missing_scope = False
+        fake.fail_next("files.info", status=500)
+        with pytest.raises(ChannelError, match="files.info") as failed:
+            await adapter.describe(pending)
+        assert not isinstance(failed.value, ChannelRefused)
+        assert (await adapter.describe(pending)).handle.endswith(f"/files-pri/T0001-{stub['id']}/photo.png")
+    assert fake.files.downloads == 0
 
 
 # -- downloads ----------------------------------------------------------------------------------
@@ -189,6 +247,26 @@ async def test_the_token_never_goes_to_a_host_that_is_not_slack(fake: FakeSlack,
                     Attachment(kind="image", mime="image/png", handle=handle), tmp_path / "x", max_bytes=1000
                 )
     assert seen == [] and not (tmp_path / "x").exists()
+
+
+async def test_a_redirect_is_refused_and_the_token_does_not_follow_it(fake: FakeSlack, tmp_path: Path) -> None:
+    seen: list[str | None] = []
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.Response(body=PNG)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", elsewhere)
+    attachment = hosted(fake)
+    async with serving(app) as origin, make_adapter(fake) as adapter:
+        fake.files.redirect_next_download(f"{origin}/signin?redir=photo.png")
+        with pytest.raises(ChannelRefused, match="HTTP 302.*redirected.*files:read"):
+            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+        fake.files.fail_next_download(status=403)
+        with pytest.raises(ChannelRefused, match="HTTP 403.*files:read"):
+            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+    assert seen == [] and not (tmp_path / "p.png").exists()
 
 
 async def test_a_stalled_download_is_a_channel_error(fake: FakeSlack, tmp_path: Path) -> None:

@@ -96,3 +96,33 @@ async def test_a_pipe_gets_no_stream() -> None:
         adapter = TerminalAdapter(name="term", user="op", chat="local", stdin=stdin)
         assert adapter.open_stream(Outbound(chat="local", text="")) is None  # final text once instead
     os.close(write_fd)
+
+
+async def test_the_line_is_edited_by_the_channel_on_a_terminal() -> None:
+    # Backspace, Ctrl-W (last word), Ctrl-U (whole line), arrow keys dropped, Ctrl-D ends input.
+    master, slave = os.openpty()
+    screen = TtyScreen()
+    adapter = TerminalAdapter(
+        name="term", user="op", chat="local", stdin=os.fdopen(slave, "rb", buffering=0), stdout=screen  # type: ignore[arg-type]
+    )
+    got: list[str] = []
+    ready = asyncio.Event()
+
+    async def deliver(message: object) -> None:
+        got.append(getattr(message, "text"))
+
+    task = asyncio.create_task(adapter.run(deliver, ready.set))
+    try:
+        await asyncio.wait_for(ready.wait(), 5)
+        os.write(master, "héllo wrld\x7f\x7f\x7f\x7fworld\n".encode())
+        os.write(master, b"foo bar\x17baz\n" + b"junk\x15ok\n" + b"\x1b[A\x1b[Dup\n")
+        os.write(master, b"\x04")
+        async with asyncio.timeout(10):
+            while len(got) < 4:
+                await asyncio.sleep(0.01)
+        assert got == ["héllo world", "foo baz", "ok", "up"]
+        assert screen.lines()[-1] == "you> "  # a prompt is drawn again after each line
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        os.close(master)

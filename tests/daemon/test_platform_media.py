@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import pytest
+
 from orchestrator.daemon import Runtime
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.chats import DISCORD_ALICE, DISCORD_DM, SLACK_ALICE, SLACK_DM, posts, texts, wait_post, wait_text
@@ -87,15 +89,46 @@ async def test_slack_a_captionless_photo_is_seen_and_a_file_goes_back(
     )
 
 
+@pytest.mark.parametrize("connect", [False, True], ids=["hosted", "slack-connect-stub"])
 async def test_slack_an_agent_without_media_downloads_nothing(
-    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack, connect: bool
 ) -> None:
     async with daemon(write_config(slack_toml(fake_llm, slack, media=False))):
-        photo = slack.files.add("photo.jpg", JPEG, mimetype="image/jpeg")
+        add = slack.files.add_connect if connect else slack.files.add
+        photo = add("photo.jpg", JPEG, mimetype="image/jpeg")
         await slack.push_message("look", files=[photo], subtype="file_share", user=SLACK_ALICE, channel=SLACK_DM)
         await slack.wait_posted(1, timeout=15)
+    assert slack.calls("files.info") == [] and slack.files.downloads == 0 and fake_llm.requests == []
+    assert texts(slack) == ["I can't take files here."]  # one polite refusal, no turn, no lookup
+
+
+async def test_slack_connect_a_stub_file_is_looked_up_then_seen(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+) -> None:
+    async with daemon(write_config(slack_toml(fake_llm, slack, media=True))):
+        fake_llm.script(text("a white square"))
+        stub = slack.files.add_connect("photo.jpg", JPEG, mimetype="image/jpeg")
+        await slack.push_message("", files=[stub], subtype="file_share", user=SLACK_ALICE, channel=SLACK_DM)
+        await wait_text(slack, "a white square", timeout=15)
+        assert image_urls(fake_llm) == ["data:image/jpeg;base64," + base64.b64encode(JPEG).decode()]
+    assert [c.args["file"] for c in slack.calls("files.info")] == [stub["id"]]
+    assert slack.files.downloads == 1 and slack.files.served[0].completed
+
+
+async def test_slack_connect_a_file_not_shared_with_the_app_is_answered_like_a_failed_download(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+) -> None:
+    async with daemon(write_config(slack_toml(fake_llm, slack, media=True))):
+        denied = slack.files.add_connect("plan.pdf", PDF, mimetype="application/pdf", access="access_denied")
+        gone = slack.files.add_connect("photo.jpg", JPEG, mimetype="image/jpeg")
+        slack.files.missing_scope = True  # files.info without files:read
+        await slack.push_message("", files=[denied], subtype="file_share", user=SLACK_ALICE, channel=SLACK_DM)
+        await slack.wait_posted(1, timeout=15)
+        await slack.push_message("", files=[gone], subtype="file_share", user=SLACK_ALICE, channel=SLACK_DM)
+        await slack.wait_posted(2, timeout=15)
+    assert texts(slack) == ["I could not fetch the file; please send it again."] * 2
+    assert len(slack.calls("files.info")) == 1  # the denied one is refused without asking
     assert slack.files.downloads == 0 and fake_llm.requests == []
-    assert len(texts(slack)) == 1  # one polite refusal, no turn
 
 
 async def test_discord_a_captionless_photo_is_seen_and_a_file_goes_back(

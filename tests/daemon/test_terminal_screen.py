@@ -141,3 +141,55 @@ async def test_a_streamed_reply_is_printed_as_the_model_writes_it(
     assert lines[start + 1] == "     " + answer.split("\n")[1]  # the continuation aligned under the label
     assert lines[start + 2] == "you> "
     assert "\n".join(lines).count("w29") == 1  # the final text was not printed a second time
+
+
+async def test_a_log_line_goes_above_the_prompt_and_the_half_typed_line_is_redrawn(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    # A WARNING printed while the person was typing landed on the prompt line, in the middle
+    # of what they typed ("you> helERROR reload rejected ..."), and the typed text vanished.
+    fake_llm.script(text("hi there"))
+    path = write_config(chat_toml(fake_llm))
+    async with on_a_terminal(path) as (pty, proc):
+        await pty.wait_for("you> ")
+        os.write(pty.master, b"hel")  # typed, Enter not pressed yet
+        await pty.wait_for("you> hel")
+        path.write_text(chat_toml(fake_llm) + "[agents.helper.budget]\nmax_tool_iterations = \"8\"\n", encoding="utf-8")
+        proc.send_signal(signal.SIGHUP)  # a reload that fails logs one ERROR line
+        await pty.wait_for("reload rejected")
+        shown = await pty.wait_for("\nyou> hel")
+        lines = screen_lines(shown)
+        [log] = [i for i, line in enumerate(lines) if "reload rejected" in line]
+        assert lines[log].startswith("ERROR")  # the log line has a line of its own ...
+        assert lines[log + 1] == "you> hel"  # ... and the prompt with the typed text is drawn again below
+        os.write(pty.master, b"\x7flo\n")  # Backspace, then the rest: the line the model gets is edited
+        shown = await pty.wait_for("bot> hi there\nyou> ")
+    assert fake_llm.requests[0]["messages"][-1]["content"] == "helo"
+    assert "Traceback" not in shown
+
+
+async def test_the_terminal_is_left_as_it_was_found(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
+    import termios
+
+    master, slave = os.openpty()
+    before = termios.tcgetattr(slave)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "orchestrator.cli", "run", "--config", str(write_config(chat_toml(fake_llm))),
+        stdin=slave, stdout=slave, stderr=slave, cwd=ROOT,
+    )
+    pty = Pty(master)
+    try:
+        await pty.wait_for("you> ")
+        during = termios.tcgetattr(slave)
+        assert not during[3] & termios.ICANON and not during[3] & termios.ECHO  # the channel edits the line
+        assert during[3] & termios.ISIG  # Ctrl-C is still SIGINT
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+        assert termios.tcgetattr(slave) == before
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        asyncio.get_running_loop().remove_reader(master)
+        os.close(master)
+        os.close(slave)

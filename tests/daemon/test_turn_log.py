@@ -10,7 +10,9 @@ import pytest
 
 from tests.conftest import WriteConfig
 from tests.daemon.platforms import daemon
-from tests.fakes.openai_server import FakeOpenAI, text
+from tests.fakes import anthropic_api
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.openai_server import FakeOpenAI, text, with_usage
 from tests.fakes.telegram_api import FakeTelegram
 
 TOKEN = "555555:EEE-log-bot"
@@ -78,3 +80,61 @@ async def test_a_turn_its_own_provider_answered_names_no_fallback(
         await tg.wait_for(lambda: any(c.get("text") == "from the primary" for c in tg.calls("sendMessage")))
     [line] = [line for line in debug_log.getvalue().splitlines() if "turn tg:8 from 8 by a" in line]
     assert "fallback" not in line and "completed" in line
+
+
+async def test_the_log_line_carries_the_turns_tokens_and_no_cost_without_prices(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram, debug_log: io.StringIO
+) -> None:
+    fake_llm.script(with_usage(text("counted"), prompt=1200, completion=30, cached=1000))
+    async with daemon(write_config(config(tg, fake_llm, fake_llm.base_url))):
+        tg.push_message(9, 9, "hello")
+        await tg.wait_for(lambda: any(c.get("text") == "counted" for c in tg.calls("sendMessage")), timeout=30)
+    [line] = [line for line in debug_log.getvalue().splitlines() if "turn tg:9 from 9 by a" in line]
+    assert "completed in " in line and ", tokens 1200 in (1000 cached) + 30 out, tools run: none" in line
+    assert "cost" not in line
+
+
+async def test_the_log_line_shows_anthropic_cache_writes_and_the_priced_cost(
+    write_config: WriteConfig, tg: FakeTelegram, debug_log: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOG_CLAUDE_KEY", "sk-ant-log-key")
+    async with FakeAnthropic(api_key="sk-ant-log-key", default=None, min_cacheable_tokens=1) as claude:
+        claude.script(anthropic_api.text("cold"))
+        toml = f"""
+[providers.claude]
+kind = "anthropic"
+base_url = "{claude.base_url}"
+api_key_env = "LOG_CLAUDE_KEY"
+max_retries = 0
+
+[providers.claude.prices]
+input = 3.0
+output = 15.0
+cached_input = 0.3
+cache_write = 3.75
+
+[agents.a]
+provider = "claude"
+model = "claude-x"
+system_prompt = "{"Answer briefly. " * 200}"
+
+[channels.tg]
+kind = "telegram"
+token = "env:TG_LOG"
+api_base_url = "{tg.api_base_url}"
+format = "plain"
+
+[[routes]]
+channel = "tg"
+agent = "a"
+senders = ["*"]
+"""
+        async with daemon(write_config(toml)):
+            tg.push_message(10, 10, "hello")
+            await tg.wait_for(lambda: any(c.get("text") == "cold" for c in tg.calls("sendMessage")), timeout=30)
+        [raw] = claude.usages
+    written, plain, out = raw["cache_creation_input_tokens"], raw["input_tokens"], raw["output_tokens"]
+    assert written > 0 and raw["cache_read_input_tokens"] == 0
+    cost = (plain * 3.0 + written * 3.75 + out * 15.0) / 1e6
+    [line] = [line for line in debug_log.getvalue().splitlines() if "turn tg:10 from 10 by a" in line]
+    assert f", tokens {plain + written} in ({written} cache write) + {out} out, cost {cost:.4f}, tools run" in line

@@ -177,6 +177,11 @@ def test_readme_test_command_is_the_one_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     (command,) = [line for line in ci.splitlines() if line.startswith(".venv/bin/pytest")]
     assert f"&& {command}\n```" in README.read_text(encoding="utf-8")
+    # and the same extras: a README install without `telemetry` failed at collection
+    # (tests/observability imports opentelemetry)
+    (install,) = [line for line in ci.splitlines() if line.startswith(".venv/bin/pip install -q -e ")]
+    extras = install.removeprefix(".venv/bin/pip install -q -e ")
+    assert f".venv/bin/pip install -e {extras} && {command}\n```" in README.read_text(encoding="utf-8")
 
 
 def test_readme_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -199,7 +199,8 @@ async def test_approval_and_exclusion_names_are_matched_against_connected_mcp_to
     # `auto_approve = ["kit__ecko"]` (an MCP typo) passed every check before.
     path = write_config(
         provider(fake_llm.base_url) + stdio_kit() + bundle("b", servers={"kit": ["*"]})
-        + AGENT.format(model="fake-model") + 'mcp_bundles = ["b"]\nexcluded_tools = ["kit__wipe_*", "kit__nuke*"]\n'
+        + AGENT.format(model="fake-model") + 'mcp_bundles = ["b"]\ntools = ["file_read"]\n'
+        + 'excluded_tools = ["kit__wipe_*", "kit__nuke*"]\n'
         + '[agents.a.approval]\nauto_approve = ["kit__ecko", "file_read"]\nalways_ask = ["kit__write_note"]\n'
         + '[sops.s]\nagent = "a"\n[[sops.s.steps]]\nprompt = "go"\ntools = ["kit__echo", "kit__cont"]\n'
         + '[[schedules]]\nname = "n"\nagent = "a"\nprompt = "hi"\ninterval_s = 60\ntools = ["kit__pid", "kit__pdi"]\n'
@@ -211,6 +212,30 @@ async def test_approval_and_exclusion_names_are_matched_against_connected_mcp_to
         f"{path}: agents.a.approval.auto_approve[0]: name 'kit__ecko' matches no tool (did you mean 'kit__echo'?)",
         f"{path}: sops.s.steps[0].tools[1]: name 'kit__cont' matches no tool (did you mean 'kit__counts'?)",
         f"{path}: schedules[0].tools[1]: name 'kit__pdi' matches no tool (did you mean 'kit__pid'?)",
+    ]
+
+
+async def test_a_tool_name_is_matched_against_the_agent_that_runs_with_it(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], fake_llm: FakeOpenAI
+) -> None:
+    # A SOP step run by agent b named a tool only agent a has: it passed, because every name
+    # was matched against all the tools of all the agents; the step then ran with none.
+    path = write_config(
+        provider(fake_llm.base_url) + AGENT.format(model="fake-model") + 'tools = ["file_read", "list_dir"]\n'
+        + '[agents.b]\nprovider = "p"\nmodel = "fake-model"\ntools = ["list_dir"]\nexcluded_tools = ["shell"]\n'
+        + '[agents.b.approval]\nauto_approve = ["file_read", "list_dir"]\n'
+        + '[sops.s]\nagent = "a"\n[[sops.s.steps]]\nprompt = "go"\ntools = ["file_read"]\n'
+        + '[[sops.s.steps]]\nprompt = "sum up"\nagent = "b"\ntools = ["list_dir", "file_read"]\n'
+        + '[[schedules]]\nname = "n"\nagent = "b"\nprompt = "hi"\ninterval_s = 60\ntools = ["file_*"]\n'
+    )
+    code, out, err = await doctor(path, capsys)
+    assert code == 1 and not any(": ok (" in line for line in out)
+    assert err == [
+        f"{path}: agents.b.excluded_tools[0]: name 'shell' matches no tool agent 'b' holds (no agent is granted it)",
+        f"{path}: agents.b.approval.auto_approve[0]: name 'file_read' matches no tool agent 'b' holds "
+        "(agent 'a' holds it)",
+        f"{path}: sops.s.steps[1].tools[1]: name 'file_read' matches no tool agent 'b' holds (agent 'a' holds it)",
+        f"{path}: schedules[0].tools[0]: pattern 'file_*' matches no tool agent 'b' holds (agent 'a' holds it)",
     ]
 
 

@@ -36,6 +36,7 @@ max_retries = 0
 input = 3.0
 output = 15.0
 cached_input = 0.3
+cache_write = 3.75
 
 [providers.local]
 base_url = "{local}"
@@ -83,7 +84,7 @@ async def test_a_failed_over_call_is_recorded_for_the_link_that_answered(
     assert row.cost == pytest.approx((1000 * 1.0 + 100 * 2.0) / 1e6)  # local's prices, not claude's
 
 
-async def test_anthropic_calls_record_cache_reads_as_cached_input(
+async def test_anthropic_calls_record_cache_reads_and_writes_at_their_own_prices(
     write_config: WriteConfig, claude: FakeAnthropic, local: FakeOpenAI
 ) -> None:
     claude.min_cacheable_tokens = 1
@@ -99,8 +100,12 @@ async def test_anthropic_calls_record_cache_reads_as_cached_input(
     assert row.input_tokens == sum(
         u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in (cold, warm)
     )
-    uncached = row.input_tokens - row.cached_tokens
-    assert row.cost == pytest.approx((uncached * 3.0 + row.cached_tokens * 0.3 + row.output_tokens * 15.0) / 1e6)
+    assert row.cache_write_tokens == cold["cache_creation_input_tokens"] > 0
+    assert warm["cache_creation_input_tokens"] == 0  # the second turn only reads the prefix
+    plain = row.input_tokens - row.cached_tokens - row.cache_write_tokens
+    assert row.cost == pytest.approx(
+        (plain * 3.0 + row.cached_tokens * 0.3 + row.cache_write_tokens * 3.75 + row.output_tokens * 15.0) / 1e6
+    )
     assert local.requests == []
 
 

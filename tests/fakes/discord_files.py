@@ -6,11 +6,13 @@ Usage (through `FakeDiscord.cdn`)::
     await fake.push_message(10, 42, "", attachments=[obj])
     fake.cdn.downloads; fake.cdn.served[-1].completed          # counted, and cut short or not
     fake.cdn.fail_next_download(status=500); fake.cdn.stall_next_download(5.0); fake.cdn.chunked = True
+    fake.cdn.redirect_next_download("http://elsewhere/x"); fake.cdn.compress = True
     fake.created_messages[-1]["files"]                            # [UploadedFile(...)] of a post
 
 The CDN, as Discord's: `GET /attachments/<channel>/<attachment>/<name>?ex=&is=&hm=`; the URL is
 signed (`hm`), so a tampered or unknown one is 404 ("This content is no longer available.");
-no credentials are needed. Message posts with files are `multipart/form-data` with a
+no credentials are needed. With `compress`, a file is sent gzip-encoded to a client that accepts
+gzip (as a CDN compresses text), its Content-Length the compressed size. Message posts with files are `multipart/form-data` with a
 `payload_json` part and `files[n]` parts; together the files may hold `MAX_UPLOAD_BYTES` (Discord's
 default for a bot), past which the post is refused with 413 and code 40005.
 """
@@ -18,6 +20,7 @@ default for a bot), past which the post is refused with 413 and code 40005.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import hmac
 import itertools
@@ -89,7 +92,9 @@ class FakeDiscordCdn:
         self.refused = 0
         self.served: list[ServedDownload] = []
         self._hosted: dict[str, tuple[bytes, str]] = {}  # path -> (bytes, content type)
-        self._faults: deque[tuple[int, float]] = deque()  # (status, stall seconds)
+        self.compress = False
+        self.accept_encodings: list[str | None] = []  # the Accept-Encoding of each served download
+        self._faults: deque[tuple[int, float, str | None]] = deque()  # (status, stall seconds, Location)
 
     def install(self, app: web.Application) -> None:
         """Add the CDN route to the fake's app."""
@@ -134,11 +139,15 @@ class FakeDiscordCdn:
 
     def fail_next_download(self, *, status: int = 500, times: int = 1) -> None:
         """Answer the next `times` downloads of a hosted file with `status`."""
-        self._faults.extend([(status, 0.0)] * times)
+        self._faults.extend([(status, 0.0, None)] * times)
 
     def stall_next_download(self, seconds: float, *, times: int = 1) -> None:
         """Send the headers of the next `times` downloads, then nothing for `seconds`."""
-        self._faults.extend([(200, seconds)] * times)
+        self._faults.extend([(200, seconds, None)] * times)
+
+    def redirect_next_download(self, location: str, *, status: int = 302) -> None:
+        """Answer the next download of a hosted file with a redirect to `location`."""
+        self._faults.append((status, 0.0, location))
 
     async def _download(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -149,15 +158,22 @@ class FakeDiscordCdn:
             await self._notify()
             return web.Response(status=404, text="This content is no longer available.")
         self.downloads += 1
-        status, stall_s = self._faults.popleft() if self._faults else (200, 0.0)
+        status, stall_s, location = self._faults.popleft() if self._faults else (200, 0.0, None)
         if status != 200:
             await self._notify()
-            return web.Response(status=status, text="fake CDN failure")
+            headers = {"Location": location} if location is not None else {}
+            return web.Response(status=status, text="fake CDN failure", headers=headers)
         content, content_type = hosted
         record = ServedDownload(path=path)
         self.served.append(record)
+        accepted = request.headers.get("Accept-Encoding")
+        self.accept_encodings.append(accepted)
         await self._notify()
-        response = web.StreamResponse(headers={"Content-Type": content_type})
+        headers = {"Content-Type": content_type}
+        if self.compress and "gzip" in (accepted or ""):
+            content = gzip.compress(content)
+            headers["Content-Encoding"] = "gzip"
+        response = web.StreamResponse(headers=headers)
         if not self.chunked:
             response.content_length = len(content)
         await response.prepare(request)

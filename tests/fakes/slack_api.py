@@ -263,6 +263,7 @@ class FakeSlack:
     async def __aenter__(self) -> FakeSlack:
         app = web.Application(client_max_size=_MAX_BODY_BYTES)  # file posts: past aiohttp's 1 MiB default
         app.router.add_post("/api/{method}", self._web_api)
+        app.router.add_get("/api/{method}", self._web_api)  # slack_sdk GETs a few methods (files.info)
         app.router.add_get("/socket", self._socket)
         self.files.install(app)
         self._runner, port = await start_app(app)

@@ -3,12 +3,18 @@
 Usage (through `FakeSlack.files`)::
 
     obj = fake.files.add("photo.png", PNG, mimetype="image/png")    # a file object for an event
+    stub = fake.files.add_connect("photo.png", PNG, mimetype="image/png")  # a Slack Connect stub
     await fake.push_message("", files=[obj], subtype="file_share")
     fake.files.downloads                      # downloads that passed the token check
     fake.files.served[-1].completed           # False: the client hung up before the end
     fake.files.fail_next_download(status=500); fake.files.stall_next_download(5.0)
+    fake.files.redirect_next_download("https://fake.slack.com/?redir=...")   # as Slack does for a bad token
     fake.files.chunked = True                 # no Content-Length (the cap must hold while reading)
     fake.files.uploads[0].content, .channel, .thread_ts, .initial_comment
+
+Slack Connect stubs (`fake.files.add_connect(...)`): an event's entry is only the id and
+`file_access`; `files.info` (a GET, as slack_sdk sends it) returns the whole object for a file the
+app may see, `file_not_found` for an unknown or unshared one, `missing_scope` without `files:read`.
 
 Downloads, as Slack: `GET /files-pri/<team>-<file id>/<name>` needs `Authorization: Bearer
 <bot token>`; a missing or wrong token gets 401, an unknown file 404, and with `missing_scope`
@@ -76,6 +82,7 @@ class _Ticket:
 class _Fault:
     status: int = 200
     stall_s: float = 0.0
+    location: str | None = None
 
 
 class FakeSlackFiles:
@@ -93,6 +100,8 @@ class FakeSlackFiles:
         self.uploads: list[Upload] = []
         self.upload_posts = 0
         self._hosted: dict[str, tuple[bytes, str]] = {}  # file id -> (bytes, mimetype)
+        self._objects: dict[str, dict[str, Any]] = {}  # file id -> the full object files.info returns
+        self._denied: set[str] = set()  # Slack Connect files not shared with the app
         self._tickets: dict[str, _Ticket] = {}
         self._download_faults: deque[_Fault] = deque()
         self._upload_faults: deque[int] = deque()
@@ -149,6 +158,16 @@ class FakeSlackFiles:
             obj["subtype"] = subtype
         return obj
 
+    def add_connect(self, name: str, content: bytes, *, mimetype: str, access: str = "check_file_info") -> dict[str, Any]:
+        """Host `content` and return the stub a Slack Connect event carries for it: only the id and
+        `file_access` (`check_file_info`: `files.info` answers with the whole object;
+        `access_denied`: the app may not see it, `files.info` says `file_not_found`)."""
+        obj = self.add(name, content, mimetype=mimetype)
+        self._objects[obj["id"]] = obj
+        if access != "check_file_info":
+            self._denied.add(obj["id"])
+        return {"id": obj["id"], "mode": "file_access", "file_access": access, "created": 0, "timestamp": 0, "user": ""}
+
     def fail_next_download(self, *, status: int = 500, times: int = 1) -> None:
         """Answer the next `times` authorised downloads with `status` and no body."""
         self._download_faults.extend(_Fault(status=status) for _ in range(times))
@@ -156,6 +175,11 @@ class FakeSlackFiles:
     def stall_next_download(self, seconds: float, *, times: int = 1) -> None:
         """Send the headers of the next `times` downloads, then nothing for `seconds`."""
         self._download_faults.extend(_Fault(stall_s=seconds) for _ in range(times))
+
+    def redirect_next_download(self, location: str, *, status: int = 302) -> None:
+        """Answer the next authorised download with a redirect to `location` (Slack sends a
+        token it does not take for a file to the workspace's sign-in page this way)."""
+        self._download_faults.append(_Fault(status=status, location=location))
 
     def fail_next_upload(self, *, status: int = 500, times: int = 1) -> None:
         """Answer the next `times` POSTs to an upload URL with `status`."""
@@ -184,7 +208,8 @@ class FakeSlackFiles:
         fault = self._download_faults.popleft() if self._download_faults else _Fault()
         if fault.status != 200:
             await self._notify()
-            return web.Response(status=fault.status, text="fake failure")
+            headers = {"Location": fault.location} if fault.location is not None else {}
+            return web.Response(status=fault.status, text="fake failure", headers=headers)
         content, mimetype = hosted
         record = ServedDownload(file_id=file_id)
         self.served.append(record)
@@ -224,6 +249,8 @@ class FakeSlackFiles:
 
     async def api(self, method: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
         """Answer a files.* Web API method, or None when `method` is not one of them."""
+        if method == "files.info":
+            return self._info(args)
         if method == "files.getUploadURLExternal":
             return self._get_upload_url(args)
         if method == "files.completeUploadExternal":
@@ -231,6 +258,17 @@ class FakeSlackFiles:
             await self._notify()
             return answer
         return None
+
+    def _info(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        if self.missing_scope:
+            return {"ok": False, "error": "missing_scope", "needed": "files:read", "provided": "chat:write"}
+        file_id = args.get("file")
+        if not isinstance(file_id, str) or not file_id:
+            return {"ok": False, "error": "invalid_arguments"}
+        obj = self._objects.get(file_id)
+        if obj is None or file_id in self._denied:
+            return {"ok": False, "error": "file_not_found"}
+        return {"ok": True, "file": obj, "comments": [], "response_metadata": {"next_cursor": ""}}
 
     def _get_upload_url(self, args: Mapping[str, Any]) -> dict[str, Any]:
         filename, length = args.get("filename"), str(args.get("length", ""))

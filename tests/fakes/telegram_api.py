@@ -704,6 +704,11 @@ class FakeTelegram:
         self._wake.set()
         return _ok(True)
 
+    async def _get_webhook_info(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
+        hook = bot.webhook or {}
+        return _ok({"url": hook.get("url", ""), "has_custom_certificate": False,
+                    "pending_update_count": len(bot.pending)})
+
     async def _delete_webhook(self, bot: _Bot, params: dict[str, Any]) -> web.Response:
         bot.webhook = None
         if params.get("drop_pending_updates"):
@@ -817,6 +822,7 @@ _METHODS: Final[dict[str, _Handler]] = {
     "answerCallbackQuery": FakeTelegram._true,
     "setWebhook": FakeTelegram._set_webhook,
     "deleteWebhook": FakeTelegram._delete_webhook,
+    "getWebhookInfo": FakeTelegram._get_webhook_info,
     "getFile": FakeTelegram._get_file,
     "sendPhoto": FakeTelegram._send_photo,
     "sendDocument": FakeTelegram._send_document,

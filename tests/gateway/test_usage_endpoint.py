@@ -32,7 +32,7 @@ async def test_usage_endpoint_sums_the_turns_and_matches_the_cli(
     assert status == status_sender == status_none == 200 and code == 0
     assert by_agent["rows"] == [{
         "key": "ops", "calls": 2, "input_tokens": 200, "output_tokens": 50, "cached_tokens": 0,
-        "total_tokens": 250, "cost": None, "estimated_calls": 0,
+        "cache_write_tokens": 0, "total_tokens": 250, "cost": None, "estimated_calls": 0,
     }]
     assert by_agent["total"]["total_tokens"] == 250 and by_agent["by"] == "agent"
     assert [row["key"] for row in by_sender["rows"]] == ["gateway"] and by_sender["since"] is None

@@ -13,6 +13,7 @@ from orchestrator.init import DISCORD_PERMISSIONS, slack_manifest
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_api import FakeSlack
+from tests.fakes.telegram_api import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,3 +145,34 @@ async def test_an_unreachable_model_server_names_the_url_and_writes_nothing(
     assert code == 1 and len(err) == 1
     assert err[0].startswith(f"error: {url}: cannot connect (") and err[0].endswith("(nothing written)")
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_telegram_webhook_is_deleted_only_when_a_flag_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.init.test_wizard_terminal import CONFLICT, HOOK, set_webhook
+
+    given = tmp_path / "given"
+    given.mkdir()
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm, FakeTelegram() as tg:
+        await set_webhook(tg, HOOK)
+        monkeypatch.setenv("ORCHESTRATOR_TELEGRAM_API", tg.api_base_url)
+        args = ("--config", str(config), "--provider-url", llm.base_url,
+                "--telegram-token-file", token_file(given, "tg", tg.token), "--wait-s", "5")
+        code, out, err = await init(capsys, *args)
+        assert code == 1
+        assert f"  {CONFLICT}" in out.splitlines() and "Traceback" not in out + "\n".join(err)
+        assert out.splitlines()[-1] == (
+            "  webhook left as it is: type your user id instead (@userinfobot in Telegram tells it); "
+            "or pass --telegram-delete-webhook"
+        )
+        assert err == ["error: Your Telegram user id (for `senders`): no answer; pass --telegram-sender (nothing written)"]
+        assert tg.webhook() == {"url": HOOK} and sorted(p.name for p in tmp_path.iterdir()) == ["given"]
+
+        tg.push_message(chat_id=42, user_id=7, text="hi", first_name="Ada")  # waits behind the webhook
+        code, out, err = await init(capsys, *args, "--telegram-delete-webhook")
+        assert (code, err) == (0, [])
+        assert "  webhook deleted; waiting for your message again ..." in out.splitlines()
+        assert tg.webhook() is None
+    assert 'senders = ["7"]' in config.read_text(encoding="utf-8")

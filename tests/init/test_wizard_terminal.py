@@ -167,3 +167,72 @@ async def test_a_refused_token_is_asked_again_and_the_user_id_can_be_typed(tmp_p
             assert await proc.wait() == 0
     route = ["route", "telegram", "--chat", "1", "--sender", "99", "--config", str(config)]
     assert await asyncio.to_thread(cli.main, route) == 0
+
+
+async def set_webhook(tg: FakeTelegram, url: str) -> None:
+    """Set a webhook the way another deployment of the same bot did: through the Bot API."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{tg.api_base_url}/bot{tg.token}/setWebhook", data={"url": url}) as response:
+            assert (await response.json())["ok"] is True
+
+
+# A loopback port nothing listens on: the fake's pushes to it fail, as to a dead deployment.
+HOOK = "https://127.0.0.1:9/telegram"
+CONFLICT = (
+    "telegram: getUpdates answered 409 (Conflict: can't use getUpdates method while webhook is active; "
+    "use deleteWebhook to delete the webhook first)"
+)
+
+
+async def test_a_bot_with_a_webhook_set_is_explained_and_the_webhook_deleted_when_asked(tmp_path: Path) -> None:
+    # The wizard stopped on Telegram's 409 ("can't use getUpdates method while webhook is active").
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm, FakeTelegram(username="ops_bot") as tg:
+        await set_webhook(tg, HOOK)
+        async with wizard(config, {"ORCHESTRATOR_TELEGRAM_API": tg.api_base_url}) as (pty, proc):
+            await answer(pty, "[http://127.0.0.1:11434/v1]: ", llm.base_url)
+            await answer(pty, "Enter for none): ", "")
+            await answer(pty, "model (number or name) [fake-model]: ", "")
+            await answer(pty, "Add a Telegram bot? [y/N]: ", "y")
+            await answer(pty, "Telegram bot token (not shown): ", tg.token)
+            await pty.wait_for(CONFLICT)
+            await pty.wait_for(f"The bot has a webhook set to {HOOK}")
+            assert tg.webhook() is not None  # nothing deleted before the person says so
+            await answer(pty, "delete the webhook now? [y/N]: ", "y")
+            await pty.wait_for("webhook deleted; waiting for your message again")
+            tg.push_message(chat_id=42, user_id=7, text="hi", first_name="Ada")
+            await answer(pty, "a message from Ada (user id 7): let this user talk to the bot? [Y/n]: ", "")
+            await answer(pty, "Add a Slack app? [y/N]: ", "")
+            await answer(pty, "Add a Discord bot? [y/N]: ", "")
+            await pty.wait_for(f"{config}: ok (1 agents, 1 providers, 1 channels, 1 routes)")
+            assert await proc.wait() == 0
+            assert "Traceback" not in pty.shown
+        assert tg.webhook() is None and len(tg.calls("deleteWebhook")) == 1
+        assert tg.pending() == []
+    route = ["route", "telegram", "--chat", "42", "--sender", "7", "--config", str(config)]
+    assert await asyncio.to_thread(cli.main, route) == 0
+
+
+async def test_a_webhook_kept_lets_the_user_id_be_typed(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm, FakeTelegram() as tg:
+        await set_webhook(tg, HOOK)
+        async with wizard(config, {"ORCHESTRATOR_TELEGRAM_API": tg.api_base_url}) as (pty, proc):
+            await answer(pty, "[http://127.0.0.1:11434/v1]: ", llm.base_url)
+            await answer(pty, "Enter for none): ", "")
+            await answer(pty, "model (number or name) [fake-model]: ", "")
+            await answer(pty, "Add a Telegram bot? [y/N]: ", "y")
+            await answer(pty, "Telegram bot token (not shown): ", tg.token)
+            await pty.wait_for(CONFLICT)
+            await answer(pty, "delete the webhook now? [y/N]: ", "")
+            await pty.wait_for("webhook left as it is: type your user id instead")
+            await answer(pty, "Your Telegram user id (for `senders`): ", "99")
+            await answer(pty, "Add a Slack app? [y/N]: ", "n")
+            await answer(pty, "Add a Discord bot? [y/N]: ", "n")
+            assert await proc.wait() == 0
+            assert "Traceback" not in pty.shown
+        assert tg.webhook() == {"url": HOOK} and tg.calls("deleteWebhook") == []
+    route = ["route", "telegram", "--chat", "1", "--sender", "99", "--config", str(config)]
+    assert await asyncio.to_thread(cli.main, route) == 0

@@ -130,6 +130,7 @@ async def test_metrics_off_is_a_404_and_attaches_nothing(tmp_path: Path, fake_ll
     async with daemon(write(tmp_path, text_)) as (runtime, term, address):
         assert runtime.observability.metrics is None
         assert runtime.services.providers._watchers == []  # no observer on the model path
+        assert runtime.services.usage._watchers == ()  # nor where usage is recorded
         code, _, body = await scrape(address, TOKEN)
         fake_llm.script(text("still fine"))
         term.type("hello")

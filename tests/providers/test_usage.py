@@ -74,8 +74,10 @@ async def test_anthropic_usage_adds_cache_reads_and_writes_to_the_input(
             input_tokens=raw["input_tokens"] + raw["cache_read_input_tokens"] + raw["cache_creation_input_tokens"],
             output_tokens=raw["output_tokens"],
             cached_tokens=raw["cache_read_input_tokens"],
+            cache_write_tokens=raw["cache_creation_input_tokens"],
         )
     assert cold.usage is not None and cold.usage.cached_tokens == 0
+    assert cold.usage.cache_write_tokens > cold.usage.input_tokens // 2  # the long system prompt was written
     assert warm.usage is not None and warm.usage.cached_tokens > warm.usage.input_tokens // 2
 
 
@@ -84,3 +86,11 @@ def test_prices_charge_cached_input_at_its_own_rate() -> None:
     usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cached_tokens=500_000)
     assert prices.cost(usage) == pytest.approx(0.5 * 3.0 + 0.5 * 0.3 + 0.1 * 15.0)
     assert prices.cost(Usage(input_tokens=0, output_tokens=0)) == 0.0
+
+
+def test_prices_charge_cache_writes_at_their_own_rate_and_default_to_the_input_price() -> None:
+    usage = Usage(input_tokens=1_000_000, output_tokens=0, cached_tokens=100_000, cache_write_tokens=400_000)
+    anthropic = Prices(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75)  # 1.25x input: a 5-minute write
+    assert anthropic.cost(usage) == pytest.approx(0.5 * 3.0 + 0.1 * 0.3 + 0.4 * 3.75)
+    unpriced_writes = Prices(input=3.0, output=15.0, cached_input=0.3)  # never free: the input price
+    assert unpriced_writes.cost(usage) == pytest.approx(0.9 * 3.0 + 0.1 * 0.3)

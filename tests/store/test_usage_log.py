@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -57,8 +58,47 @@ def test_an_existing_state_dir_gains_the_table_and_keeps_its_files(tmp_path: Pat
     with UsageLog(tmp_path / "usage.sqlite3") as log:  # opened again: the schema applies twice, rows stay
         assert [t.calls for t in log.totals()] == [1]
     with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
     assert (tmp_path / "sessions.sqlite3").read_bytes() == before
+
+
+# The table as version 1 shipped it (no cache-write column), with what a daemon of then wrote.
+_V1 = """
+CREATE TABLE usage (
+    id INTEGER PRIMARY KEY, ts REAL NOT NULL, agent TEXT NOT NULL, path TEXT NOT NULL, sender TEXT NOT NULL,
+    session TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, estimated INTEGER NOT NULL DEFAULT 0, cost REAL
+);
+CREATE INDEX usage_ts ON usage (ts);
+CREATE INDEX usage_agent_sender ON usage (agent, sender, ts);
+INSERT INTO usage (ts, agent, path, sender, session, provider, model, input_tokens, output_tokens, cached_tokens, cost)
+    VALUES (1.0, 'ops', 'channel', 'tg:1', 's', 'claude', 'c', 1000, 10, 400, 0.5);
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_version_1_table_is_read_as_is_and_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.executescript(_V1)
+    db.close()
+    # `orchestrator usage` before the new daemon ever opened it: read-only, no cache-write column yet
+    [old] = read_usage(path)
+    assert (old.input_tokens, old.cached_tokens, old.cache_write_tokens, old.cost) == (1000, 400, 0, 0.5)
+    with UsageLog(path) as log:  # the daemon starts: the column is added, the old row kept
+        log.record(UsageRow(
+            ts=2.0, agent="ops", path="channel", sender="tg:1", session="s", provider="claude", model="c",
+            input_tokens=3000, output_tokens=20, cached_tokens=0, cache_write_tokens=2500, cost=1.0,
+        ))
+        [total] = log.totals()
+        assert (total.calls, total.input_tokens, total.cache_write_tokens) == (2, 4000, 2500)
+        assert total.describe()["cache_write_tokens"] == 2500
+    with UsageLog(path) as log:  # opened again: no second ALTER, nothing lost
+        assert [t.calls for t in log.totals()] == [2]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("SELECT cache_write_tokens FROM usage ORDER BY ts").fetchall() == [(0,), (2500,)]
+    db.close()
 
 
 def test_meter_prices_the_answering_link_and_reads_the_day_back_after_a_restart(tmp_path: Path) -> None:
@@ -79,3 +119,23 @@ def test_meter_prices_the_answering_link_and_reads_the_day_back_after_a_restart(
         assert again.spent_today(budget_key("ops", "tg:2")) == 0
         now[0] += 24 * 3600  # a day later the window has moved past both calls
         assert again.spent_today(budget_key("ops", "tg:1")) == 0
+
+
+def test_meter_records_cache_writes_at_their_own_price_and_hands_rows_to_watchers(tmp_path: Path) -> None:
+    binding = dataclasses.replace(BINDING, prices=Prices(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75))
+    heard: list[UsageRow] = []
+    with UsageLog(tmp_path / "usage.sqlite3") as log:
+        meter = UsageMeter(log=log)
+        remove = meter.watch(heard.append)
+        usage = Usage(input_tokens=1_000_000, output_tokens=0, cached_tokens=200_000, cache_write_tokens=300_000)
+        meter.record(binding=binding, provider="fake", model="m", usage=usage, estimated=False,
+                     agent="ops", path="channel", sender="tg:1", session="s")
+        remove()
+        meter.record(binding=binding, provider="fake", model="m", usage=usage, estimated=False,
+                     agent="ops", path="channel", sender="tg:1", session="s")
+        totals = log.totals()
+    expected = 0.5 * 3.0 + 0.2 * 0.3 + 0.3 * 3.75
+    assert [(r.cache_write_tokens, r.cost) for r in heard] == [(300_000, pytest.approx(expected))]
+    [total] = totals
+    assert (total.calls, total.cache_write_tokens, total.cached_tokens) == (2, 600_000, 400_000)
+    assert total.cost == pytest.approx(2 * expected)
