@@ -26,6 +26,7 @@ _CODES: Final = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "payload_too_large",
     503: "unavailable",
 }

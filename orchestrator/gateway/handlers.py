@@ -13,6 +13,7 @@ from aiohttp import web
 
 from orchestrator.engine import StopReason
 from orchestrator.gateway.idempotency import StoredResponse, fingerprint
+from orchestrator.gateway.multipart import FORM_CONTENT_TYPE, staged_form
 from orchestrator.gateway.uploads import attachments_fingerprint, inline_attachments
 from orchestrator.media import Incoming, MediaRefused, take_in
 from orchestrator.gateway.state import GATEWAY, GatewayHost, json_error
@@ -106,22 +107,48 @@ async def policy(request: web.Request) -> web.Response:
 async def messages(request: web.Request) -> web.Response:
     """Run one non-interactive turn (whatever needs approval is denied) and return the reply.
 
-    With an `Idempotency-Key` header, the first response is stored and returned again for
-    the same key without running another turn; the same key on a different request is 422.
+    The body is JSON (files inline as base64) or `multipart/form-data` (files streamed to
+    disk under the agent's caps, see `gateway.multipart`). With an `Idempotency-Key`
+    header, the first response is stored and returned again for the same key without
+    running another turn; the same key on a different request is 422.
     """
     state = request.app[GATEWAY]
     host = state.host
     name = request.match_info["agent"]
+    if request.content_type == FORM_CONTENT_TYPE:
+        # the policy is resolved first: it decides, from each part's headers, what is read
+        execution = build_gateway_chat(host.config, name, host.services)
+        try:
+            async with staged_form(
+                request, execution.media, execution.security, max_field_bytes=state.max_body_bytes
+            ) as form:
+                written = "" if form.text is None and form.items else form.text
+                text, session = _chat_fields(written, form.session, attachments=bool(form.items))
+                return await _answer(request, execution, text, session, form.items)
+        except MediaRefused as exc:  # refused from a part's headers: nothing of it was read or kept
+            return json_error(422, "media_refused", exc.reason, agent=execution.identity.agent)
     body = await _json(request)
     attachments = inline_attachments(body)
     text, session = _chat_body(body, attachments=bool(attachments))
     execution = build_gateway_chat(host.config, name, host.services)
+    return await _answer(request, execution, text, session, attachments)
+
+
+async def _answer(
+    request: web.Request,
+    execution: ResolvedAgentExecution,
+    text: str,
+    session: str | None,
+    attachments: Sequence[Incoming],
+) -> web.Response:
+    state = request.app[GATEWAY]
+    host = state.host
     key = request.headers.get("Idempotency-Key")
     if key is None:
         return _respond(await _chat(host, execution, text, session or uuid.uuid4().hex, attachments=attachments))
     if not _IDEMPOTENCY_KEY.fullmatch(key):
         return json_error(400, "bad_request", "Idempotency-Key must be 1-255 visible ASCII characters")
-    asked = fingerprint(name, text + attachments_fingerprint(attachments), session)
+    asked = fingerprint(execution.identity.agent, text + attachments_fingerprint(attachments), session)
     async with state.idempotency.lock(key):
         stored = state.idempotency.get(key)
         if stored is None:
@@ -154,7 +181,10 @@ def _chat_body(body: Any, *, attachments: bool = False) -> tuple[str, str | None
         raise web.HTTPBadRequest(
             text='the body must be {"text": "...", "session": "optional id", "attachments": [optional]}'
         )
-    text, session = body.get("text", "" if attachments else None), body.get("session")
+    return _chat_fields(body.get("text", "" if attachments else None), body.get("session"), attachments=attachments)
+
+
+def _chat_fields(text: object, session: object, *, attachments: bool) -> tuple[str, str | None]:
     if not isinstance(text, str) or (not text.strip() and not attachments):
         raise web.HTTPBadRequest(text="'text' must be a non-empty string")
     if session is not None and not (isinstance(session, str) and _SESSION.fullmatch(session)):

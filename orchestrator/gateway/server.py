@@ -74,7 +74,10 @@ async def open_gateway(host: GatewayHost) -> AsyncIterator[GatewayAddress | None
         raise GatewayError(settings.listen, settings.port, f"gateway.metrics_token: {short}")
     path = host.config.state_path() / "gateway.sqlite3"
     with IdempotencyStore(path, ttl_s=settings.idempotency_ttl_s) as idempotency:
-        state = GatewayState(host=host, token=token, idempotency=idempotency, metrics_token=scrape)
+        state = GatewayState(
+            host=host, token=token, idempotency=idempotency, metrics_token=scrape,
+            max_body_bytes=settings.max_body_bytes,
+        )
         app = build_app(state, max_body_bytes=settings.max_body_bytes)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S)
         await runner.setup()

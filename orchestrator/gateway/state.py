@@ -56,6 +56,7 @@ class GatewayState:
     token: str | None
     idempotency: IdempotencyStore
     metrics_token: str | None = None  # `gateway.metrics_token`: may read /metrics only
+    max_body_bytes: int = 1_048_576  # `gateway.max_body_bytes`: a JSON body, or one form field
 
 
 GATEWAY: Final = web.AppKey("gateway", GatewayState)

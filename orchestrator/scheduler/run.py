@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from loguru import logger
 
-from channels import ChannelError, Outbound
+from channels import ChannelError, FileAdapter, Outbound
 from orchestrator.config import Config, ScheduleConfig
 from orchestrator.scheduler.host import ScheduleHost
+from orchestrator.scheduler.outlet import DeliverToOutlet
 from orchestrator.seam import build_schedule
 from orchestrator.sop import run_sop
+from orchestrator.tools import bind_outlet
 
 __all__ = ["ScheduleOutcome", "deliver_result", "run_schedule", "session_key"]
 
@@ -33,9 +36,10 @@ async def run_schedule(host: ScheduleHost, config: Config, schedule: ScheduleCon
 
     A prompt schedule is one turn of its agent on the SCHEDULE path, `tools` as
     `caller_allowed` (narrowing only; absent = no narrowing), on the schedule's persistent
-    session `schedule:<name>`. An SOP schedule runs `run_sop` non-interactively (each step
-    on its own child transcript, under its step agent's policy). Either counts as a running
-    turn for the daemon's drain.
+    session `schedule:<name>`; with a `deliver_to`, `send_file` (when the agent names it)
+    posts into that chat through its adapter. An SOP schedule runs `run_sop`
+    non-interactively (each step on its own child transcript, under its step agent's
+    policy). Either counts as a running turn for the daemon's drain.
     """
     if schedule.sop is not None:
         async with host.in_flight():
@@ -45,12 +49,20 @@ async def run_schedule(host: ScheduleHost, config: Config, schedule: ScheduleCon
             )
         return ScheduleOutcome(status=sop.status.value, text=sop.output or sop.message)
     assert schedule.agent is not None and schedule.prompt is not None  # checked with the config
-    execution = build_schedule(config, schedule.agent, host.services, tools=schedule.tools)
-    key = session_key(schedule.name)
-    turn = await host.sessions.run_turn(
-        key, agent=schedule.agent, execution=execution, text=schedule.prompt, approver=None, actor=key,
-        hooks=(host.counting,),
+    target = schedule.deliver_to
+    execution = build_schedule(
+        config, schedule.agent, host.services, tools=schedule.tools, deliver_to=target is not None
     )
+    key = session_key(schedule.name)
+    adapter = host.channels.adapter(target.channel) if target is not None else None
+    # the chat `send_file` posts to: the one the result goes to (a channel that cannot take
+    # files, or is not running, leaves the tool with no chat, and it says so)
+    outlet = DeliverToOutlet(adapter=adapter, target=target) if isinstance(adapter, FileAdapter) and target else None
+    with bind_outlet(outlet) if outlet is not None else nullcontext():
+        turn = await host.sessions.run_turn(
+            key, agent=schedule.agent, execution=execution, text=schedule.prompt, approver=None, actor=key,
+            hooks=(host.counting,),
+        )
     result = turn.completed()
     return ScheduleOutcome(status=result.stop.value, text=result.text)
 

@@ -272,10 +272,12 @@ def matrix_columns(
     parent: str,
     ceiling: RuntimeKnobs,
     schedule_tools: Iterable[str] | None,
+    schedule_delivers: bool = False,
 ) -> tuple[ResolvedAgentExecution, list[MatrixColumn]]:
     """Build the baseline and every path's column through the production path builders.
 
-    `services` holds each column's services (keyed by label), opened as its entry point opens them.
+    `services` holds each column's services (keyed by label), opened as its entry point opens them;
+    the schedule column has the representative schedule's `tools` and whether it has a `deliver_to`.
     """
     baseline = build_cli_run(config, agent, services["cli_run"])
     builds: list[tuple[str, Callable[[Services], ResolvedAgentExecution], tuple[str, ...]]] = [
@@ -289,7 +291,8 @@ def matrix_columns(
          ("ceiling", *_NO_CHAT)),
         ("sop_step", lambda s: build_sop_step(config, agent, s, parent=parent), _NO_CHAT),
         ("acp", lambda s: build_acp(config, agent, s), _NO_CHAT),
-        ("schedule", lambda s: build_schedule(config, agent, s, tools=schedule_tools), _NO_CHAT),
+        ("schedule", lambda s: build_schedule(config, agent, s, tools=schedule_tools, deliver_to=schedule_delivers),
+         _NO_CHAT),
     ]
     assert [label for label, _, _ in builds] == list(COLUMNS)
     columns = []
@@ -297,7 +300,8 @@ def matrix_columns(
         execution = build(services[label])
         profile = PATH_PROFILES[execution.identity.path]
         # a path that cannot bring attachments, or has no chat to post a file to, says so
-        media_knobs = (*(() if profile.carries_media else ("no_media",)), *(() if profile.has_chat else ("no_chat",)))
+        chat = profile.has_chat and not execution.assembly.no_chat
+        media_knobs = (*(() if profile.carries_media else ("no_media",)), *(() if chat else ("no_chat",)))
         columns.append(
             MatrixColumn(
                 label=label, execution=execution, declared=_declared(execution, baseline, (*extra, *media_knobs)),
@@ -360,7 +364,8 @@ async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[s
     service one entry point forgets for a reached agent shows as a gap. The delegate and
     SOP columns run under a parent (an agent that delegates to `agent`, else the agent
     itself) with the ceiling a delegate call gets at the parent's first iteration; the
-    schedule column uses the `tools` of the agent's first schedule that narrows. The
+    schedule column uses the agent's first schedule that narrows (else its first schedule):
+    its `tools`, and its `deliver_to` (a chat `send_file` may post to). The
     `sop_reach` baseline is the `sops` of the routes to `agent`, as written.
     """
     from orchestrator.errors import UnknownAgent
@@ -371,9 +376,10 @@ async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[s
     if policy is None:
         raise UnknownAgent(agent, sorted(config.agents))
     parent = next((name for name, other in config.agents.items() if agent in other.delegates), agent)
-    schedule_tools = next(
-        (s.tools for s in config.schedules if s.agent == agent and s.tools is not None), None
-    )
+    own = [s for s in config.schedules if s.agent == agent]
+    representative = next((s for s in own if s.tools is not None), own[0] if own else None)
+    schedule_tools = representative.tools if representative is not None else None
+    schedule_delivers = representative is not None and representative.deliver_to is not None
     async with AsyncExitStack() as stack:
         services = await _open_entries(config, _entries(config, agent, parent), stack, state_dir=state_dir)
         caller = build_cli_run(config, parent, services["delegate"]).knobs
@@ -389,7 +395,8 @@ async def agent_matrix(config: Config, agent: str, *, state_dir: Path) -> dict[s
             max_tokens_per_day=_UNCAPPED,
         )
         baseline, columns = matrix_columns(
-            config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools
+            config, agent, services, parent=parent, ceiling=ceiling, schedule_tools=schedule_tools,
+            schedule_delivers=schedule_delivers,
         )
         written = media_as_written(config, agent)
         return parity_matrix(

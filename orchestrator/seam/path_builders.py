@@ -118,12 +118,15 @@ def build_acp(config: Config, agent: str, services: Services) -> ResolvedAgentEx
 
 
 def build_schedule(
-    config: Config, agent: str, services: Services, *, tools: Iterable[str] | None = None
+    config: Config, agent: str, services: Services, *, tools: Iterable[str] | None = None, deliver_to: bool = False
 ) -> ResolvedAgentExecution:
-    """Resolve a scheduled run: the schedule's `tools` narrow it; never an operator."""
-    return resolve(
-        config, agent, path=ConstructionPath.SCHEDULE, services=services, assembly=_narrowing(tools)
-    )
+    """Resolve a scheduled run: the schedule's `tools` narrow it; never an operator.
+
+    `deliver_to`: the schedule posts its result to a chat, so `send_file` (when the agent
+    names it) may post there too; without one the run answers no chat (`no_chat`).
+    """
+    knobs = ScopedAssembly(caller_allowed=frozenset(tools) if tools is not None else None, no_chat=not deliver_to)
+    return resolve(config, agent, path=ConstructionPath.SCHEDULE, services=services, assembly=knobs)
 
 
 _Builder = Callable[["Config", str, "Services"], "ResolvedAgentExecution"]

@@ -34,6 +34,8 @@ class ScopedAssembly:
     connect_mcp: bool = True
     connect_peripherals: bool = True
     exclude_memory: bool = False
+    # the turn answers no chat (a schedule without `deliver_to`): `send_file` is withheld
+    no_chat: bool = False
 
     def narrowed_by(self, other: ScopedAssembly) -> ScopedAssembly:
         """Return the knobs that are at least as narrow as both `self` and `other`."""
@@ -48,6 +50,7 @@ class ScopedAssembly:
             connect_mcp=self.connect_mcp and other.connect_mcp,
             connect_peripherals=self.connect_peripherals and other.connect_peripherals,
             exclude_memory=self.exclude_memory or other.exclude_memory,
+            no_chat=self.no_chat or other.no_chat,
         )
 
     def describe(self) -> dict[str, object]:
@@ -57,6 +60,7 @@ class ScopedAssembly:
             "connect_mcp": self.connect_mcp,
             "connect_peripherals": self.connect_peripherals,
             "exclude_memory": self.exclude_memory,
+            "no_chat": self.no_chat,
         }
 
 
@@ -68,9 +72,10 @@ class PathProfile:
     interactivity: Interactivity
     allowed_interactivity: frozenset[Interactivity]
     runs_turns: bool = True
-    # the path can bring attachments into a turn (channel messages, gateway and ACP uploads)
+    # the path can bring attachments into a turn (channel messages, gateway, ACP and library uploads)
     carries_media: bool = False
-    # the turn answers a chat a file can be posted to (`send_file` is offered only here)
+    # the turn can answer a chat a file can be posted to (`send_file` is offered only here,
+    # unless the call site withholds it with `no_chat`: a schedule without `deliver_to`)
     has_chat: bool = False
 
 
@@ -109,6 +114,7 @@ PATH_PROFILES: Final = MappingProxyType(
             allowed_interactivity=frozenset(
                 {Interactivity.INTERACTIVE, Interactivity.NON_INTERACTIVE}
             ),
+            carries_media=True,  # `Agent.run(..., attachments=...)`
         ),
         ConstructionPath.DELEGATE: PathProfile(
             knobs=ScopedAssembly(), interactivity=Interactivity.NON_INTERACTIVE, allowed_interactivity=_ANY
@@ -123,7 +129,8 @@ PATH_PROFILES: Final = MappingProxyType(
             carries_media=True,
         ),
         ConstructionPath.SCHEDULE: PathProfile(
-            knobs=ScopedAssembly(), interactivity=Interactivity.NON_INTERACTIVE, allowed_interactivity=_NON
+            knobs=ScopedAssembly(), interactivity=Interactivity.NON_INTERACTIVE, allowed_interactivity=_NON,
+            has_chat=True,  # its `deliver_to` chat; `build_schedule` sets `no_chat` for a schedule without one
         ),
     }
 )

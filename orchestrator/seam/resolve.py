@@ -104,7 +104,7 @@ def _resolve(
     registry = assemble(
         config, name, agent, assembly=knobs, security=security, mcp=services.mcp,
         memory=services.memory, memory_scope=memory,
-        peripherals=services.peripherals, delegation=services, chat=profile.has_chat,
+        peripherals=services.peripherals, delegation=services, chat=profile.has_chat and not knobs.no_chat,
     )
     sections = registry.prompt_sections
     binding = _binding(config, agent)

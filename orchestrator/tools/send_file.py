@@ -1,8 +1,9 @@
 """The `send_file` tool: post a workspace file to the chat the current turn answers.
 
 The seam offers it only when the agent names it in `tools` and the path has a chat (a
-channel turn); the chat itself is the turn's `ChatOutlet`, which the daemon binds for the
-turn (`bind_outlet`), so the tool can post only into the conversation it was called from.
+channel turn, a schedule with `deliver_to`); the chat itself is the turn's `ChatOutlet`,
+which the daemon (or the scheduler, for the `deliver_to` chat) binds for the turn
+(`bind_outlet`), so the tool can post only into the conversation it was called from.
 The file is jailed like the file tools and capped by the platform's `max_file_bytes`.
 """
 
@@ -64,7 +65,7 @@ _outlet: ContextVar[ChatOutlet | None] = ContextVar("orchestrator_chat_outlet", 
 
 
 def current_outlet() -> ChatOutlet | None:
-    """Return the chat the running turn answers, or None (no chat: CLI, gateway, schedule)."""
+    """Return the chat the running turn answers, or None (no chat: CLI, gateway, a schedule without `deliver_to`)."""
     return _outlet.get()
 
 

@@ -32,8 +32,34 @@ _C: Final = "#11 Isolation at the edges"
 _I11: Final = "issue #11 item 1"
 _X: Final = "#16 Context, providers and usage"
 _I16: Final = "issue #16 item 1"
+_M: Final = "#15 Pictures, files and voice"
+_I15: Final = "issue #15 items 2, 4 and 7"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
+    # Issue 15: media as a resolved surface (the matrix row `media`), on every path that takes uploads.
+    ParityRow(surface="media", setting="[agents.X.media] as written on every path's builder, minus no_media / "
+              "no_chat; send_file on a schedule only with deliver_to", owner=_M, tracking=_I15,
+              evidence="tests/parity/test_media_parity.py::"
+              "test_every_path_resolves_the_written_media_policy_minus_its_declared_knobs"),
+    ParityRow(surface="media", setting="library, gateway JSON and gateway multipart: the same attachments reach "
+              "the model as the same content parts", owner=_M, tracking=_I15,
+              evidence="tests/parity/test_media_paths_parity.py::"
+              "test_the_same_attachments_reach_the_model_alike_on_library_and_gateway"),
+    ParityRow(surface="media", setting="library, gateway JSON and gateway multipart: a refused attachment gets "
+              "the same line, no turn, nothing kept", owner=_M, tracking=_I15,
+              evidence="tests/parity/test_media_paths_parity.py::"
+              "test_a_refused_attachment_gets_the_same_line_on_library_and_gateway"),
+    ParityRow(surface="media", setting="schedule with deliver_to: send_file offered and posted into that chat",
+              owner=_M, tracking=_I15,
+              evidence="tests/scheduler/test_schedule_send_file.py::"
+              "test_a_schedule_with_deliver_to_sends_a_file_to_that_chat"),
+    ParityRow(surface="media", setting="schedule without deliver_to: send_file not offered (no_chat)",
+              owner=_M, tracking=_I15,
+              evidence="tests/scheduler/test_schedule_send_file.py::"
+              "test_a_schedule_without_deliver_to_is_not_offered_send_file"),
+    ParityRow(surface="media", setting="L1: the engine shows images only to an execution whose model can see",
+              owner=_M, tracking=_I15,
+              evidence="tests/parity/test_media_parity.py::test_the_engine_shows_images_only_to_a_model_that_can_see"),
     ParityRow(surface="tools", setting="tools (built-in grant)", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_cli_run_and_listing_resolve_the_same_policy"),
     ParityRow(surface="tools", setting="excluded_tools", owner=_F, tracking=_D4,

@@ -1,8 +1,9 @@
 """Parity for `media`: every path resolves the agent's media policy as written, minus what it declares.
 
-The paths that can bring attachments (channel, gateway, ACP) take exactly the written
+The paths that can bring attachments (channel, gateway, ACP, library) take exactly the written
 `accept`, caps, vision and transcription; the others take none (`no_media`). `send_file`
-is offered only where a chat is answered (`no_chat` elsewhere). L2 is checked on the
+is offered only where a chat is answered (a channel turn, a schedule with `deliver_to`;
+`no_chat` elsewhere). L2 is checked on the
 resolved values and the live matrix, and through the CLI (`orchestrator agent`), whose
 request to the model must not offer `send_file`; L1 (the engine shows images only to an
 execution whose policy says its model can see) is checked by running the engine.
@@ -21,7 +22,16 @@ import pytest
 from orchestrator import cli
 from orchestrator.checks import load_config
 from orchestrator.engine import Transcript, run_tool_call_loop
-from orchestrator.seam import PATH_PROFILES, ConstructionPath, ResolvedAgentExecution, Services, media_as_written, resolve
+from orchestrator.seam import (
+    PATH_PROFILES,
+    ConstructionPath,
+    ResolvedAgentExecution,
+    Services,
+    build_on_path,
+    build_schedule,
+    media_as_written,
+    resolve,
+)
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.media.samples import JPEG
@@ -62,7 +72,7 @@ tools = ["send_file", "file_read"]
 excluded_tools = ["send_*"]
 """
 
-CARRY = {ConstructionPath.CHANNEL, ConstructionPath.GATEWAY_CHAT, ConstructionPath.ACP}
+CARRY = {ConstructionPath.CHANNEL, ConstructionPath.GATEWAY_CHAT, ConstructionPath.ACP, ConstructionPath.LIBRARY}
 
 
 @pytest.fixture(name="services")
@@ -82,7 +92,9 @@ def test_every_path_resolves_the_written_media_policy_minus_its_declared_knobs(
     assert written is not None
     services = Services()
     for path in ConstructionPath:
-        media = resolve(config, agent, path=path, services=services).media
+        # through each path's production builder, with its default call-site inputs
+        execution = build_on_path(config, agent, path, services)
+        media = execution.media
         profile = PATH_PROFILES[path]
         assert profile.carries_media is (path in CARRY)
         assert media.accept == (written.accept if profile.carries_media else frozenset()), path
@@ -93,8 +105,15 @@ def test_every_path_resolves_the_written_media_policy_minus_its_declared_knobs(
             written.transcription_provider, written.transcription_model
         ), path
         assert media.send_file is (written.send_file and path is ConstructionPath.CHANNEL), path
-        tools = resolve(config, agent, path=path, services=services).tools.names
-        assert ("send_file" in tools) is media.send_file, path
+        assert ("send_file" in execution.tools.names) is media.send_file, path
+    # a schedule with a `deliver_to` answers that chat: send_file as written, still no attachments in
+    delivered = build_schedule(config, agent, services, deliver_to=True)
+    assert delivered.media.send_file is written.send_file
+    assert ("send_file" in delivered.tools.names) is written.send_file
+    assert delivered.media.accept == frozenset() and not delivered.assembly.no_chat
+    # and its `tools` still narrow it: a schedule that does not name send_file never gets it
+    narrowed = build_schedule(config, agent, services, tools=["file_read"], deliver_to=True)
+    assert not narrowed.media.send_file and "send_file" not in narrowed.tools.names
     # the values are the agent's own, not defaults
     if agent == "seer":
         assert written.describe() == [
@@ -114,9 +133,27 @@ def test_the_matrix_shows_the_media_row_with_its_declared_knobs(
     assert grid["gaps"] == []
     row = grid["agents"]["seer"]["media"]
     assert row["channel"] == "enforced"
-    assert row["gateway_chat"] == row["acp"] == "narrowed: no_chat"
-    for column in ("cli_run", "listing", "library", "library+approver", "delegate", "sop_step", "schedule"):
+    for column in ("gateway_chat", "acp", "library", "library+approver"):
+        assert row[column] == "narrowed: no_chat", column
+    for column in ("cli_run", "listing", "delegate", "sop_step", "schedule"):
         assert row[column] == "narrowed: no_chat, no_media", column
+
+
+@pytest.mark.parametrize("deliver_to", [True, False])
+def test_the_matrix_schedule_column_offers_send_file_only_with_deliver_to(
+    deliver_to: bool, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = 'deliver_to = { channel = "term", chat = "terminal" }\n' if deliver_to else ""
+    schedule = (
+        '\n[channels.term]\nkind = "terminal"\n\n[[schedules]]\nname = "daily"\nagent = "seer"\n'
+        f'cron = "0 0 1 1 *"\nprompt = "report"\n{target}'
+    )
+    path = write_config(TOML.format(base_url="http://127.0.0.1:9/v1") + schedule)
+    assert cli.main(["policy", "matrix", "--json", "--agent", "seer", "--config", str(path)]) == 0
+    grid = json.loads(capsys.readouterr().out)
+    assert grid["gaps"] == []
+    row = grid["agents"]["seer"]["media"]
+    assert row["schedule"] == ("narrowed: no_media" if deliver_to else "narrowed: no_chat, no_media")
 
 
 def test_an_excluded_send_file_is_offered_nowhere(write_config: WriteConfig, capsys: pytest.CaptureFixture[str]) -> None:
