@@ -26,7 +26,7 @@ from loguru import logger
 from channels import IMAGE_MIMES, AttachmentTooLarge, acceptable_mime, looks_like
 from orchestrator.errors import OrchestratorError, ProviderError, WorkspaceEscape
 from orchestrator.media.pdf import extract_pdf_text
-from orchestrator.media.uploads import safe_name, upload_target
+from orchestrator.media.uploads import safe_name, sweep_leftovers, upload_target
 
 if TYPE_CHECKING:
     from orchestrator.media.policy import MediaPolicy
@@ -137,6 +137,8 @@ async def take_in(
     Cancellation removes what was written and propagates.
     """
     check(policy, items)
+    if items and (swept := await asyncio.to_thread(sweep_leftovers, security.workspace)):
+        logger.info("removed {} upload(s) a killed fetch left in {}", swept, security.workspace)
     written: list[Path] = []
     notes: list[str] = []
     refs: list[dict[str, Any]] = []

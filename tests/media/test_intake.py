@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -119,3 +121,38 @@ async def test_a_damaged_pdf_is_kept_and_announced_without_text(execution: Resol
     good = Incoming(kind="document", mime="application/pdf", size=len(PDF), name="y.pdf", fetch=bytes_fetch(PDF))
     intake = await take_in(execution.media, execution.security, [good], text="", today=DAY)
     assert intake.media[0]["text_path"] == "uploads/2026-03-04/y.pdf.txt"
+
+
+async def test_what_a_killed_fetch_left_is_swept_by_the_first_intake_and_fresh_ones_kept(
+    execution: ResolvedAgentExecution, tmp_path: Path
+) -> None:
+    root = execution.security.workspace
+    day = root / "uploads" / "2026-01-01"
+    day.mkdir(parents=True)
+    stale_partial = day / ".partial-0000-photo.jpg"
+    stale_partial.write_bytes(b"half a photo")
+    stale_staging = root / "uploads" / ".incoming-abc"
+    stale_staging.mkdir()
+    (stale_staging / "part").write_bytes(b"half an upload")
+    fresh_partial = day / ".partial-1111-doc.pdf"  # another process may be fetching it now
+    fresh_partial.write_bytes(b"in flight")
+    kept = day / "photo.jpg"  # a finished upload the model may read
+    kept.write_bytes(b"whole")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_bytes(b"not ours")
+    (root / "uploads" / ".incoming-link").symlink_to(outside)  # never followed
+    old = time.time() - 2 * 3600
+    for path in (stale_partial, stale_staging, kept):
+        os.utime(path, (old, old))
+    item = Incoming(kind="document", mime="text/plain", size=2, name="n.txt", fetch=bytes_fetch(b"ok"))
+    await take_in(execution.media, execution.security, [item], text="", today=DAY)
+    assert not stale_partial.exists() and not stale_staging.exists()
+    assert fresh_partial.read_bytes() == b"in flight" and kept.read_bytes() == b"whole"
+    assert (outside / "precious").read_bytes() == b"not ours"
+    # once per workspace per process: a later leftover waits for the next start
+    late = day / ".partial-2222-late.jpg"
+    late.write_bytes(b"x")
+    os.utime(late, (old, old))
+    await take_in(execution.media, execution.security, [item], text="", today=DAY)
+    assert late.exists()
