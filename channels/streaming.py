@@ -12,6 +12,11 @@ measures it (characters for Discord and Slack, UTF-16 units for Telegram). The r
 - Coalescing: `update` only records the latest text and returns; one flusher task per stream
   shows the newest text when the pacer allows. Texts in between are never sent, and a message is
   never edited to the text it already shows.
+- Settling: an edit whose slot had to be waited for holds back a moment (`settle`, 0.3 s at
+  most, a quarter of the interval); when the reply ends meanwhile the slot is given back unused
+  (`ChatPacer.give_back`) and the final text goes out in it. Otherwise an answer that ends just
+  after an edit shows its last words one whole interval later, in a second call. The first
+  post never waits.
 - Failures: an intermediate post or edit that fails is logged, and the next flush retries with
   the newest text; a `StreamRateLimited` (the adapter's translation of a 429) holds the whole
   chat for `retry_after` seconds.
@@ -36,12 +41,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 from channels.base import ChannelError, ChannelRefused, ReplyProgress
 from channels.chunking import chunk_text
 
-__all__ = ["ChatPacer", "EditStream", "PacerBook", "StreamRateLimited", "split_to_limit"]
+__all__ = ["ChatPacer", "EditStream", "PacerBook", "Slot", "StreamRateLimited", "settle", "split_to_limit"]
 
 _log: Final = logging.getLogger(__name__)
 # How often `finish` and `abort` wait out a rate limit before giving up with ChannelError.
@@ -56,6 +61,11 @@ Measure = Callable[[str], int]
 _R = TypeVar("_R")
 # Consecutive failed intermediate calls after which the flusher rests until the next update.
 _MAX_FAILURES: Final = 3
+# `settle`: how long an edit in a slot it waited for holds back, at most a quarter of the chat's
+# interval: a provider hands on text every 0.2 s while the model writes (`READ_GAP_S`), and the
+# end of a reply follows its last text within milliseconds, so an answer that ends up to one
+# read after the slot opened gets its final text into that slot.
+_SETTLE_S: Final = 0.3
 
 
 class StreamRateLimited(ChannelError):
@@ -66,14 +76,22 @@ class StreamRateLimited(ChannelError):
         super().__init__(channel, f"rate limited, retry after {retry_after:g}s")
 
 
+class Slot(NamedTuple):
+    """A slot taken from a `ChatPacer`: its number, and how long it was waited for."""
+
+    ticket: int
+    waited_s: float
+
+
 class ChatPacer:
     """Space the platform calls of one chat at least `interval_s` apart (a shared clock)."""
 
-    __slots__ = ("interval_s", "_next_at", "_lock", "calls", "others")
+    __slots__ = ("interval_s", "_next_at", "_taken_at", "_lock", "calls", "others")
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self._next_at = 0.0
+        self._taken_at = 0.0
         self._lock = asyncio.Lock()
         self.calls = 0
         self.others = 0  # messages posted into the chat by anything but a stream (see `posted_by_other`)
@@ -83,15 +101,24 @@ class ChatPacer:
         prompt, a notice, a plain reply): a stream shown above it moves below it."""
         self.others += 1
 
-    async def slot(self) -> None:
+    async def slot(self) -> Slot:
         """Wait for this chat's next free slot and take it (cancellable while waiting)."""
         async with self._lock:
             loop = asyncio.get_running_loop()
             delay = self._next_at - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            self._next_at = loop.time() + self.interval_s
+            self._taken_at = loop.time()
+            self._next_at = self._taken_at + self.interval_s
             self.calls += 1
+            return Slot(self.calls, max(delay, 0.0))
+
+    def give_back(self, slot: Slot) -> None:
+        """Return `slot` unused (no call was made in it): the next taker may go at once. Nothing
+        changes when anything happened since (another slot taken, a call answered, a hold)."""
+        if slot.ticket == self.calls and self._next_at == self._taken_at + self.interval_s:
+            self._next_at = self._taken_at
+            self.calls -= 1
 
     def answered(self) -> None:
         """Record that the call of the slot just taken came back: the next slot is `interval_s`
@@ -118,6 +145,13 @@ class ChatPacer:
             finally:
                 self.answered()
         raise AssertionError("unreachable")
+
+
+async def settle(interval_s: float) -> None:
+    """Hold back an edit `_SETTLE_S` (at most a quarter of `interval_s`) in a slot that had to be
+    waited for, so that a reply ending meanwhile shows its final text in the slot instead: see
+    the module docstring (Settling). Cancelled when the reply ends."""
+    await asyncio.sleep(min(_SETTLE_S, interval_s / 4))
 
 
 class PacerBook:
@@ -218,15 +252,23 @@ class EditStream:
     async def _flush_loop(self) -> None:
         failures = 0
         while not self._ended and failures < _MAX_FAILURES and self._pending() is not None:
-            await self._pacer.slot()
+            slot = await self._pacer.slot()
+            if slot.waited_s > 0 and self._ids:
+                try:
+                    await settle(self._pacer.interval_s)
+                except asyncio.CancelledError:  # the reply ends: its final text takes this slot
+                    self._pacer.give_back(slot)
+                    raise
             async with self._lock:
                 if self._ended:
+                    self._pacer.give_back(slot)
                     return
                 try:
                     if await self._unbury():
-                        await self._pacer.slot()  # the removal took this turn's slot
+                        slot = await self._pacer.slot()  # the removal took this turn's slot
                     index = self._pending()
                     if index is None:
+                        self._pacer.give_back(slot)
                         return
                     try:
                         await self._show(index, self._latest[index])

@@ -29,7 +29,7 @@ from telegram import MessageEntity, ReplyParameters
 from telegram.error import BadRequest, RetryAfter
 
 from channels.base import ChannelError, ChannelRefused, Outbound, ReplyProgress
-from channels.streaming import ChatPacer, StreamRateLimited, split_to_limit
+from channels.streaming import ChatPacer, StreamRateLimited, settle, split_to_limit
 from channels.telegram_format import plain
 from channels.telegram_ids import chat_id as _chat_id, retry_after_s as _retry_after_s, thread_id as _thread_id
 
@@ -102,9 +102,16 @@ class TelegramStream:
     async def _flush_loop(self) -> None:
         failures = 0
         while not self._ended and failures < _MAX_FAILURES and self._stale():
-            await self._pacer.slot()
+            slot = await self._pacer.slot()
+            if slot.waited_s > 0 and (self._ids or self._drafted):
+                try:
+                    await settle(self._pacer.interval_s)
+                except asyncio.CancelledError:  # the reply ends: its final text takes this slot
+                    self._pacer.give_back(slot)
+                    raise
             async with self._lock:
                 if self._ended:
+                    self._pacer.give_back(slot)
                     return
                 try:
                     try:
@@ -167,7 +174,8 @@ class TelegramStream:
             for index, (chunk, entities) in enumerate(parts):
                 if index < skip:
                     continue
-                await self._paced(lambda: self._show(index, chunk, entities))
+                if entities or index >= len(self._ids) or self._shown[index] != chunk:  # else: shown as it is
+                    await self._paced(lambda: self._show(index, chunk, entities))
                 if progress is not None:
                     progress.advance()
             for index in range(len(parts), len(self._ids)):

@@ -229,6 +229,8 @@ def _one_line_end(buffer: bytes) -> bytes:
 
 def _fields(block: bytes) -> tuple[str | None, bytes] | None:
     """Return one event's name (None without one) and data; None for a block without either."""
+    if block.startswith(b"data: ") and b"\n" not in block:  # a lone data line: OpenAI's every event
+        return None, block[6:]
     event: str | None = None
     data: list[bytes] = []
     for line in block.split(b"\n"):
@@ -244,20 +246,29 @@ def _fields(block: bytes) -> tuple[str | None, bytes] | None:
 def _values(datas: list[bytes]) -> list[Any]:
     """Return each event's data as JSON, or as its bytes when it is not JSON (`[DONE]`, empty).
 
-    The events of one read are parsed in one call, as one JSON array: one C call instead of
-    one per token. When that fails (an event that is not JSON is among them) each is parsed
-    alone, so the one at fault is the one refused.
+    The objects among one read's events are parsed in one call, as one JSON array: one C call
+    instead of one per token. The rest (`[DONE]`), and all of them when that call fails (an
+    event that only looks like an object), are parsed one by one, so the one at fault is the
+    one refused.
     """
-    if all(data[:1] == b"{" and data[-1:] == b"}" for data in datas):
+    objects = [data[:1] == b"{" and data[-1:] == b"}" for data in datas]
+    batch = [data for data, is_object in zip(datas, objects) if is_object]
+    parsed: list[Any] = []
+    if batch:
         try:
-            values = json.loads(b"[" + b",".join(datas) + b"]")
+            parsed = json.loads(b"[" + b",".join(batch) + b"]")
         except ValueError:
-            pass
-        else:
-            if len(values) == len(datas):
-                return list(values)
+            parsed = []
+        if len(parsed) != len(batch):
+            parsed = []
+    if parsed and len(batch) == len(datas):
+        return parsed
+    ready = iter(parsed)
     out: list[Any] = []
-    for data in datas:
+    for data, is_object in zip(datas, objects):
+        if is_object and parsed:
+            out.append(next(ready))
+            continue
         try:
             out.append(json.loads(data))
         except ValueError:

@@ -243,6 +243,8 @@ class _StreamedReply:
 
         Raises ValueError for data that is not JSON and `ProviderError` for an error event.
         """
+        if type(chunk) is dict and "error" not in chunk:  # what JSON objects parse to: the common case first
+            return self.add(chunk)
         if isinstance(chunk, bytes):
             if chunk.startswith(b"[DONE]"):
                 self._ending = True

@@ -422,3 +422,35 @@ async def platform_waits_for(condition: Callable[[], bool]) -> None:
     async with asyncio.timeout(10):
         while not condition():
             await asyncio.sleep(0.001)
+
+
+async def test_a_reply_ending_while_its_edit_settles_gets_its_final_text_into_that_slot() -> None:
+    platform = Platform(limit=1000)
+    pacer = PacerBook(0.4).pacer("c1")  # settles 0.1 s (a quarter of the interval)
+    stream = EditStream(channel="fake", post=platform.post, edit=platform.edit, limit=platform.limit, pacer=pacer)
+    await stream.update("the first words")
+    await platform_waits_for(lambda: len(platform.changes) == 1)
+    await stream.update("the first words and some more")
+    await platform_waits_for(lambda: pacer.calls == 2)  # the edit's slot opened: it settles now
+    await stream.finish("the first words and some more, and the end")
+    assert [(c.kind, c.text) for c in platform.changes] == [
+        ("post", "the first words"), ("edit", "the first words and some more, and the end"),
+    ]
+    assert pacer.calls == 2  # the final edit went out in the given-back slot, not one interval later
+
+
+async def test_a_slot_is_given_back_only_when_nothing_happened_since() -> None:
+    book = PacerBook(0.2)
+    pacer = book.pacer("c1")
+    first = await pacer.slot()
+    pacer.give_back(first)
+    assert (await pacer.slot()).waited_s == 0  # given back: the next taker goes at once
+    taken = await pacer.slot()  # waited for
+    assert taken.waited_s > 0
+    pacer.hold(0.3)  # a 429 for another stream of the chat
+    pacer.give_back(taken)
+    assert (await pacer.slot()).waited_s > 0.2  # the hold stands
+    answered = await pacer.slot()
+    pacer.answered()  # a call was made in it
+    pacer.give_back(answered)
+    assert (await pacer.slot()).waited_s > 0.1

@@ -100,6 +100,21 @@ async def test_an_identical_final_text_is_not_modified_and_counts_as_done(
     assert [v.kind for v in fake.visible] == ["send"]  # no edit to the same text
 
 
+async def test_a_final_text_already_shown_as_it_is_takes_no_slot(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:
+    adapter = make_adapter(format="plain")
+    stream = adapter.open_stream(Outbound(chat=str(GROUP), text=""))
+    assert stream is not None
+    await stream.update("the answer")
+    await settle(fake, 1)
+    await stream.update("the answer, all of it")
+    await settle(fake, 2)
+    pacer = adapter._pacers.pacer(str(GROUP))  # type: ignore[attr-defined]
+    taken = pacer.calls
+    await stream.finish("the answer, all of it")
+    assert pacer.calls == taken  # no wait of an interval for a call that is not needed
+    assert [v.kind for v in fake.visible] == ["send", "edit"]
+
+
 async def test_a_markdown_final_edit_carries_entities(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:
     stream = make_adapter().open_stream(Outbound(chat=str(GROUP), text=""))
     assert stream is not None

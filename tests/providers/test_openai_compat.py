@@ -327,6 +327,17 @@ async def test_a_streamed_event_that_is_not_json_raises_provider_error(fake: Fak
     assert sink.pieces == []  # the read that held the bad event handed on nothing
 
 
+async def test_an_event_that_only_looks_like_json_among_good_ones_is_the_one_refused(fake: FakeOpenAI) -> None:
+    # one read: a good object, a braced non-JSON one and `[DONE]` (the batch parse fails, each is parsed alone)
+    read = b"data: " + _chunk("fine") + b'\n\ndata: {"content": oops}\n\ndata: [DONE]\n\n'
+    fake.script(Reply(body=b"", raw_stream=(read,)))
+    sink = Pieces()
+    async with _provider(fake.base_url) as provider:
+        with pytest.raises(ProviderError, match=r"not JSON: b'\{\"content\": oops\}'"):
+            await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+    assert sink.pieces == []
+
+
 async def test_an_error_event_mid_stream_raises_provider_error_with_its_message(fake: FakeOpenAI) -> None:
     error = b'{"error":{"message":"the model fell over","type":"server_error"}}'
     fake.script(Reply(body=b"", raw_stream=(b"data: " + _chunk("partial") + b"\n\n", b"data: " + error + b"\n\n")))
