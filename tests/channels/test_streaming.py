@@ -426,7 +426,7 @@ async def platform_waits_for(condition: Callable[[], bool]) -> None:
 
 async def test_a_reply_ending_while_its_edit_settles_gets_its_final_text_into_that_slot() -> None:
     platform = Platform(limit=1000)
-    pacer = PacerBook(0.4).pacer("c1")  # settles 0.1 s (a quarter of the interval)
+    pacer = PacerBook(1.2).pacer("c1")  # settles 0.3 s: room for a loaded machine to see the slot open
     stream = EditStream(channel="fake", post=platform.post, edit=platform.edit, limit=platform.limit, pacer=pacer)
     await stream.update("the first words")
     await platform_waits_for(lambda: len(platform.changes) == 1)
