@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from channels import ChannelAuthError, ChannelError, Outbound
 from orchestrator.checks import load_config
 from orchestrator.daemon import ChannelState, Runtime, start_channel, start_channels, stop_channel
+from orchestrator.daemon.channels import Channel
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running
 from tests.fakes.telegram_api import FakeTelegram
@@ -50,17 +53,30 @@ async def test_stop_waits_until_the_channel_has_stopped(write_config: WriteConfi
         assert list(runtime.channels) == []
 
 
+LEASE_TOKEN = "123:lease-token"
+
+
+def _telegram_config(write_config: WriteConfig, tg: FakeTelegram) -> Path:
+    channel = f'\n[channels.tg]\nkind = "telegram"\ntoken = "env:ORCH_TEST_TG_LEASE"\napi_base_url = "{tg.api_base_url}"\n'
+    return write_config(provider_toml("http://127.0.0.1:9/v1") + AGENT + channel)
+
+
+async def _started_tg(runtime: Runtime) -> Channel:
+    """Start the config's channels; return the Telegram one."""
+    await start_channels(runtime)
+    held = runtime.channels.get("tg")
+    assert held is not None
+    return held
+
+
 async def test_a_leased_channel_stopped_keeps_its_adapter_open_until_the_release(
     write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ORCH_TEST_TG_LEASE", "123:lease-token")
-    async with FakeTelegram(token="123:lease-token") as tg:
-        channel = f'\n[channels.tg]\nkind = "telegram"\ntoken = "env:ORCH_TEST_TG_LEASE"\napi_base_url = "{tg.api_base_url}"\n'
-        path = write_config(provider_toml("http://127.0.0.1:9/v1") + AGENT + channel)
+    monkeypatch.setenv("ORCH_TEST_TG_LEASE", LEASE_TOKEN)
+    async with FakeTelegram(token=LEASE_TOKEN) as tg:
+        path = _telegram_config(write_config, tg)
         async with Runtime.open(load_config(path), config_path=path) as runtime:
-            await start_channels(runtime)
-            held = runtime.channels.get("tg")
-            assert held is not None
+            held = await _started_tg(runtime)
             runtime.channels.lease(held)  # a reply streams through it
             await stop_channel(runtime, "tg")  # a reload restarts the channel
             assert "tg" not in runtime.channels and held.retired and held.state is ChannelState.STOPPED
@@ -75,14 +91,11 @@ async def test_a_leased_channel_stopped_keeps_its_adapter_open_until_the_release
 async def test_an_adapter_still_leased_when_the_runtime_closes_is_closed_with_it(
     write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ORCH_TEST_TG_LEASE", "123:lease-token")
-    async with FakeTelegram(token="123:lease-token") as tg:
-        channel = f'\n[channels.tg]\nkind = "telegram"\ntoken = "env:ORCH_TEST_TG_LEASE"\napi_base_url = "{tg.api_base_url}"\n'
-        path = write_config(provider_toml("http://127.0.0.1:9/v1") + AGENT + channel)
+    monkeypatch.setenv("ORCH_TEST_TG_LEASE", LEASE_TOKEN)
+    async with FakeTelegram(token=LEASE_TOKEN) as tg:
+        path = _telegram_config(write_config, tg)
         async with Runtime.open(load_config(path), config_path=path) as runtime:
-            await start_channels(runtime)
-            held = runtime.channels.get("tg")
-            assert held is not None
+            held = await _started_tg(runtime)
             runtime.channels.lease(held)
             await stop_channel(runtime, "tg")
         # the turn holding it was cut off by the stop: the runtime's close still closed the adapter

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +48,21 @@ senders = ["*"]
 """
 
 
+@asynccontextmanager
+async def _daemon(path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """Run `orchestrator run` on `path` for the block, which ends it with SIGTERM (exit 0 expected)."""
+    proc = await start(path)
+    try:
+        yield proc
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 async def _wait_log(proc: asyncio.subprocess.Process, fragment: str) -> None:
     async with asyncio.timeout(20):
         while fragment not in stderr_of(proc):
@@ -58,8 +76,7 @@ async def test_a_channel_restarted_mid_turn_carries_its_approval_and_reply(
 ) -> None:
     async with FakeTelegram() as tg:
         path = write_config(_config(fake_llm, tg, typing_after_s=0.5))
-        proc = await start(path)
-        try:
+        async with _daemon(path) as proc:
             # The model thinks for 4 s; the channel restarts meanwhile, then it asks for a tool.
             fake_llm.latency_s = 4.0
             fake_llm.script(tool_call("file_write", {"path": "note.txt", "content": "x"}), text("written"))
@@ -76,14 +93,6 @@ async def test_a_channel_restarted_mid_turn_carries_its_approval_and_reply(
             assert "file_write" in prompts()[0]["text"]
             tg.press_button(10, "Approve")
             await tg.wait_for(lambda: any(p["text"] == "written" for p in tg.sent), timeout=20)
-
-            proc.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(30):
-                assert await proc.wait() == 0
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
         log = stderr_of(proc)
         assert [p["text"] for p in tg.sent].count("written") == 1
         assert "Unclosed client session" not in log and "Unclosed connector" not in log
@@ -97,8 +106,7 @@ async def test_a_sighup_mid_stream_ends_the_streamed_group_message_as_the_answer
     answer = " ".join(f"word{i}" for i in range(40)) + "."
     async with FakeTelegram() as tg:
         path = write_config(_config(fake_llm, tg, typing_after_s=0.5))
-        proc = await start(path)
-        try:
+        async with _daemon(path) as proc:
             fake_llm.script(paced(text(answer), over_s=5.0))
             tg.push_message(-100, 10, "write slowly", chat_type="group")
             await tg.wait_for(lambda: any(v.kind == "edit" for v in tg.visible), timeout=30)
@@ -106,13 +114,6 @@ async def test_a_sighup_mid_stream_ends_the_streamed_group_message_as_the_answer
             proc.send_signal(signal.SIGHUP)
             await _wait_log(proc, "channel tg started after reload")
             await tg.wait_for(lambda: answer in tg.shown(-100), timeout=30)
-            proc.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(30):
-                assert await proc.wait() == 0
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
         log = stderr_of(proc)
         assert tg.shown(-100) == [answer]  # the streamed message became the answer, no copy beside it
         assert [v.kind for v in tg.visible].count("send") == 1
