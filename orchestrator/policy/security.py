@@ -36,6 +36,10 @@ class SecurityPolicy:
     shell_denied_args: tuple[str, ...] = ()
     # `[agents.X.shell] sandbox` / `network`, resolved by the seam; absent = commands refused.
     shell_sandbox: ShellSandbox = UNRESOLVED
+    # `[agents.X] workspace_max_mb` in bytes, resolved by the seam: the daemon's own writes
+    # into the workspace are refused past it, and a command while the workspace is over it.
+    # None only on a policy built outside the seam (tests); the seam always sets it.
+    workspace_max_bytes: int | None = None
 
     def allows_host(self, host: str) -> bool:
         """Return whether `http_allowed_hosts` admits `host` (names or globs, case-insensitive).
