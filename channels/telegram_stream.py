@@ -161,8 +161,9 @@ class TelegramStream:
 
         Private chats: the final text is sent as `send` sends it (the draft disappears).
         Groups: part 1 is the edit of the first message, later parts edit the messages the
-        stream posted or are sent anew, and messages the final text no longer needs are
-        deleted. Raises `ChannelError` when Telegram still refuses after the retries.
+        stream posted or are sent anew (so is a part whose message refuses the edit: deleted
+        by an admin or a moderation bot meanwhile), and messages the final text no longer
+        needs are deleted. Raises `ChannelError` when Telegram still refuses after the retries.
         """
         await self._stop_flusher()
         if self._private or not self._ids:
@@ -175,11 +176,25 @@ class TelegramStream:
                 if index < skip:
                     continue
                 if entities or index >= len(self._ids) or self._shown[index] != chunk:  # else: shown as it is
-                    await self._paced(lambda: self._show(index, chunk, entities))
+                    await self._final_show(index, chunk, entities)
                 if progress is not None:
                     progress.advance()
             for index in range(len(parts), len(self._ids)):
                 await self._retire(self._ids[index])
+
+    async def _final_show(self, index: int, chunk: str, entities: Sequence[MessageEntity]) -> None:
+        """Show a final chunk; a message that refuses the edit (deleted by an admin or a bot) gets it posted anew."""
+        try:
+            await self._paced(lambda: self._show(index, chunk, entities))
+        except ChannelRefused as exc:
+            if index >= len(self._ids):
+                raise
+            logger.warning(
+                "channel {}: message {} refused the final edit ({}); posting it anew",
+                self._adapter.name, self._ids[index], exc.reason,
+            )
+            self._ids[index] = await self._paced(lambda: self._post(chunk, entities))
+            self._shown[index] = chunk
 
     async def abort(self, ending: str) -> None:
         """End the reply with `ending` after the partial text (its tool line dropped)."""

@@ -115,6 +115,21 @@ async def test_a_final_text_already_shown_as_it_is_takes_no_slot(fake: FakeTeleg
     assert [v.kind for v in fake.visible] == ["send", "edit"]
 
 
+async def test_a_streamed_message_deleted_before_the_final_edit_gets_the_answer_posted_anew(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    stream = make_adapter(format="plain").open_stream(Outbound(chat=str(GROUP), text=""))
+    assert stream is not None
+    await stream.update("the first half")
+    await settle(fake, 1)
+    fake.delete_as_admin(int(stream.message_ids[0]))
+    progress = ReplyProgress()
+    await stream.finish("the first half and the rest", progress=progress)
+    assert fake.shown(GROUP) == ["the first half and the rest"]
+    assert progress.done == 1
+    assert [v.kind for v in fake.visible] == ["send", "delete", "send"]
+
+
 async def test_a_markdown_final_edit_carries_entities(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:
     stream = make_adapter().open_stream(Outbound(chat=str(GROUP), text=""))
     assert stream is not None

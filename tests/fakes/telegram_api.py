@@ -690,6 +690,11 @@ class FakeTelegram:
     def _seen(self, chat_id: int, kind: str, ident: int, text: str) -> None:
         self.visible.append(Visible(at=time.monotonic(), chat_id=chat_id, kind=kind, id=ident, text=text))
 
+    def delete_as_admin(self, message_id: int) -> None:
+        """Delete a message as a chat admin (or a moderation bot) would: later edits find nothing."""
+        message = self._messages.pop(message_id)[1]
+        self._seen(int(message["chat"]["id"]), "delete", message["message_id"], "")
+
     def shown(self, chat_id: int) -> list[str]:
         """Return the texts of the bot messages in `chat_id` as they read now, oldest first."""
         return [m["text"] for _, m in self._messages.values() if m["chat"]["id"] == chat_id and m["from"]["is_bot"]]
