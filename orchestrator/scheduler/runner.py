@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 from loguru import logger
 
@@ -20,6 +20,10 @@ from orchestrator.store import ScheduleLog
 __all__ = ["SCHEDULE_DB", "ScheduleRunner", "start_schedules"]
 
 SCHEDULE_DB = "schedules.sqlite3"
+# How often the wall clock is compared with the monotonic one, and how far back it must
+# move to count as set back (NTP slews by far less; a step of this size is a person or a VM).
+CLOCK_CHECK_S: Final = 2.0
+CLOCK_STEP_BACK_S: Final = 5.0
 
 
 async def start_schedules(host: ScheduleHost) -> ScheduleRunner:
@@ -40,9 +44,20 @@ class ScheduleRunner:
     On exit the scheduler stops and every schedule is marked checked up to now.
     """
 
-    def __init__(self, host: ScheduleHost, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        host: ScheduleHost,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        clock_check_s: float = CLOCK_CHECK_S,
+    ) -> None:
         self._host = host
         self._clock = clock
+        self._monotonic = monotonic
+        self._clock_check_s = clock_check_s
+        self._offset = 0.0  # wall clock minus monotonic clock at the last check
+        self._watch: asyncio.TimerHandle | None = None
         self._log: ScheduleLog | None = None
         self._scheduler: Any = None
         self._installed: dict[str, ScheduleConfig] = {}
@@ -57,6 +72,8 @@ class ScheduleRunner:
             self._scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=timezone.utc)
             self._scheduler.start()
             self._install(self._host.config, catch_up=True)
+            self._offset = self._clock() - self._monotonic()
+            self._watch = asyncio.get_running_loop().call_later(self._clock_check_s, self._check_clock)
         except BaseException:
             await self._stop()
             raise
@@ -102,6 +119,9 @@ class ScheduleRunner:
                 continue  # unchanged across a reload: keep its next run time
             record = self._log.register(schedule.name, now)
             anchor = record.last_run if record.last_run is not None else record.registered
+            # A run recorded while the wall clock was ahead (set back since) would hold the
+            # schedule until the clock catches up with it: count from now instead.
+            anchor = min(anchor, now)
             if catch_up:
                 decision = decide_misfire(schedule, record, now=now)
                 if decision.action is Catchup.RUN_ONCE:
@@ -118,19 +138,48 @@ class ScheduleRunner:
                         schedule.name, _shown(decision.first_missed), schedule.misfire_grace_s,
                     )
                 self._log.mark_checked(schedule.name, now)
-            self._scheduler.add_job(
-                self._fire,
-                build_trigger(schedule, anchor=anchor),
-                args=[schedule.name],
-                id=schedule.name,
-                name=f"schedule:{schedule.name}",
-                misfire_grace_time=schedule.misfire_grace_s,
-                coalesce=True,
-                max_instances=1,
-                replace_existing=True,
-            )
+            self._add_job(schedule, anchor=anchor)
             self._installed[schedule.name] = schedule
             logger.debug("schedule {}: {}", schedule.name, describe_trigger(schedule))
+
+    def _check_clock(self) -> None:
+        """Follow a wall clock set back: move each schedule's next run with it (a loop timer, monotonic)."""
+        self._watch = None
+        if self._closed or self._scheduler is None:
+            return
+        offset = self._clock() - self._monotonic()
+        step, self._offset = offset - self._offset, offset
+        if step < -CLOCK_STEP_BACK_S:
+            logger.warning("the wall clock moved back {:.0f}s; schedules' next runs follow it", -step)
+            self._follow_step_back(step)
+        self._watch = asyncio.get_running_loop().call_later(self._clock_check_s, self._check_clock)
+
+    def _follow_step_back(self, step: float) -> None:
+        # APScheduler waits for wall-clock times: after a step back every next run lies that
+        # much further away. An interval schedule keeps the time it had left (its next run
+        # moves back by the step); a cron schedule takes its next crontab time from now.
+        now = datetime.fromtimestamp(self._clock(), timezone.utc)
+        for name, schedule in self._installed.items():
+            job = self._scheduler.get_job(name)
+            if job is None or job.next_run_time is None:
+                continue
+            if schedule.interval_s is None:
+                self._scheduler.modify_job(name, next_run_time=job.trigger.get_next_fire_time(None, now))
+                continue
+            self._add_job(schedule, anchor=job.next_run_time.timestamp() + step - schedule.interval_s)
+
+    def _add_job(self, schedule: ScheduleConfig, *, anchor: float) -> None:
+        self._scheduler.add_job(
+            self._fire,
+            build_trigger(schedule, anchor=anchor),
+            args=[schedule.name],
+            id=schedule.name,
+            name=f"schedule:{schedule.name}",
+            misfire_grace_time=schedule.misfire_grace_s,
+            coalesce=True,
+            max_instances=1,
+            replace_existing=True,
+        )
 
     async def _fire(self, name: str) -> None:
         # Runs as APScheduler's own short task: hand the turn to the runtime's TaskGroup.
@@ -170,6 +219,9 @@ class ScheduleRunner:
             self._running.discard(name)
 
     async def _stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         if self._scheduler is not None and self._scheduler.running:
             self._scheduler.shutdown(wait=False)
             await asyncio.sleep(0)  # AsyncIOScheduler shuts down in a loop callback

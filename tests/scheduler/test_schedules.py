@@ -202,6 +202,56 @@ async def test_missed_runs_across_a_restart_follow_the_misfire_policy(
     assert len(fake_llm.requests) == 1
 
 
+async def test_a_wall_clock_set_back_moves_the_next_runs_with_it(
+    fake_llm: FakeOpenAI, write_config: WriteConfig, warnings: list[str]
+) -> None:
+    path = write_config(
+        provider_toml(fake_llm.base_url) + AGENT
+        + '[[schedules]]\nname = "tick"\nagent = "ops"\ninterval_s = 1\nprompt = "tick?"\n'
+        + '[[schedules]]\nname = "minutely"\nagent = "ops"\ncron = "* * * * *"\ntimezone = "UTC"\nprompt = "m"\n'
+    )
+    config = load_config(path)
+    ahead = [25 * 3600.0]  # the wall clock starts a day and an hour ahead, then is set right
+
+    def wall() -> float:
+        return time.time() + ahead[0]
+
+    fake_llm.script(text("tocked"))
+    async with Runtime.open(config, config_path=path) as runtime:
+        runner = await runtime.enter_async_context(ScheduleRunner(runtime, clock=wall, clock_check_s=0.05))
+        stalled = runner.next_run("tick")
+        assert stalled is not None and stalled.timestamp() > time.time() + 24 * 3600  # what a step back leaves
+        ahead[0] = 0.0
+        await _until(lambda: any("wall clock moved back" in w for w in warnings))
+        tick, minutely = runner.next_run("tick"), runner.next_run("minutely")
+        assert tick is not None and tick.timestamp() <= time.time() + 1.5  # the second it had left
+        assert minutely is not None and minutely.timestamp() <= time.time() + 61
+        await _until(lambda: len(fake_llm.requests) >= 1)
+        await _until(lambda: not runner.busy)
+    assert fake_llm.requests[0]["messages"][-1] == {"role": "user", "content": "tick?"}
+
+
+async def test_a_run_recorded_while_the_clock_was_ahead_does_not_hold_the_schedule_after_a_restart(
+    fake_llm: FakeOpenAI, write_config: WriteConfig
+) -> None:
+    path = write_config(
+        provider_toml(fake_llm.base_url) + AGENT
+        + '[[schedules]]\nname = "hourly"\nagent = "ops"\ninterval_s = 3600\nprompt = "p"\n'
+    )
+    config = load_config(path)
+    fake_llm.script(text("ran ahead"))
+    ahead = time.time() + 25 * 3600.0
+    async with Runtime.open(config, config_path=path) as runtime:
+        runner = await runtime.enter_async_context(ScheduleRunner(runtime, clock=lambda: ahead))
+        runner.fire_now("hourly")
+        await _until(lambda: len(fake_llm.requests) == 1)
+        await _until(lambda: not runner.busy)
+    async with Runtime.open(config, config_path=path) as runtime:  # the clock set right, then a restart
+        runner = await runtime.enter_async_context(ScheduleRunner(runtime))
+        upcoming = runner.next_run("hourly")
+    assert upcoming is not None and upcoming.timestamp() <= time.time() + 3600
+
+
 def test_schedules_command_lists_next_run_times(
     write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:
