@@ -165,6 +165,14 @@ class ChannelRefused(ChannelError):
     """The platform refused this request (a 4xx such as a bad chat id); resending cannot help."""
 
 
+class ChannelRateLimited(ChannelError):
+    """The platform rate-limited the request past what the adapter waits out; `retry_after_s` is its word."""
+
+    def __init__(self, channel: str, reason: str, *, retry_after_s: float) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(channel, reason)
+
+
 class ReplyProgress:
     """How many chunks of one reply the platform has accepted (the durability protocol).
 

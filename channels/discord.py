@@ -39,6 +39,7 @@ from channels.base import (
     Attachment,
     ChannelAuthError,
     ChannelError,
+    ChannelRateLimited,
     ChannelRefused,
     Deliver,
     Inbound,
@@ -389,7 +390,8 @@ class DiscordAdapter:
         except discord.HTTPException as exc:
             raise _http_error(self.name, what, exc) from exc
         except discord.RateLimited as exc:
-            raise ChannelError(self.name, f"cannot {what}: rate limited for {exc.retry_after:.0f}s") from exc
+            reason = f"cannot {what}: rate limited for {exc.retry_after:.0f}s"
+            raise ChannelRateLimited(self.name, reason, retry_after_s=exc.retry_after) from exc
         except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError, RuntimeError) as exc:
             raise ChannelError(self.name, f"cannot {what}: {type(exc).__name__}: {exc}") from exc
 

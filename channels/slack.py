@@ -49,6 +49,7 @@ from channels.base import (
     Attachment,
     ChannelAuthError,
     ChannelError,
+    ChannelRateLimited,
     ChannelRefused,
     Deliver,
     Inbound,
@@ -402,6 +403,21 @@ class SlackAdapter:
             status = exc.response.status_code
             if status < 500 and status != 429:  # Slack answered and refused: resending cannot help
                 raise ChannelRefused(self.name, reason) from exc
+            if status == 429:  # past the SDK's own retries
+                wait = _retry_after(exc.response.headers)
+                raise ChannelRateLimited(self.name, reason, retry_after_s=wait) from exc
             raise ChannelError(self.name, reason) from exc
         except (SlackClientError, aiohttp.ClientError, OSError) as exc:
             raise ChannelError(self.name, f"{method}: {type(exc).__name__}: {exc}") from exc
+
+
+def _retry_after(headers: Mapping[str, Any] | None) -> float:
+    """Return the seconds a 429's `Retry-After` asks for (1 s when it is missing or unreadable)."""
+    for name, value in (headers or {}).items():
+        if name.lower() == "retry-after":
+            raw = value[0] if isinstance(value, (list, tuple)) and value else value
+            try:
+                return max(float(raw), 0.0)
+            except (TypeError, ValueError):
+                break
+    return 1.0

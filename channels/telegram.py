@@ -44,6 +44,7 @@ from channels.base import (
     ChannelAdapter,
     ChannelAuthError,
     ChannelError,
+    ChannelRateLimited,
     ChannelRefused,
     Deliver,
     Inbound,
@@ -450,7 +451,7 @@ class TelegramAdapter:
                 delay = _retry_after_s(exc)
                 if attempt >= retries or delay > _MAX_RETRY_AFTER_S:
                     reason = f"{action}: rate limited (retry after {delay:g}s), gave up after {attempt} retries"
-                    raise ChannelError(self.name, reason) from exc
+                    raise ChannelRateLimited(self.name, reason, retry_after_s=delay) from exc
                 attempt += 1
                 logger.info("channel {}: {} rate limited; retrying in {:g}s", self.name, action, delay)
                 await asyncio.sleep(delay)

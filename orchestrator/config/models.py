@@ -67,8 +67,10 @@ class DaemonConfig(_Model):
     max_delegation_depth: int = Field(default=3, ge=1, le=10, strict=True)
     # chat messages that may wait behind a session's running turn; more are answered "busy"
     max_queued_per_session: int = Field(default=10, ge=1, strict=True)
-    # how long a turn's reply send is retried (5xx, network, timeouts) before it is kept for the next start
+    # how long a turn waits on its reply's sends (5xx, network, timeouts) before the reply moves to the delivery queue
     reply_deadline_s: float = Field(default=120.0, ge=1, le=3600, strict=True)
+    # how long the delivery queue keeps retrying a reply the platform has not accepted before giving it up
+    reply_give_up_s: float = Field(default=86_400.0, ge=60, le=30 * 86_400, strict=True)
     # a chat reply longer than this is cut with a note (a 1 MB answer is not 245 messages)
     max_reply_chars: int = Field(default=20_000, ge=1_000, le=1_000_000, strict=True)
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any
 
 from loguru import logger
 
 from channels import (
     ApprovalAnswer,
-    Attachment,
     ChannelAdapter,
     ChannelError,
     Inbound,
@@ -22,6 +20,7 @@ from orchestrator.daemon.admission import Admitted, Disposition, admit
 from orchestrator.daemon.approvals import answer_approval, send
 from orchestrator.daemon.channels import Channel
 from orchestrator.daemon.commands import run_command
+from orchestrator.daemon.delivery import inbound_of, serve_deliveries
 from orchestrator.daemon.replies import CONTINUED, close_abandoned, resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
@@ -167,10 +166,13 @@ async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
     """Finish what the previous process accepted: run pending messages, close interrupted turns.
 
     `rows` must be read (`runtime.store.unfinished()`) before channels start, so messages
-    this process accepts are never mistaken for the previous one's.
+    this process accepts are never mistaken for the previous one's. Then the delivery queue
+    starts (`serve_deliveries`, for the runtime's whole life): it sends at once what the
+    previous process left queued, and every reply parked from now on.
     """
+    runtime.spawn(serve_deliveries(runtime), name="deliveries")
     for row in rows:
-        inbound = _inbound_of(row.body)
+        inbound = inbound_of(row.body)
         if inbound.channel not in runtime.channels:
             logger.warning("channel {} is gone; dropping accepted message {}", inbound.channel, inbound.event_id)
             runtime.store.mark(row.channel, row.event_id, "interrupted")
@@ -220,9 +222,3 @@ async def _reply(runtime: Runtime, inbound: Inbound, text: str) -> None:
     channel = runtime.channels.get(inbound.channel)
     if channel is not None:
         await send(channel.adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text))
-
-
-def _inbound_of(body: dict[str, Any]) -> Inbound:
-    """Rebuild an accepted message from its inbox row (attachments were stored as plain dicts)."""
-    attachments = tuple(Attachment(**a) for a in body.get("attachments") or ())
-    return Inbound(**{**body, "attachments": attachments})

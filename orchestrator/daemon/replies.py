@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Sequence
 from typing import Final
 
 from loguru import logger
 
-from channels import ChannelError, ChannelRefused, Inbound, Outbound, ReplyProgress, ReplyStream, StreamingAdapter
+from channels import (
+    ChannelError,
+    ChannelRateLimited,
+    ChannelRefused,
+    Inbound,
+    Outbound,
+    ReplyProgress,
+    ReplyStream,
+    StreamingAdapter,
+)
 from orchestrator.daemon.runtime import Runtime
 
-__all__ = ["CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "fit_reply", "resume_reply"]
+__all__ = [
+    "CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "fit_reply", "park_reply", "resume_reply",
+]
 
 # Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
 _SEND_RETRY_FIRST_S: Final = 0.5
@@ -48,10 +60,12 @@ async def deliver_reply(
 
     The row is `replying` (with the text) before the first chunk goes out and records every
     chunk the platform accepts, so a restart sends only the rest; it is `done` only after
-    the last chunk. Faults a retry may fix (5xx, network, timeouts) are retried with capped
-    backoff plus jitter for up to `[daemon] reply_deadline_s`; past that, or when the
-    channel is gone, the reply is kept for the next start. A refused send (a 4xx) is not
-    retried: the row is finished and the refusal logged.
+    the last chunk. Faults a retry may fix (5xx, network, timeouts, a rate limit) are retried
+    with capped backoff plus jitter (never sooner than a rate limit's `retry_after`) for up
+    to `[daemon] reply_deadline_s`; past that, or when the channel is gone (a reload
+    restarting it), the rest moves to the delivery queue, which this process keeps retrying
+    (`serve_deliveries`), and this returns False. A refused send (a 4xx) is not retried:
+    the row is finished and the refusal logged.
     """
     store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
     if sent == 0:
@@ -66,7 +80,8 @@ async def deliver_reply(
     while True:
         live = runtime.channels.get(channel)
         if live is None:
-            logger.warning("channel {} is gone; the reply to {} is kept for the next start", channel, event_id)
+            logger.warning("channel {} is gone; the reply to {} waits in the delivery queue", channel, event_id)
+            park_reply(runtime, inbound, delay=_SEND_RETRY_FIRST_S)
             return False
         try:
             if stream is not None:
@@ -76,19 +91,26 @@ async def deliver_reply(
         except ChannelRefused as exc:
             logger.error("{} refused the reply to {} in chat {}: {}", channel, event_id, inbound.chat, exc.reason)
         except ChannelError as exc:
-            if loop.time() + delay > deadline:
-                logger.error(
-                    "could not send the reply to {} in chat {} ({}); it is kept and sent after the next start",
+            wait = max(delay * random.uniform(0.5, 1.0), exc.retry_after_s if isinstance(exc, ChannelRateLimited) else 0.0)
+            if loop.time() + wait > deadline:
+                logger.warning(
+                    "could not send the reply to {} in chat {} within reply_deadline_s ({}); it waits in the delivery queue",
                     event_id, inbound.chat, exc.reason,
                 )
+                park_reply(runtime, inbound, delay=wait)
                 return False
-            wait = delay * random.uniform(0.5, 1.0)
             logger.warning("sending the reply to {} failed ({}); retrying in {:.1f}s", event_id, exc.reason, wait)
             await asyncio.sleep(wait)
             delay = min(delay * 2, _SEND_RETRY_CAP_S)
             continue
         store.mark(channel, event_id, "done")
         return True
+
+
+def park_reply(runtime: Runtime, inbound: Inbound, *, delay: float) -> None:
+    """Move the rest of the reply to `inbound` to the delivery queue, first tried `delay` seconds from now."""
+    runtime.store.queue_reply(inbound.channel, inbound.event_id, next_try=time.time() + delay)
+    runtime.replies_waiting.set()
 
 
 async def resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False) -> None:

@@ -58,6 +58,10 @@ class Runtime:
         self.sessions = Sessions(transcripts=self.transcripts)
         self.channels = ChannelSet(spawn=lambda coro, name: self.spawn(coro, name=name))
         self.approvals = Approvals()
+        # Set when a reply moves to the delivery queue (`park_reply`): wakes `serve_deliveries`.
+        self.replies_waiting = asyncio.Event()
+        # Replies the delivery queue gave up after `reply_give_up_s` (a metric).
+        self.replies_given_up = 0
         # Set once every MCP server of the first generation connected or failed its first attempt.
         self.mcp_settled = asyncio.Event()
         # The metrics and traces attached at open (`[gateway] metrics`, `[telemetry]`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loguru import logger
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.metrics_core import Metric
 
@@ -53,7 +53,20 @@ class StateCollector(Collector):
             logger.warning("metrics: the inbox depth could not be read: {}", exc)
             depth = float("nan")
         yield GaugeMetricFamily(
-            "orchestrator_inbox_depth", "Messages stored and not finished (pending, running or replying).", value=depth
+            "orchestrator_inbox_depth", "Messages stored and not finished (pending to queued).", value=depth
+        )
+        try:
+            waiting: float = state.store.queued_replies()
+        except Exception as exc:
+            logger.warning("metrics: the delivery queue could not be read: {}", exc)
+            waiting = float("nan")
+        yield GaugeMetricFamily(
+            "orchestrator_replies_queued", "Replies waiting in the delivery queue for the platform to take them.",
+            value=waiting,
+        )
+        yield CounterMetricFamily(
+            "orchestrator_replies_given_up", "Replies the delivery queue gave up after reply_give_up_s.",
+            value=state.replies_given_up,
         )
         queues = GaugeMetricFamily(
             "orchestrator_session_queue_length",

@@ -28,6 +28,8 @@ class ObservedChannels(Protocol):
 class ObservedInbox(Protocol):
     def inbox_depth(self) -> int: ...
 
+    def queued_replies(self) -> int: ...
+
 
 class ObservedState(Protocol):
     """What the state gauges read of the daemon (its `Runtime` is one); read on every scrape only."""
@@ -43,3 +45,6 @@ class ObservedState(Protocol):
 
     @property
     def store(self) -> ObservedInbox: ...
+
+    @property
+    def replies_given_up(self) -> int: ...

@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS inbox (
     reply TEXT,
     sent INTEGER NOT NULL DEFAULT 0,
     stream TEXT,
+    queued_at REAL,
+    next_try REAL,
+    tries INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (channel, event_id)
 );
 CREATE INDEX IF NOT EXISTS inbox_state ON inbox (state);
@@ -53,7 +56,8 @@ _DEDUPE_WINDOW_S: Final = 7 * 24 * 3600.0
 # long-lived inbox stays bounded by the window's traffic, not by the uptime.
 _PRUNE_EVERY: Final = 256
 _PRUNE_INTERVAL_S: Final = 3600.0
-_FINISHED: Final = frozenset({"done", "interrupted"})
+_FINISHED: Final = frozenset({"done", "interrupted", "given_up"})
+_ROW: Final = "SELECT channel, event_id, body, state, reply, sent, stream, queued_at, tries FROM inbox"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,9 @@ class InboxRow:
     sent: int = 0
     # A streamed reply: the platform ids of the messages it has shown so far (a restart closes them).
     stream: tuple[str, ...] = ()
+    # `queued` rows: when the reply was parked in the delivery queue, and how often it was retried since.
+    queued_at: float | None = None
+    tries: int = 0
 
 
 class SessionStore(Database):
@@ -76,8 +83,11 @@ class SessionStore(Database):
 
     Inbox states: `pending` (accepted, turn not started), `running`, `replying` (the turn
     is persisted and its reply is being sent: the text and the chunks accepted so far are
-    stored, so the next start sends the rest), `done` (the platform accepted every chunk),
-    `interrupted` (the daemon stopped mid-turn; the user was told on the next start). A
+    stored, so the next start sends the rest), `queued` (the turn's sends gave up within
+    `reply_deadline_s`: the delivery queue of the running daemon retries the rest until
+    `next_try`), `done` (the platform accepted every chunk, or refused it for good),
+    `given_up` (still unsent after `reply_give_up_s`), `interrupted` (the daemon stopped
+    mid-turn; the user was told on the next start). A
     streamed reply's rows also keep the platform ids of the messages it has shown
     (`stream_messages`), so the next start can close a reply a crash left half-shown.
 
@@ -107,6 +117,10 @@ class SessionStore(Database):
             self._db.execute("ALTER TABLE inbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 0")
         if "stream" not in columns:  # a state dir from before replies streamed
             self._db.execute("ALTER TABLE inbox ADD COLUMN stream TEXT")
+        if "queued_at" not in columns:  # a state dir from before the delivery queue
+            self._db.execute("ALTER TABLE inbox ADD COLUMN queued_at REAL")
+            self._db.execute("ALTER TABLE inbox ADD COLUMN next_try REAL")
+            self._db.execute("ALTER TABLE inbox ADD COLUMN tries INTEGER NOT NULL DEFAULT 0")
 
 
     # -- inbox ---------------------------------------------------------------------------
@@ -150,14 +164,48 @@ class SessionStore(Database):
         )
 
     def unfinished(self) -> list[InboxRow]:
-        """Return rows left `pending`, `running` or `replying` by the previous process, oldest first."""
-        rows = self._db.execute(
-            "SELECT channel, event_id, body, state, reply, sent, stream FROM inbox"
-            " WHERE state IN ('pending', 'running', 'replying') ORDER BY received, rowid"
-        ).fetchall()
+        """Return rows left `pending`, `running` or `replying` by the previous process, oldest first.
+
+        `queued` rows are not among them: the delivery queue sends those (`due_replies`).
+        """
+        return self._rows("WHERE state IN ('pending', 'running', 'replying') ORDER BY received, rowid")
+
+    # -- the delivery queue ------------------------------------------------------------------
+
+    def queue_reply(self, channel: str, event_id: str, *, next_try: float) -> None:
+        """Park a reply whose sends gave up (state `queued`), to be tried again from `next_try`."""
+        self._db.execute(
+            "UPDATE inbox SET state = 'queued', queued_at = COALESCE(queued_at, ?), next_try = ?"
+            " WHERE channel = ? AND event_id = ?",
+            (self._clock(), next_try, channel, event_id),
+        )
+
+    def retry_reply(self, channel: str, event_id: str, *, next_try: float) -> None:
+        """Count one more failed try of a queued reply and set when the next one is due."""
+        self._db.execute(
+            "UPDATE inbox SET next_try = ?, tries = tries + 1 WHERE channel = ? AND event_id = ? AND state = 'queued'",
+            (next_try, channel, event_id),
+        )
+
+    def due_replies(self, now: float) -> list[InboxRow]:
+        """Return the queued replies due at `now`, oldest message first."""
+        return self._rows("WHERE state = 'queued' AND next_try <= ? ORDER BY received, rowid", (now,))
+
+    def next_reply_due(self) -> float | None:
+        """Return when the next queued reply is due (None: the queue is empty)."""
+        (due,) = self._db.execute("SELECT MIN(next_try) FROM inbox WHERE state = 'queued'").fetchone()
+        return None if due is None else float(due)
+
+    def queued_replies(self) -> int:
+        """Return how many replies wait in the delivery queue."""
+        (count,) = self._db.execute("SELECT COUNT(*) FROM inbox WHERE state = 'queued'").fetchone()
+        return int(count)
+
+    def _rows(self, where: str, parameters: tuple[Any, ...] = ()) -> list[InboxRow]:
+        rows = self._db.execute(f"{_ROW} {where}", parameters).fetchall()
         return [
-            InboxRow(c, e, json.loads(b), s, r, n, tuple(json.loads(m)) if m else ())
-            for c, e, b, s, r, n, m in rows
+            InboxRow(c, e, json.loads(b), s, r, n, tuple(json.loads(m)) if m else (), q, t)
+            for c, e, b, s, r, n, m, q, t in rows
         ]
 
     def prune_inbox(self, *, older_than_s: float | None = None) -> int:
@@ -165,15 +213,15 @@ class SessionStore(Database):
         now = self._clock()
         self._finished_since_prune, self._pruned_at = 0, now
         cursor = self._db.execute(
-            "DELETE FROM inbox WHERE state IN ('done', 'interrupted') AND received < ?",
+            "DELETE FROM inbox WHERE state IN ('done', 'interrupted', 'given_up') AND received < ?",
             (now - (self._window_s if older_than_s is None else older_than_s),),
         )
         return cursor.rowcount
 
     def inbox_depth(self) -> int:
-        """Return how many messages wait for or are in their turn or reply (`pending`, `running`, `replying`)."""
+        """Return how many messages wait for or are in their turn or reply (`pending` to `queued`)."""
         (count,) = self._db.execute(
-            "SELECT COUNT(*) FROM inbox WHERE state IN ('pending', 'running', 'replying')"
+            "SELECT COUNT(*) FROM inbox WHERE state IN ('pending', 'running', 'replying', 'queued')"
         ).fetchone()
         return int(count)
 

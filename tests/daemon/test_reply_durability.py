@@ -3,6 +3,8 @@ never sent twice, and waited for by a drain (real PTB adapter against the fake B
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -97,7 +99,7 @@ async def test_a_refused_send_is_not_retried_and_the_daemon_keeps_serving(
     assert delivered(tg) == ["m: second"]
 
 
-async def test_a_reply_that_outlives_its_deadline_is_sent_once_after_the_restart(
+async def test_a_reply_that_outlives_its_deadline_is_sent_by_the_running_daemon_once_the_platform_heals(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
     fake_llm.default = echo_model
@@ -105,17 +107,69 @@ async def test_a_reply_that_outlives_its_deadline_is_sent_once_after_the_restart
     tg.fail_next("sendMessage", status=502, description="Bad Gateway", times=1000)
     async with started(path) as runtime:
         tg.push_message(5, 5, "hello")
-        await tg.wait_for(lambda: runtime.store.unfinished() and runtime.idle.is_set(), timeout=20)
-        (row,) = runtime.store.unfinished()
-        assert (row.state, row.reply, row.sent) == ("replying", "m: hello", 0)
-    assert delivered(tg) == []
-    tg.heal("sendMessage")  # the platform is back
-    async with started(path) as runtime:
+        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+        assert runtime.store.unfinished() == []  # not left for a restart: this process owes it
+        await tg.wait_for(lambda: len(tg.calls("sendMessage")) >= 4, timeout=20)  # the queue keeps trying
+        assert delivered(tg) == []
+        tg.heal("sendMessage")  # the platform is back
         await tg.wait_for(lambda: delivered(tg), timeout=20)
-        await runtime.drain(10)
-        assert runtime.store.unfinished() == []
+        await tg.wait_for(lambda: runtime.store.queued_replies() == 0, timeout=5)
     assert delivered(tg) == ["m: hello"]
     assert len(fake_llm.requests) == 1  # the turn was not run again
+    async with started(path) as runtime:  # and a restart owes nothing
+        await runtime.drain(10)
+    assert delivered(tg) == ["m: hello"]
+
+
+async def test_a_queued_reply_is_carried_over_a_restart_and_sent_once(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    fake_llm.default = echo_model
+    path = write_config(bot_toml(fake_llm, tg, deadline_s=1))
+    tg.fail_next("sendMessage", status=502, description="Bad Gateway", times=1000)
+    async with started(path) as runtime:
+        tg.push_message(5, 5, "hello")
+        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+    assert delivered(tg) == []
+    tg.heal("sendMessage")
+    for _ in range(2):  # the first start sends it at once; a second start sends nothing more
+        async with started(path) as runtime:
+            await tg.wait_for(lambda: delivered(tg), timeout=20)
+            await tg.wait_for(lambda: runtime.store.queued_replies() == 0, timeout=5)
+    assert delivered(tg) == ["m: hello"]
+    assert len(fake_llm.requests) == 1
+
+
+async def test_a_rate_limit_longer_than_the_deadline_is_honoured_by_the_queue(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    fake_llm.default = echo_model
+    tg.fail_next("sendMessage", status=429, retry_after=120)  # past what the adapter waits out itself
+    async with started(write_config(bot_toml(fake_llm, tg, deadline_s=1))) as runtime:
+        tg.push_message(5, 5, "hello")
+        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+        due = runtime.store.next_reply_due()
+        assert due is not None and due >= time.time() + 110  # not one more send before retry_after
+        assert len(tg.calls("sendMessage")) == 1
+
+
+async def test_a_reply_still_queued_after_reply_give_up_s_is_given_up_and_counted(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    fake_llm.default = echo_model
+    toml = bot_toml(fake_llm, tg, deadline_s=1).replace("[daemon]\n", "[daemon]\nreply_give_up_s = 60\n")
+    path = write_config(toml)
+    tg.fail_next("sendMessage", status=502, description="Bad Gateway", times=1000)
+    async with started(path) as runtime:
+        tg.push_message(5, 5, "hello")
+        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+    with sqlite3.connect(load_config(path).state_path() / "sessions.sqlite3") as db:  # parked an hour ago
+        db.execute("UPDATE inbox SET queued_at = queued_at - 3600")
+    tg.heal("sendMessage")
+    async with started(path) as runtime:
+        await tg.wait_for(lambda: runtime.store.queued_replies() == 0, timeout=20)
+        assert runtime.replies_given_up == 1
+    assert delivered(tg) == []
 
 
 async def test_a_restart_sends_only_the_chunks_the_platform_did_not_take(
@@ -127,9 +181,9 @@ async def test_a_restart_sends_only_the_chunks_the_platform_did_not_take(
     tg.fail_next("sendMessage", status=502, description="Bad Gateway", times=1000, after=1)
     async with started(path) as runtime:
         tg.push_message(5, 5, "write a lot")
-        await tg.wait_for(lambda: runtime.store.unfinished() and runtime.idle.is_set(), timeout=20)
-        (row,) = runtime.store.unfinished()
-        assert (row.state, row.sent) == ("replying", 1)
+        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+        (row,) = runtime.store.due_replies(float("inf"))
+        assert (row.state, row.sent) == ("queued", 1)
     first = delivered(tg)
     assert [t.strip() for t in first] == ["A" * 4000]
     tg.heal("sendMessage")
