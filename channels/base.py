@@ -149,7 +149,18 @@ class ApprovalAnswer:
     chat: str | None = None
 
 
-Deliver = Callable[[Inbound | ApprovalAnswer], Awaitable[None]]
+class Deliver(Protocol):
+    """The core's intake: returns once `item` is durably stored (or dropped), before the platform is told.
+
+    `synced=False` lets an adapter that acknowledges a batch at once (Telegram's offset)
+    skip the sync to disk for all but the last message of the batch: one sync makes every
+    write before it durable. Only pass it when the batch is acknowledged after a later
+    `synced=True` delivery returned.
+    """
+
+    def __call__(self, item: Inbound | ApprovalAnswer, /, *, synced: bool = True) -> Awaitable[None]: ...
+
+
 Ready = Callable[[], None]
 
 

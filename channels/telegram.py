@@ -312,9 +312,7 @@ class TelegramAdapter:
                     await asyncio.sleep(delay)
                     continue
                 failures = 0
-                for update in updates:
-                    await self._handle(update, deliver)
-                    self._offset = update.update_id + 1  # confirmed by the next getUpdates
+                await self._deliver_batch(updates, deliver)
         finally:
             self._polling = False
 
@@ -377,6 +375,26 @@ class TelegramAdapter:
             logger.opt(exception=exc).error("channel {}: update {} not delivered", self.name, update.update_id)
             return web.Response(status=500)
         return web.Response()
+
+    async def _deliver_batch(self, updates: Sequence[Update], deliver: Deliver) -> None:
+        """Deliver one getUpdates batch in order; the offset moves past what is on disk.
+
+        Only the batch's last message is synced to disk (one fsync covers every write before
+        it), so the offset, which the next getUpdates confirms to Telegram, moves past the
+        messages before it only once that delivery returned.
+        """
+        items = [
+            self._inbound(u.update_id, u.message) if u.callback_query is None and u.message is not None else None
+            for u in updates
+        ]
+        last = max((i for i, item in enumerate(items) if isinstance(item, Inbound)), default=-1)
+        for index, (update, item) in enumerate(zip(updates, items)):
+            if update.callback_query is not None:
+                await self._handle_click(update.callback_query, deliver)
+            elif item is not None:
+                await deliver(item, synced=index >= last)
+            if index >= last:
+                self._offset = update.update_id + 1  # confirmed by the next getUpdates
 
     async def _handle(self, update: Update, deliver: Deliver) -> None:
         if update.callback_query is not None:

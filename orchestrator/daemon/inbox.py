@@ -79,8 +79,8 @@ async def start_channel(
     if adapter is None:
         adapter = create_adapter(name, settings, secrets=runtime.secret)
 
-    async def on_delivery(item: Inbound | ApprovalAnswer) -> None:
-        await deliver(runtime, item)
+    async def on_delivery(item: Inbound | ApprovalAnswer, /, *, synced: bool = True) -> None:
+        await deliver(runtime, item, synced=synced)
 
     return await runtime.channels.start(name, settings, adapter, deliver=on_delivery)
 
@@ -90,11 +90,14 @@ async def stop_channel(runtime: Runtime, name: str) -> None:
     await runtime.channels.stop(name)
 
 
-async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
+async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer, *, synced: bool = True) -> None:
     """Adapter callback: returns once the message is durably accepted (or dropped).
 
     Routing, de-duplication and the inbox write happen right here, without waiting for
-    the event loop, so an adapter delivering one message at a time is never starved. The
+    the event loop, so an adapter delivering one message at a time is never starved; then
+    the write is synced to disk (`Runtime.inbox_sync`; with `synced=False` the adapter's
+    next synced delivery does it for the whole batch), so what the platform is told we
+    have survives a power cut. The
     turn then runs in the runtime's TaskGroup; turns of one session start in arrival order
     (tasks start in creation order and the session lock is FIFO).
     """
@@ -105,6 +108,8 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer) -> None:
         return
     try:
         admitted = admit(runtime, item)
+        if synced:  # on disk before the adapter acknowledges it (one fsync, shared with concurrent deliveries)
+            await runtime.inbox_sync.wait()
     except Exception as exc:
         reason = state_fault(exc)
         if reason is None:

@@ -70,6 +70,7 @@ async def deliver_reply(
     store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
     if sent == 0:
         store.begin_reply(channel, event_id, text)
+        await runtime.inbox_sync.wait()  # the transcript and this reply on disk before the user reads it
     progress = ReplyProgress(sent, on_advance=lambda done: store.reply_progress(channel, event_id, done))
     message = Outbound(
         chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id if reply_to else None

@@ -17,7 +17,7 @@ from orchestrator.daemon.servers import connect_servers
 from orchestrator.observability import Observability, open_observability, require_telemetry
 from orchestrator.seam import ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
-from orchestrator.store import SessionStore, state_fault
+from orchestrator.store import GroupSync, SessionStore, state_fault
 
 __all__ = ["Reloadable", "Runtime"]
 
@@ -55,6 +55,8 @@ class Runtime:
         self.services = services
         self.store = store
         self.transcripts = StoredTranscripts(store)
+        # What the platform is told we have is on disk first (`deliver`, and a reply's text).
+        self.inbox_sync = GroupSync(store.wal_sync)
         self.sessions = Sessions(transcripts=self.transcripts)
         self.channels = ChannelSet(spawn=lambda coro, name: self.spawn(coro, name=name))
         self.approvals = Approvals()

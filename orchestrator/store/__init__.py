@@ -1,6 +1,7 @@
 """SQLite-backed state: the approval audit log, sessions, transcripts, the durable inbox, schedules, usage."""
 
 from orchestrator.store.audit import AuditLog
+from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
@@ -15,16 +16,19 @@ __all__ = [
     "BadUsageQuery",
     "Database",
     "Grouping",
+    "GroupSync",
     "InboxRow",
     "Purpose",
     "ScheduleLog",
     "ScheduleRecord",
     "SessionStore",
     "StateDirLocked",
+    "StateSyncFailed",
     "UsageLog",
     "UsageReport",
     "UsageRow",
     "UsageTotal",
+    "WalSync",
     "hold_state_lock",
     "parse_grouping",
     "parse_since",

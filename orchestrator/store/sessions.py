@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from orchestrator.store.durable import WalSync
 from orchestrator.store.sqlite import Database
 
 __all__ = ["InboxRow", "SessionStore"]
@@ -106,6 +107,9 @@ class SessionStore(Database):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(path, _SCHEMA)
+        # Commits are in the page cache at once (synchronous=NORMAL); this puts them on disk
+        # before the platform is told (the daemon's `GroupSync` shares one call between deliveries).
+        self.wal_sync = WalSync(path)
         self._window_s = dedupe_window_s
         self._prune_every = prune_every
         self._clock = clock
@@ -122,6 +126,11 @@ class SessionStore(Database):
             self._db.execute("ALTER TABLE inbox ADD COLUMN next_try REAL")
             self._db.execute("ALTER TABLE inbox ADD COLUMN tries INTEGER NOT NULL DEFAULT 0")
 
+
+    def close(self) -> None:
+        """Close the database and the log's descriptor."""
+        self.wal_sync.close()
+        super().close()
 
     # -- inbox ---------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import Final, Self
 
 from orchestrator.errors import StateCorrupt, StateError
+from orchestrator.store.durable import StateSyncFailed
 
 __all__ = ["Database", "open_database", "state_fault"]
 
@@ -23,7 +24,8 @@ def state_fault(exc: BaseException) -> str | None:
     """Return why `exc` means the state files are unusable for the rest of this run, else None.
 
     An `sqlite3.Error` whose code is corruption, an I/O error or a database that is no longer
-    writable (wherever it was raised, also inside an exception group); a full disk, a busy
+    writable, or a log that could not be synced to disk (`StateSyncFailed`), wherever it was
+    raised, also inside an exception group; a full disk, a busy
     database or a programming error is None.
     """
     if isinstance(exc, BaseExceptionGroup):
@@ -31,6 +33,8 @@ def state_fault(exc: BaseException) -> str | None:
             if (reason := state_fault(inner)) is not None:
                 return reason
         return None
+    if isinstance(exc, StateSyncFailed):
+        return str(exc)
     if not isinstance(exc, sqlite3.Error):
         return None
     name = getattr(exc, "sqlite_errorname", None) or ""

@@ -29,7 +29,7 @@ class Inbox:
     def __init__(self) -> None:
         self.items: list[Inbound | ApprovalAnswer] = []
 
-    async def __call__(self, item: Inbound | ApprovalAnswer) -> None:
+    async def __call__(self, item: Inbound | ApprovalAnswer, /, *, synced: bool = True) -> None:
         self.items.append(item)
 
     async def wait(self, count: int = 1, *, timeout: float = 5.0) -> list[Inbound | ApprovalAnswer]:
@@ -113,7 +113,7 @@ async def test_undelivered_update_is_fetched_again_after_restart(
     started, never = asyncio.Event(), asyncio.Event()
     seen: list[Inbound | ApprovalAnswer] = []
 
-    async def stuck(item: Inbound | ApprovalAnswer) -> None:
+    async def stuck(item: Inbound | ApprovalAnswer, /, *, synced: bool = True) -> None:
         seen.append(item)
         started.set()
         await never.wait()  # the process dies while the core is still storing the message
@@ -334,7 +334,7 @@ async def test_webhook_checks_secret_and_redelivers_on_failure(
     )
     inbox, failures = Inbox(), [RuntimeError("store is down")]
 
-    async def flaky(item: Inbound | ApprovalAnswer) -> None:
+    async def flaky(item: Inbound | ApprovalAnswer, /, *, synced: bool = True) -> None:
         if failures:
             raise failures.pop()
         await inbox(item)

@@ -41,7 +41,7 @@ async def receive(adapter: FileAdapter, count: int = 1) -> list[Inbound]:
     """Run the adapter until it delivered `count` messages; return them."""
     items: list[Inbound] = []
 
-    async def deliver(item: object) -> None:
+    async def deliver(item: object, /, *, synced: bool = True) -> None:
         assert isinstance(item, Inbound)
         items.append(item)
 

@@ -16,7 +16,7 @@ from orchestrator.daemon import Runtime, replay_unfinished, start_channels
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI, text
-from tests.fakes.telegram_api import FakeTelegram
+from tests.fakes.telegram_api import Call, FakeTelegram
 
 TOKEN = "333333:CCC-durable-bot"
 
@@ -81,6 +81,29 @@ async def test_a_failed_send_is_retried_and_the_reply_arrives_once(
         await runtime.drain(10)
         assert runtime.store.unfinished() == []  # done only once the platform took it
     assert delivered(tg) == ["m: hello"]
+
+
+async def test_messages_are_on_disk_before_telegram_is_told_and_a_batch_shares_one_sync(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    fake_llm.default = echo_model
+    polls: list[tuple[int, int]] = []  # (offset asked for, log syncs done by then)
+    burst = [tg.push_message(100 + i, 100 + i, f"hello {i}") for i in range(20)]  # one getUpdates batch
+    path = write_config(bot_toml(fake_llm, tg))
+    async with started(path) as runtime:
+        def probe(call: Call) -> None:
+            if call.method == "getUpdates":
+                polls.append((int(call.payload.get("offset") or 0), runtime.store.wal_sync.syncs))
+
+        tg.on_request = probe
+        await tg.wait_for(lambda: len(delivered(tg)) == 20, timeout=30)
+        single = tg.push_message(5, 5, "and one more")
+        await tg.wait_for(lambda: len(delivered(tg)) == 21, timeout=20)
+        await runtime.drain(10)
+    past_burst = [syncs for offset, syncs in polls if offset > burst[-1]["update_id"]]
+    assert past_burst and 1 <= past_burst[0] <= 5  # synced before confirming, once for the batch (not 20 times)
+    past_single = [syncs for offset, syncs in polls if offset > single["update_id"]]
+    assert past_single and past_single[0] > past_burst[0]  # the next message got its own sync first
 
 
 async def test_a_refused_send_is_not_retried_and_the_daemon_keeps_serving(

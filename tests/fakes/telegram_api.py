@@ -148,6 +148,8 @@ class FakeTelegram:
         self, *, token: str = DEFAULT_TOKEN, username: str = "fake_bot", edit_gap_s: float = 0.9
     ) -> None:
         self.requests: list[Call] = []
+        # Called with each request as it arrives, before it is answered (a test's probe of the client's state then).
+        self.on_request: Callable[[Call], None] | None = None
         self.visible: list[Visible] = []  # every change a user could see, in order
         # Edits and drafts in one chat closer together than this get 429 with retry_after, as
         # Telegram's flood control answers (about one change per chat per second).
@@ -525,6 +527,8 @@ class FakeTelegram:
         token = request.match_info["token"]
         call = Call(method=method, token=token, payload=await _parameters(request), at=time.monotonic())
         self.requests.append(call)
+        if self.on_request is not None:
+            self.on_request(call)
         self._inflight[id(request)] = request
         try:
             response = await self._answer(request, call)
