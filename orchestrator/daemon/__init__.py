@@ -10,7 +10,15 @@ the chat), `replies` (the reply protocol), `serving` (`orchestrator run`), `rout
 from orchestrator.daemon.admission import Admitted, Disposition, admit
 from orchestrator.daemon.approvals import ChannelApprover, answer_approval
 from orchestrator.daemon.channels import Channel, ChannelSet, ChannelState, ChannelStatus
-from orchestrator.daemon.inbox import deliver, process_message, replay_unfinished, start_channel, start_channels, stop_channel
+from orchestrator.daemon.inbox import (
+    deliver,
+    hold_replayed,
+    process_message,
+    replay_unfinished,
+    start_channel,
+    start_channels,
+    stop_channel,
+)
 from orchestrator.daemon.replies import deliver_reply, fit_reply, resume_reply
 from orchestrator.daemon.routing import RouteMatch, explain_route, match_route, session_key
 from orchestrator.daemon.runtime import Reloadable, Runtime
@@ -38,6 +46,7 @@ __all__ = [
     "match_route",
     "process_message",
     "reload_config",
+    "hold_replayed",
     "replay_unfinished",
     "resume_reply",
     "run_daemon",

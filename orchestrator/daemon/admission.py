@@ -58,7 +58,7 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
     too, so a redelivered `/sop` never runs twice) is in the inbox and the platform may be
     told it was received. While the daemon is stopping, messages are still stored but left
     pending for the next start (`/new` and `/stop` still act at once). `replay` re-admits a
-    message a previous process accepted but never started.
+    message a previous process accepted but never started (it is never refused as "busy").
     """
     config = runtime.config  # one generation for the whole turn
     match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender)
@@ -81,7 +81,8 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
         return Admitted(config=config, route=route, key=key, command=command)
     state = runtime.sessions.place(key)
     waiting = state.users - 2  # besides this message, one is running or about to
-    if waiting >= config.daemon.max_queued_per_session:
+    # A message the daemon itself held across a restart is answered, never refused as a flood.
+    if waiting >= config.daemon.max_queued_per_session and not replay:
         runtime.sessions.release(state)
         return Admitted(config=config, route=route, key=key, command=None, busy=waiting)
     return Admitted(config=config, route=route, key=key, command=None, state=state)

@@ -12,22 +12,23 @@ from channels import (
     ChannelAdapter,
     ChannelError,
     Inbound,
-    Outbound,
     create_adapter,
 )
 from orchestrator.config import ChannelConfig
 from orchestrator.daemon.admission import Admitted, Disposition, admit
-from orchestrator.daemon.approvals import answer_approval, send
+from orchestrator.daemon.approvals import answer_approval
 from orchestrator.daemon.channels import Channel
 from orchestrator.daemon.commands import run_command
 from orchestrator.daemon.delivery import inbound_of, serve_deliveries
-from orchestrator.daemon.replies import CONTINUED, close_abandoned, resume_reply
+from orchestrator.daemon.replies import CONTINUED, close_abandoned, deliver_reply, resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
 from orchestrator.sessions import TurnRefused
 from orchestrator.store import InboxRow, state_fault
 
-__all__ = ["deliver", "process_message", "replay_unfinished", "start_channel", "start_channels", "stop_channel"]
+__all__ = [
+    "deliver", "hold_replayed", "process_message", "replay_unfinished", "start_channel", "start_channels", "stop_channel",
+]
 
 
 async def start_channels(runtime: Runtime, *, ready_timeout_s: float = 30.0) -> None:
@@ -141,12 +142,12 @@ async def process_message(
             return outcome
         admitted = outcome
     if admitted.busy is not None:
-        runtime.store.mark(inbound.channel, inbound.event_id, "done")
         note = (
             f"I still have {admitted.busy} of your messages to answer, so I did not take this one. "
             "Please send it again once I have caught up (or /stop the current answer)."
         )
-        await _reply(runtime, inbound, note)
+        async with runtime.in_flight():  # the note is this message's reply, under the reply protocol
+            await deliver_reply(runtime, inbound, note)
         return Disposition.BUSY
     if admitted.command is not None:
         await run_command(runtime, inbound, admitted)
@@ -154,6 +155,12 @@ async def process_message(
     state = admitted.state
     if state is None:  # admit gives every chat message one
         raise RuntimeError(f"message {inbound.event_id} was admitted without its session place")
+    if not replay:  # the session's messages from before the restart are answered first
+        try:
+            await runtime.held.cleared(admitted.key)
+        except BaseException:
+            runtime.sessions.release(state)
+            raise
     try:
         return await run_chat_turn(runtime, inbound, admitted, state)
     except TurnRefused:  # stopping: leave it pending for the next start
@@ -162,28 +169,64 @@ async def process_message(
         if state_fault(exc) is not None:
             raise  # the state files failed: the runtime stops the daemon; the row is replayed later
         logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
-        runtime.store.mark(inbound.channel, inbound.event_id, "done")
-        await _reply(runtime, inbound, "Sorry, something went wrong while answering; the error is logged.")
+        async with runtime.in_flight():  # this message's reply, under the reply protocol
+            await deliver_reply(runtime, inbound, "Sorry, something went wrong while answering; the error is logged.")
         return Disposition.FAILED
 
 
-async def replay_unfinished(runtime: Runtime, rows: list[InboxRow]) -> None:
+def hold_replayed(runtime: Runtime, rows: list[InboxRow]) -> dict[tuple[str, str], Admitted]:
+    """Admit the previous process's pending messages now, before channels start: their session places come first.
+
+    Pass the result to `replay_unfinished`, so a session's held messages and the ones that
+    arrive once channels receive are answered in arrival order.
+    """
+    held: dict[tuple[str, str], Admitted] = {}
+    for row in rows:
+        if row.state == "pending":
+            outcome = admit(runtime, inbound_of(row.body), replay=True)
+            if isinstance(outcome, Admitted):
+                held[(row.channel, row.event_id)] = outcome
+                runtime.held.hold(outcome.key)
+    return held
+
+
+async def _answer_held(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    try:
+        await process_message(runtime, inbound, admitted=admitted, replay=True)
+    finally:
+        runtime.held.release(admitted.key)
+
+
+async def replay_unfinished(
+    runtime: Runtime, rows: list[InboxRow], *, held: dict[tuple[str, str], Admitted] | None = None
+) -> None:
     """Finish what the previous process accepted: run pending messages, close interrupted turns.
 
     `rows` must be read (`runtime.store.unfinished()`) before channels start, so messages
-    this process accepts are never mistaken for the previous one's. Then the delivery queue
+    this process accepts are never mistaken for the previous one's; `held` are those of
+    them `hold_replayed` admitted before the channels started. Then the delivery queue
     starts (`serve_deliveries`, for the runtime's whole life): it sends at once what the
     previous process left queued, and every reply parked from now on.
     """
     runtime.spawn(serve_deliveries(runtime), name="deliveries")
+    held = held or {}
     for row in rows:
         inbound = inbound_of(row.body)
+        admitted = held.get((row.channel, row.event_id))
         if inbound.channel not in runtime.channels:
             logger.warning("channel {} is gone; dropping accepted message {}", inbound.channel, inbound.event_id)
             runtime.store.mark(row.channel, row.event_id, "interrupted")
+            if admitted is not None:
+                runtime.held.release(admitted.key)
+                if admitted.state is not None:
+                    runtime.sessions.release(admitted.state)
             continue
         if row.state == "pending":
-            runtime.spawn(process_message(runtime, inbound, replay=True), name=f"replay:{row.event_id}")
+            work = (
+                _answer_held(runtime, inbound, admitted) if admitted is not None
+                else process_message(runtime, inbound, replay=True)
+            )
+            runtime.spawn(work, name=f"replay:{row.event_id}")
             continue
         if row.state == "replying" and row.reply is not None:  # the turn finished; send the rest
             runtime.spawn(_resume(runtime, inbound, row), name=f"resend:{row.event_id}")
@@ -220,10 +263,3 @@ async def _close_stream(runtime: Runtime, inbound: Inbound, message_ids: tuple[s
             runtime.store.mark(inbound.channel, inbound.event_id, "interrupted")
             return
     await resume_reply(runtime, inbound, notice, sent=0, notice=True)
-
-
-async def _reply(runtime: Runtime, inbound: Inbound, text: str) -> None:
-    """Tell the chat `inbound` came from (nothing when its channel is gone)."""
-    channel = runtime.channels.get(inbound.channel)
-    if channel is not None:
-        await send(channel.adapter, Outbound(chat=inbound.chat, thread=inbound.thread, text=text))

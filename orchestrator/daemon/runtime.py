@@ -62,6 +62,8 @@ class Runtime:
         self.approvals = Approvals()
         # Set when a reply moves to the delivery queue (`park_reply`): wakes `serve_deliveries`.
         self.replies_waiting = asyncio.Event()
+        # Sessions whose messages from before the restart are still to be answered (first).
+        self.held = HeldSessions()
         # Replies the delivery queue gave up after `reply_give_up_s` (a metric).
         self.replies_given_up = 0
         # Set once every MCP server of the first generation connected or failed its first attempt.
@@ -244,6 +246,40 @@ class Runtime:
             task.cancel()
         self.approvals.cancel_all()
         await self.channels.close_all()
+
+
+class HeldSessions:
+    """Sessions with messages a previous process accepted and this one has not answered yet.
+
+    `hold_replayed` counts them in before channels start; a new message of such a session
+    waits (`cleared`) until they are answered, so a session's held and new messages are
+    answered in arrival order across the restart.
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[int, asyncio.Event]] = {}
+
+    def hold(self, key: str) -> None:
+        """Count one more held message of session `key`."""
+        count, cleared = self._held.get(key, (0, asyncio.Event()))
+        self._held[key] = (count + 1, cleared)
+
+    def release(self, key: str) -> None:
+        """One held message of `key` was answered (or dropped); the last one clears the session."""
+        count, cleared = self._held[key]
+        if count > 1:
+            self._held[key] = (count - 1, cleared)
+            return
+        del self._held[key]
+        cleared.set()
+
+    async def cleared(self, key: str) -> None:
+        """Return once session `key` holds no message from before (at once when it never did)."""
+        held = self._held.get(key)
+        if held is not None:
+            await held[1].wait()
 
 
 class _InFlight:

@@ -19,7 +19,7 @@ from channels import ChannelUnusable
 
 from orchestrator.checks import load_config
 from orchestrator.config import Config, gateway_token_problems, resolve_secret
-from orchestrator.daemon.inbox import replay_unfinished, start_channel_set, start_channels, stop_channel
+from orchestrator.daemon.inbox import hold_replayed, replay_unfinished, start_channel_set, start_channels, stop_channel
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.secrets import channel_secret_problems
 from orchestrator.daemon.systemd import notify, watchdog_interval_s
@@ -182,6 +182,7 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
 
         await gateway.enter_async_context(open_gateway(runtime))
     unfinished = runtime.store.unfinished()
+    held = hold_replayed(runtime, unfinished)  # their session places before any new message's
     await start_channels(runtime)
     for name, error in runtime.channels.failures().items():
         if not isinstance(error, ChannelUnusable):  # a disabled channel said so in its one line
@@ -192,7 +193,7 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
         # import starves the loop of the CPU, a send the platform took is recorded
         # late, and a kill in that window sends it again.
         await asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime))
-    await replay_unfinished(runtime, unfinished)
+    await replay_unfinished(runtime, unfinished, held=held)
     runtime.store.prune_inbox()
     if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
         await _start_schedules(runtime)  # after channels: a run may deliver to one
