@@ -77,18 +77,18 @@ def _legacy_workspace(config: Config, name: str) -> Path:
     return config.state_path() / "workspaces" / name
 
 
-def sandbox_notices(config: Config) -> list[SandboxNotice]:
+def sandbox_notices(config: Config, *, host: SandboxHost | None = None) -> list[SandboxNotice]:
     """Return one line per shell-using agent (its sandbox) and per workspace left behind.
 
     An agent uses shell when its `[shell] allowed_commands` lists any command (the `shell`
     built-in and skill shell tools both need it). A default workspace from before the move
     that still holds files is named with where it moved, so no deployment loses its files
-    silently.
+    silently. A sandbox with holes needs the operator's attention like a refused one.
     """
     lines: list[SandboxNotice] = []
     for name, agent in sorted(config.agents.items()):
         if agent.shell.allowed_commands:
-            sandbox = shell_sandbox(name, agent)
+            sandbox = shell_sandbox(name, agent, host=host)
             lines.append(SandboxNotice(
                 text=f"agent {name}: shell sandbox {sandbox.describe()}",
                 attention=sandbox.kind is None or bool(sandbox.holes),

@@ -177,3 +177,13 @@ def test_a_bad_limit_is_one_line_naming_file_and_key(load: Callable[..., Config]
         load(BASE + f'[agents.a.shell]\n{key} = {value}\n')
     (line,) = str(caught.value).splitlines()
     assert f"config.toml: agents.a.shell.{key}: " in line
+
+
+def test_check_warns_of_a_written_landlock_with_holes(load: Callable[..., Config]) -> None:
+    config = load(BASE + '[agents.a.shell]\nallowed_commands = ["cat"]\nsandbox = "landlock"\n')
+
+    (notice,) = sandbox_notices(config, host=_host(seccomp=None, abi=5))
+
+    assert notice.attention
+    assert notice.text == ("agent a: shell sandbox landlock (network off); "
+                           "open: signals to the daemon user's processes (Landlock ABI 5 < 6)")
