@@ -24,7 +24,7 @@ from orchestrator.tools.seccomp import Filter, build_filter, seccomp_error
 
 __all__ = [
     "BWRAP", "Launch", "bwrap_arguments", "bwrap_error", "landlock_error", "landlock_holes",
-    "launch", "resolve_command",
+    "launch", "resolve_command", "user_tasks",
 ]
 
 BWRAP: Final = "/usr/bin/bwrap"
@@ -105,9 +105,13 @@ def landlock_holes(network: bool, *, seccomp: str | None, abi: int) -> tuple[str
 
 @contextmanager
 def launch(
-    kind: SandboxKind, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits
+    kind: SandboxKind, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str],
+    limits: SandboxLimits, user_tasks: int = 0,
 ) -> Iterator[Launch]:
     """Yield how to start `argv` under sandbox `kind` ("bwrap", "landlock" or "none").
+
+    `user_tasks` is what the daemon's user runs now (`user_tasks()`), needed outside bwrap,
+    where the kernel counts `limits.processes` per user rather than per sandbox.
 
     The parent's copies of any descriptors handed to the child are closed on exit, so
     leave the context only once the process has started. Raises `LandlockUnavailable`
@@ -128,11 +132,11 @@ def launch(
         seccomp = build_filter(network=network) if seccomp_error() is None else None
         try:
             yield Launch(argv=tuple(argv), cwd=workspace, env=env,
-                         preexec=_in_child(limits, _host_processes(limits), seccomp, ruleset))
+                         preexec=_in_child(limits, user_tasks + limits.processes, seccomp, ruleset))
         finally:
             ruleset.close()
     elif kind == "none":
-        limited, preexec = _limited(argv, limits, _host_processes(limits))
+        limited, preexec = _limited(argv, limits, user_tasks + limits.processes)
         yield Launch(argv=limited, cwd=workspace, env=env, preexec=preexec)
     else:
         raise ValueError(f"unknown sandbox kind {kind!r}")
@@ -210,12 +214,12 @@ def _system_mounts(*, network: bool) -> tuple[str, ...]:
     return (*out, "--proc", "/proc")
 
 
-def _host_processes(limits: SandboxLimits) -> int:
-    """Return the RLIMIT_NPROC that leaves a command `limits.processes` more tasks than now.
+def user_tasks() -> int:
+    """Return how many tasks (processes and threads) the daemon's user runs now (reads /proc).
 
-    Outside a user namespace the kernel counts every task of the daemon's user (the
-    daemon's own threads, its MCP servers, other commands), so the limit is what runs now
-    plus the command's share. The daemon's own limit is untouched: only the command's forks
+    Outside a user namespace the kernel counts RLIMIT_NPROC over every task of the user (the
+    daemon's own threads, its MCP servers, other commands), so a command's limit is this
+    plus its `max_processes`. The daemon's own limit is untouched: only the command's forks
     fail. (The kernel never applies it to root.)
     """
     uid = os.getuid()
@@ -229,7 +233,7 @@ def _host_processes(limits: SandboxLimits) -> int:
                     tasks += len(os.listdir(f"/proc/{entry.name}/task"))
             except OSError:
                 continue  # gone meanwhile
-    return tasks + limits.processes
+    return tasks
 
 
 def _nproc(processes: int) -> int:

@@ -17,7 +17,7 @@ from orchestrator.threads import in_thread
 from orchestrator.tools.base import BuiltinTool, ToolSpec
 from orchestrator.tools.disk_usage import disk_usage
 from orchestrator.tools.landlock import LandlockUnavailable
-from orchestrator.tools.sandbox import launch, resolve_command
+from orchestrator.tools.sandbox import launch, resolve_command, user_tasks
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -99,9 +99,11 @@ async def run_command(argv: Sequence[str], policy: SecurityPolicy, *, tool: str)
     env = _child_environment(policy)
     if resolve_command(argv[0], env, cwd=policy.workspace) is None:
         raise ToolFailure(tool, f"command not found: {argv[0]!r}")
+    # bwrap counts processes in its own user namespace; elsewhere the kernel counts the user's
+    running = 0 if sandbox.kind == "bwrap" else await in_thread(user_tasks)
     try:
         with launch(sandbox.kind, argv, workspace=policy.workspace, network=sandbox.network,
-                    env=env, limits=sandbox.limits) as started:
+                    env=env, limits=sandbox.limits, user_tasks=running) as started:
             process = await asyncio.create_subprocess_exec(
                 *started.argv,
                 stdin=subprocess.DEVNULL,
