@@ -133,10 +133,10 @@ def shell_sandbox(name: str, agent: AgentConfig, *, host: SandboxHost | None = N
             return ShellSandbox(requested=requested, kind="landlock", network=network, env=env, limits=limits,
                                 holes=holes)
         errors.append(f"landlock: {error}" if error else f"landlock leaves open {', '.join(holes)}")
-    hint = f'write [agents.{name}.shell] sandbox = "none" to run commands unconfined'
+    key = f"[agents.{name}.shell] sandbox"
+    hint = f'{key} = "none" to run commands unconfined'
     if any(e.startswith("landlock leaves open") for e in errors):
-        hint = f'write [agents.{name}.shell] sandbox = "landlock" to run commands with those holes, or ' + \
-            hint.removeprefix("write ")
+        hint = f'{key} = "landlock" to run commands with those holes, or {hint}'
     what = "no sandbox works here" if requested == "auto" else f"sandbox {requested!r} does not work here"
     return ShellSandbox(requested=requested, kind=None, network=network, limits=limits,
-                        reason=f"{what} ({'; '.join(errors)}); {hint}")
+                        reason=f"{what} ({'; '.join(errors)}); write {hint}")

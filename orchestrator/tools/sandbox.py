@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from orchestrator.policy import SandboxKind, SandboxLimits
-from orchestrator.tools.landlock import LandlockUnavailable, Ruleset, abi_version, build_ruleset
+from orchestrator.tools.landlock import LandlockUnavailable, Ruleset, build_ruleset
 from orchestrator.tools.seccomp import Filter, build_filter, seccomp_error
 
 __all__ = [
