@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator.config import AgentConfig, Config
 from orchestrator.policy import SandboxLimits, ShellSandbox
-from orchestrator.tools import bwrap_error, landlock_abi, landlock_error, landlock_holes, seccomp_error
+from orchestrator.tools import bwrap_error, bwrap_holes, landlock_abi, landlock_error, landlock_holes, seccomp_error
 
 __all__ = ["SandboxHost", "SandboxNotice", "default_workspace", "sandbox_notices", "shell_limits", "shell_sandbox"]
 
@@ -33,8 +33,9 @@ class SandboxHost:
         return self.landlock_online if network else self.landlock_offline
 
 
-def _probed_bwrap(host: SandboxHost | None) -> str | None:
-    return bwrap_error() if host is None else host.bwrap
+def _probed_bwrap(host: SandboxHost | None, network: bool) -> tuple[str | None, tuple[str, ...]]:
+    error, seccomp = (bwrap_error(), seccomp_error()) if host is None else (host.bwrap, host.seccomp)
+    return error, (() if error else bwrap_holes(network, seccomp=seccomp))
 
 
 def _probed_landlock(host: SandboxHost | None, network: bool) -> tuple[str | None, tuple[str, ...]]:
@@ -122,21 +123,21 @@ def shell_sandbox(name: str, agent: AgentConfig, *, host: SandboxHost | None = N
     if requested == "none":
         return ShellSandbox(requested=requested, kind="none", network=True, env=env, limits=limits)
     errors: list[str] = []
-    if requested in ("auto", "bwrap"):
-        error = _probed_bwrap(host)
+    holey: list[str] = []
+    for kind in ("bwrap", "landlock"):
+        if requested not in ("auto", kind):
+            continue
+        error, holes = _probed_bwrap(host, network) if kind == "bwrap" else _probed_landlock(host, network)
+        if error is None and (requested == kind or not holes):
+            return ShellSandbox(requested=requested, kind=kind, network=network, env=env, limits=limits, holes=holes)
+        errors.append(f"{kind}: {error}" if error else f"{kind} leaves open {', '.join(holes)}")
         if error is None:
-            return ShellSandbox(requested=requested, kind="bwrap", network=network, env=env, limits=limits)
-        errors.append(f"bwrap: {error}")
-    if requested in ("auto", "landlock"):
-        error, holes = _probed_landlock(host, network)
-        if error is None and (requested == "landlock" or not holes):
-            return ShellSandbox(requested=requested, kind="landlock", network=network, env=env, limits=limits,
-                                holes=holes)
-        errors.append(f"landlock: {error}" if error else f"landlock leaves open {', '.join(holes)}")
+            holey.append(kind)
     key = f"[agents.{name}.shell] sandbox"
     hint = f'{key} = "none" to run commands unconfined'
-    if any(e.startswith("landlock leaves open") for e in errors):
-        hint = f'{key} = "landlock" to run commands with those holes, or {hint}'
+    if holey:
+        kinds = " or ".join(f'"{kind}"' for kind in holey)
+        hint = f"{key} = {kinds} to run commands with those holes, or {hint}"
     what = "no sandbox works here" if requested == "auto" else f"sandbox {requested!r} does not work here"
     return ShellSandbox(requested=requested, kind=None, network=network, limits=limits,
                         reason=f"{what} ({'; '.join(errors)}); write {hint}")

@@ -23,7 +23,7 @@ from orchestrator.tools.landlock import LandlockUnavailable, Ruleset, build_rule
 from orchestrator.tools.seccomp import Filter, build_filter, seccomp_error
 
 __all__ = [
-    "BWRAP", "Launch", "bwrap_arguments", "bwrap_error", "landlock_error", "landlock_holes",
+    "BWRAP", "Launch", "bwrap_arguments", "bwrap_error", "bwrap_holes", "landlock_error", "landlock_holes",
     "launch", "resolve_command", "user_tasks",
 ]
 
@@ -84,6 +84,17 @@ def landlock_error(network: bool) -> str | None:
     except LandlockUnavailable as exc:
         return exc.reason
     return None
+
+
+def bwrap_holes(network: bool, *, seccomp: str | None) -> tuple[str, ...]:
+    """Return what bwrap leaves open on a host with this seccomp probe result.
+
+    With `network = true` the command shares the host's network namespace and so its
+    abstract unix sockets; the seccomp filter closes them where it applies.
+    """
+    if network and seccomp is not None:
+        return ("abstract unix sockets of the host (network = true)", "io_uring")
+    return ()
 
 
 def landlock_holes(network: bool, *, seccomp: str | None, abi: int) -> tuple[str, ...]:
@@ -170,6 +181,13 @@ def _bwrap_launch(
             "--bind", str(workspace), str(workspace),
             "--chdir", str(workspace),
         ]
+        if network and seccomp_error() is None:
+            # the host's network namespace holds its abstract unix sockets: refuse AF_UNIX
+            read, write = os.pipe()
+            fds.append(read)
+            os.write(write, build_filter(network=True, sessions=False).code)
+            os.close(write)
+            command += ["--seccomp", str(read)]
         # RLIMIT_NPROC counts per user namespace: inside bwrap's, only the sandbox's processes.
         limited, preexec = _limited(argv, limits, limits.processes)
         yield Launch(argv=(*command, "--", *limited), cwd=workspace, env=env, preexec=preexec,

@@ -7,6 +7,10 @@ family with `network = false`, `io_uring_setup` (its requests bypass `socket(2)`
 and `setsid`/`setpgid` (so every process a command starts stays in the group the daemon
 kills). Refused calls fail with EPERM, so commands report an error rather than die.
 
+Under bwrap with `network = true` the command shares the host's network namespace, and with
+it every abstract unix socket on the host: bwrap gets the filter without the session part
+(its PID namespace already ends every process at return).
+
 The classic BPF program is written here (a dozen instructions) rather than through
 libseccomp: it is built once in the parent, and the child only calls `prctl` between fork
 and exec, where loading a library and allocating through it is unsafe in a threaded daemon.
@@ -86,9 +90,10 @@ def seccomp_error() -> str | None:
 class Filter:
     """A compiled filter: `apply` it in the child between fork and exec."""
 
-    __slots__ = ("_buffer", "_program")
+    __slots__ = ("_buffer", "_program", "code")
 
     def __init__(self, code: bytes) -> None:
+        self.code = code  # the sock_filter array, as bwrap's --seccomp reads it
         self._buffer = ctypes.create_string_buffer(code, len(code))
         self._program = _SockFprog(len=len(code) // 8, filter=ctypes.addressof(self._buffer))
 
@@ -105,10 +110,10 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 
 
 @cache
-def build_filter(*, network: bool) -> Filter:
+def build_filter(*, network: bool, sessions: bool = True) -> Filter:
     """Return the filter for this architecture: no unix sockets, no sockets at all without `network`.
 
-    Raises `OSError` naming the architecture when there is no filter for it (see `seccomp_error`).
+    `sessions` also refuses `setsid` and `setpgid` (where no PID namespace ends them). Raises `OSError` naming the architecture when there is no filter for it (see `seccomp_error`).
     """
     machine = _machine()
     if machine not in _NUMBERS:
@@ -123,7 +128,7 @@ def build_filter(*, network: bool) -> Filter:
     if machine == "x86_64":
         head += [_op(_JGE_K, _X32_SYSCALL_BIT, jf=1), refuse]
     body: list[bytes] = []
-    for name in ("setsid", "setpgid"):
+    for name in ("setsid", "setpgid") if sessions else ():
         body += [_op(_JEQ_K, numbers[name], jf=1), refuse]
     # Without a ring, io_uring_enter and io_uring_register have nothing to act on.
     body += [_op(_JEQ_K, _IO_URING_SETUP, jf=1), refuse]

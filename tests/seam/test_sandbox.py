@@ -108,8 +108,8 @@ NO_USERNS = "/usr/bin/bwrap cannot create namespaces here: setting up uid map: P
 SECCOMP_OFF = "the kernel has no seccomp filters (Invalid argument)"
 
 
-def _host(*, seccomp: str | None, abi: int = 7) -> SandboxHost:
-    return SandboxHost(bwrap=NO_USERNS, landlock_offline=None, landlock_online=None, landlock_abi=abi, seccomp=seccomp)
+def _host(*, seccomp: str | None, abi: int = 7, bwrap: str | None = NO_USERNS) -> SandboxHost:
+    return SandboxHost(bwrap=bwrap, landlock_offline=None, landlock_online=None, landlock_abi=abi, seccomp=seccomp)
 
 
 def test_auto_refuses_a_landlock_with_holes(load: Callable[..., Config]) -> None:
@@ -187,3 +187,19 @@ def test_check_warns_of_a_written_landlock_with_holes(load: Callable[..., Config
     assert notice.attention
     assert notice.text == ("agent a: shell sandbox landlock (network off); "
                            "open: signals to the daemon user's processes (Landlock ABI 5 < 6)")
+
+
+def test_auto_refuses_a_networked_bwrap_without_seccomp(load: Callable[..., Config]) -> None:
+    # network = true shares the host's network namespace, and so its abstract unix sockets
+    agent = load(BASE + '[agents.a.shell]\nallowed_commands = ["cat"]\nnetwork = true\n').agents["a"]
+    offline = load(BASE + '[agents.a.shell]\nallowed_commands = ["cat"]\n').agents["a"]
+    host = _host(seccomp=SECCOMP_OFF, bwrap=None)
+
+    sandbox = shell_sandbox("a", agent, host=host)
+
+    assert sandbox.kind is None
+    assert sandbox.reason.startswith("no sandbox works here (bwrap leaves open abstract unix sockets of the host "
+                                     "(network = true), io_uring; landlock leaves open unix sockets")
+    assert sandbox.reason.endswith('write [agents.a.shell] sandbox = "bwrap" or "landlock" to run commands with '
+                                   'those holes, or [agents.a.shell] sandbox = "none" to run commands unconfined')
+    assert shell_sandbox("a", offline, host=host).describe() == "bwrap (network off)"  # its own netns: no hole

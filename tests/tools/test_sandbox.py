@@ -312,6 +312,27 @@ def _accepted(server: socket.socket) -> bool:
 
 @pytest.mark.parametrize("network", [False, True])
 @pytest.mark.parametrize("kind", CONFINED)
+async def test_an_abstract_unix_socket_on_the_host_is_unreachable(tmp_path: Path, kind: SandboxKind, network: bool) -> None:
+    # Abstract sockets belong to a network namespace: bwrap with network = true shares the host's.
+    name = f"\0orchestrator-test-{uuid.uuid4().hex}"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(name)
+    server.listen(4)
+    server.setblocking(False)
+    code = f"import socket; socket.socket(socket.AF_UNIX).connect({name!r}); print('connected')"
+    try:
+        result = await _run(_shell(tmp_path, "/usr/bin/python3", kind=kind, network=network),
+                            "/usr/bin/python3", "-c", code)
+        reached = _accepted(server)
+    finally:
+        server.close()
+
+    assert not reached
+    assert "connected" not in result.split("--- stderr ---")[0]
+
+
+@pytest.mark.parametrize("network", [False, True])
+@pytest.mark.parametrize("kind", CONFINED)
 async def test_a_pathname_unix_socket_outside_the_workspace_is_unreachable(
     tmp_path: Path, kind: SandboxKind, network: bool, unix_listener: tuple[Path, socket.socket]
 ) -> None:
