@@ -2,10 +2,11 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/sandbox_overhead.py [--runs N]
+    .venv/bin/python bench/sandbox_overhead.py [--runs N] [--files N]
 
 Each run calls the real `shell` tool (`run_command`: allowlist, sandbox launch, supervision,
-report) on `true`, the kinds interleaved round-robin after one untimed warm-up each, so load
+report, the workspace size check; Landlock with its seccomp filter) on `true`, in a workspace
+holding `--files` small files (the size check walks them), the kinds interleaved round-robin after one untimed warm-up each, so load
 on the machine hits every kind alike. Prints p50/p95 per kind and what each adds over none
 at p50 and p95. Figures are printed, never asserted.
 """
@@ -30,7 +31,7 @@ def _policy(workspace: Path, kind: SandboxKind) -> SecurityPolicy:
     return SecurityPolicy(
         agent="bench", autonomy="full", workspace=workspace, shell_allowed_commands=frozenset({"true"}),
         http_allowed_hosts=(), http_allow_private_addresses=False, http_max_bytes=1,
-        shell_sandbox=ShellSandbox(requested=kind, kind=kind),
+        shell_sandbox=ShellSandbox(requested=kind, kind=kind), workspace_max_bytes=1024**3,
     )
 
 
@@ -39,10 +40,14 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, files: int) -> None:
     kinds = [k for k in KINDS if not (k == "bwrap" and bwrap_error()) and not (k == "landlock" and landlock_error(False))]
     with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
         workspace = Path(tmp).resolve()
+        for index in range(files):
+            folder = workspace / f"d{index // 100}"
+            folder.mkdir(exist_ok=True)
+            (folder / f"f{index}.txt").write_text("x" * 100)
         policies = {kind: _policy(workspace, kind) for kind in kinds}
         samples: dict[str, list[float]] = {kind: [] for kind in kinds}
         for kind in kinds:  # warm-up: page cache, first bwrap exec
@@ -54,7 +59,7 @@ async def main(runs: int) -> None:
                 samples[kind].append((time.perf_counter() - started) * 1000)
                 assert result.startswith("exit code: 0\n"), result
     base50, base95 = _percentile(samples["none"], 0.5), _percentile(samples["none"], 0.95)
-    print(f"shell `true`, {runs} runs per kind, interleaved (ms)")
+    print(f"shell `true`, {runs} runs per kind, interleaved, {files} files in the workspace (ms)")
     print(f"{'kind':<10}{'p50':>8}{'p95':>8}{'+p50':>9}{'+p95':>9}{'ratio p50':>11}")
     for kind in kinds:
         p50, p95 = _percentile(samples[kind], 0.5), _percentile(samples[kind], 0.95)
@@ -65,4 +70,6 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--files", type=int, default=0)
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.runs, arguments.files))

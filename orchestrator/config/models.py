@@ -170,6 +170,13 @@ class ShellConfig(_Model):
     network: bool = Field(default=False, strict=True)
     # variables every command gets besides PATH, HOME and LANG (absent = none)
     env: dict[EnvName, str] = Field(default_factory=dict)
+    # limits of one command and everything it starts (see docs/security.md#the-shell-sandbox)
+    cpu_seconds: int = Field(default=60, ge=1, le=86_400, strict=True)
+    memory_mb: int = Field(default=4096, ge=16, le=1_048_576, strict=True)  # address space
+    file_size_mb: int = Field(default=256, ge=1, le=1_048_576, strict=True)  # per written file
+    tmp_mb: int = Field(default=64, ge=1, le=65_536, strict=True)  # bwrap's private /tmp (host memory)
+    max_processes: int = Field(default=256, ge=1, le=65_536, strict=True)  # processes and threads at once
+    max_output_kb: int = Field(default=64, ge=1, le=65_536, strict=True)  # captured per stream
 
 
 class HttpFetchConfig(_Model):
@@ -206,6 +213,8 @@ class AgentConfig(_Model):
     system_prompt: str = ""
     autonomy: Autonomy = "supervised"
     workspace: NonEmptyStr | None = None
+    # commands are refused while the workspace holds more (the daemon's own writes past it too)
+    workspace_max_mb: int = Field(default=1024, ge=1, le=16_777_216, strict=True)
     tools: Names = ()
     excluded_tools: Names = ()
     approval: ApprovalConfig = ApprovalConfig()

@@ -176,6 +176,8 @@ class ResolvedAgentExecution:
             "autonomy": self.security.autonomy,
             "workspace": str(self.security.workspace),
             "shell_sandbox": self.security.shell_sandbox.describe(),
+            "shell_limits": self.security.shell_sandbox.limits.describe(),
+            "workspace_max_bytes": self.security.workspace_max_bytes,
             "http_fetch": {
                 "allowed_hosts": list(self.security.http_allowed_hosts),
                 "allow_private_addresses": self.security.http_allow_private_addresses,

@@ -153,8 +153,10 @@ def _sandbox(execution: ResolvedAgentExecution) -> str:
     limits = sandbox.limits
     # env values are fingerprinted, never shown (one may be a credential)
     env = hashlib.sha256(repr(sandbox.env).encode()).hexdigest()[:12]
-    return (f"{sandbox.describe()}; env {env}; workspace {execution.security.workspace}; "
-            f"cpu {limits.cpu_seconds}s, as {limits.address_space_bytes}, fsize {limits.file_size_bytes}")
+    return (f"{sandbox.describe()}; env {env}; workspace {execution.security.workspace}, "
+            f"max {execution.security.workspace_max_bytes}; cpu {limits.cpu_seconds}s, "
+            f"as {limits.address_space_bytes}, fsize {limits.file_size_bytes}, tmp {limits.tmp_bytes}, "
+            f"nproc {limits.processes}, output {limits.output_bytes}")
 def _network(execution: ResolvedAgentExecution) -> list[str]:
     """List the network limits: the allowed hosts (none = no host), the private guard, the cap."""
     security = execution.security

@@ -208,6 +208,7 @@ def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
         http_allowed_hosts=agent.http_fetch.allowed_hosts,
         http_allow_private_addresses=agent.http_fetch.allow_private_addresses,
         http_max_bytes=agent.http_fetch.max_bytes,
+        workspace_max_bytes=agent.workspace_max_mb * 1024**2,
     )
 
 

@@ -6,10 +6,54 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.config import AgentConfig, Config
-from orchestrator.policy import ShellSandbox
-from orchestrator.tools import bwrap_error, landlock_error
+from orchestrator.policy import SandboxLimits, ShellSandbox
+from orchestrator.tools import bwrap_error, bwrap_holes, landlock_abi, landlock_error, landlock_holes, seccomp_error
 
-__all__ = ["SandboxNotice", "default_workspace", "sandbox_notices", "shell_sandbox"]
+__all__ = ["SandboxHost", "SandboxNotice", "default_workspace", "sandbox_notices", "shell_limits", "shell_sandbox"]
+
+_MIB = 1024**2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxHost:
+    """What a machine's sandboxes can do: each probe's error (None = works), Landlock's ABI.
+
+    `shell_sandbox` probes this machine when given none; a test states another host's
+    results (no seccomp, an old ABI) instead.
+    """
+
+    bwrap: str | None
+    landlock_offline: str | None
+    landlock_online: str | None
+    landlock_abi: int
+    seccomp: str | None
+
+    def landlock(self, network: bool) -> str | None:
+        """Return why Landlock cannot run here with `network`, None when it can."""
+        return self.landlock_online if network else self.landlock_offline
+
+
+def _probed_bwrap(host: SandboxHost | None, network: bool) -> tuple[str | None, tuple[str, ...]]:
+    error, seccomp = (bwrap_error(), seccomp_error()) if host is None else (host.bwrap, host.seccomp)
+    return error, (() if error else bwrap_holes(network, seccomp=seccomp))
+
+
+def _probed_landlock(host: SandboxHost | None, network: bool) -> tuple[str | None, tuple[str, ...]]:
+    if host is None:
+        error, seccomp, abi = landlock_error(network), seccomp_error(), landlock_abi()
+    else:
+        error, seccomp, abi = host.landlock(network), host.seccomp, host.landlock_abi
+    return error, (() if error else landlock_holes(network, seccomp=seccomp, abi=abi))
+
+
+def shell_limits(agent: AgentConfig) -> SandboxLimits:
+    """Return the limits `[agents.X.shell]` sets for every command of `agent`."""
+    shell = agent.shell
+    return SandboxLimits(
+        cpu_seconds=shell.cpu_seconds, address_space_bytes=shell.memory_mb * _MIB,
+        file_size_bytes=shell.file_size_mb * _MIB, tmp_bytes=shell.tmp_mb * _MIB,
+        processes=shell.max_processes, output_bytes=shell.max_output_kb * 1024,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,20 +78,21 @@ def _legacy_workspace(config: Config, name: str) -> Path:
     return config.state_path() / "workspaces" / name
 
 
-def sandbox_notices(config: Config) -> list[SandboxNotice]:
+def sandbox_notices(config: Config, *, host: SandboxHost | None = None) -> list[SandboxNotice]:
     """Return one line per shell-using agent (its sandbox) and per workspace left behind.
 
     An agent uses shell when its `[shell] allowed_commands` lists any command (the `shell`
     built-in and skill shell tools both need it). A default workspace from before the move
     that still holds files is named with where it moved, so no deployment loses its files
-    silently.
+    silently. A sandbox with holes needs the operator's attention like a refused one.
     """
     lines: list[SandboxNotice] = []
     for name, agent in sorted(config.agents.items()):
         if agent.shell.allowed_commands:
-            sandbox = shell_sandbox(name, agent)
+            sandbox = shell_sandbox(name, agent, host=host)
             lines.append(SandboxNotice(
-                text=f"agent {name}: shell sandbox {sandbox.describe()}", attention=sandbox.kind is None
+                text=f"agent {name}: shell sandbox {sandbox.describe()}",
+                attention=sandbox.kind is None or bool(sandbox.holes),
             ))
         legacy = _legacy_workspace(config, name)
         if agent.workspace is None and legacy.is_dir() and any(legacy.iterdir()):
@@ -60,29 +105,39 @@ def sandbox_notices(config: Config) -> list[SandboxNotice]:
     return lines
 
 
-def shell_sandbox(name: str, agent: AgentConfig) -> ShellSandbox:
+def shell_sandbox(name: str, agent: AgentConfig, *, host: SandboxHost | None = None) -> ShellSandbox:
     """Return the sandbox `agent`'s commands run under (kind None = they are refused).
 
-    `auto` takes the strongest that works on this machine (bwrap, then Landlock; each
-    probed once per process). A kind written explicitly is used only if it works. Only a
-    written `sandbox = "none"` runs commands unconfined: omission is never a grant.
+    `auto` takes the strongest that works on this machine with no hole (bwrap, then
+    Landlock; each probed once per process, or read from `host`). A kind written explicitly
+    is used if it works, with the holes it leaves here named in `describe()`. Only a written
+    `sandbox = "none"` runs commands unconfined: omission is never a grant.
     """
     requested = agent.shell.sandbox
     network = agent.shell.network
     env = tuple(sorted(agent.shell.env.items()))
+    limits = shell_limits(agent)
     if not agent.shell.allowed_commands:  # nothing can run: no need to probe this machine
-        return ShellSandbox(requested=requested, kind=None, network=network, env=env,
+        return ShellSandbox(requested=requested, kind=None, network=network, env=env, limits=limits,
                             reason="no commands are allowed for this agent")
     if requested == "none":
-        return ShellSandbox(requested=requested, kind="none", network=True, env=env)
+        return ShellSandbox(requested=requested, kind="none", network=True, env=env, limits=limits)
     errors: list[str] = []
+    holey: list[str] = []
     for kind in ("bwrap", "landlock"):
         if requested not in ("auto", kind):
             continue
-        error = bwrap_error() if kind == "bwrap" else landlock_error(network)
+        error, holes = _probed_bwrap(host, network) if kind == "bwrap" else _probed_landlock(host, network)
+        if error is None and (requested == kind or not holes):
+            return ShellSandbox(requested=requested, kind=kind, network=network, env=env, limits=limits, holes=holes)
+        errors.append(f"{kind}: {error}" if error else f"{kind} leaves open {', '.join(holes)}")
         if error is None:
-            return ShellSandbox(requested=requested, kind=kind, network=network, env=env)
-        errors.append(f"{kind}: {error}")
-    hint = f'write [agents.{name}.shell] sandbox = "none" to run commands unconfined'
+            holey.append(kind)
+    key = f"[agents.{name}.shell] sandbox"
+    hint = f'{key} = "none" to run commands unconfined'
+    if holey:
+        kinds = " or ".join(f'"{kind}"' for kind in holey)
+        hint = f"{key} = {kinds} to run commands with those holes, or {hint}"
     what = "no sandbox works here" if requested == "auto" else f"sandbox {requested!r} does not work here"
-    return ShellSandbox(requested=requested, kind=None, network=network, reason=f"{what} ({'; '.join(errors)}); {hint}")
+    return ShellSandbox(requested=requested, kind=None, network=network, limits=limits,
+                        reason=f"{what} ({'; '.join(errors)}); write {hint}")

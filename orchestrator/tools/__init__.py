@@ -16,7 +16,9 @@ from orchestrator.tools.reserved import (
     TOOL_SEARCH_NAME,
 )
 from orchestrator.tools.send_file import SEND_FILE_SPEC, ChatOutlet, SendFileTool, bind_outlet, current_outlet
-from orchestrator.tools.sandbox import bwrap_error, landlock_error
+from orchestrator.tools.landlock import abi_version as landlock_abi
+from orchestrator.tools.sandbox import bwrap_error, bwrap_holes, landlock_error, landlock_holes
+from orchestrator.tools.seccomp import seccomp_error
 from orchestrator.tools.shell import run_command
 
 __all__ = [
@@ -45,7 +47,11 @@ __all__ = [
     "ToolSource",
     "ToolSpec",
     "bwrap_error",
+    "bwrap_holes",
     "fetch_url",
+    "landlock_abi",
     "landlock_error",
+    "landlock_holes",
+    "seccomp_error",
     "run_command",
 ]

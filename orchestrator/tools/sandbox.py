@@ -20,8 +20,12 @@ from typing import Final
 
 from orchestrator.policy import SandboxKind, SandboxLimits
 from orchestrator.tools.landlock import LandlockUnavailable, Ruleset, build_ruleset
+from orchestrator.tools.seccomp import Filter, build_filter, seccomp_error
 
-__all__ = ["BWRAP", "Launch", "bwrap_arguments", "bwrap_error", "landlock_error", "launch", "resolve_command"]
+__all__ = [
+    "BWRAP", "Launch", "bwrap_arguments", "bwrap_error", "bwrap_holes", "landlock_error", "landlock_holes",
+    "launch", "resolve_command", "user_tasks",
+]
 
 BWRAP: Final = "/usr/bin/bwrap"
 # util-linux (Essential in Debian): sets the limits just before the command runs, so the
@@ -82,11 +86,43 @@ def landlock_error(network: bool) -> str | None:
     return None
 
 
+def bwrap_holes(network: bool, *, seccomp: str | None) -> tuple[str, ...]:
+    """Return what bwrap leaves open on a host with this seccomp probe result.
+
+    With `network = true` the command shares the host's network namespace and so its
+    abstract unix sockets; the seccomp filter closes them where it applies.
+    """
+    if network and seccomp is not None:
+        return ("abstract unix sockets of the host (network = true)", "io_uring")
+    return ()
+
+
+def landlock_holes(network: bool, *, seccomp: str | None, abi: int) -> tuple[str, ...]:
+    """Return what Landlock leaves open on a host with this seccomp probe result and ABI.
+
+    `seccomp` is `seccomp_error()` (None = the filter applies); `abi` is the Landlock ABI.
+    Empty when every hole the seccomp filter and the ruleset close is closed.
+    """
+    holes: list[str] = []
+    if seccomp is not None:
+        holes.append("unix sockets (tmux, ssh-agent, D-Bus: commands outside the sandbox)")
+        if not network:
+            holes.append("UDP")
+        holes += ["setsid children outlive the call", "io_uring"]
+    if abi < 6:
+        holes.append(f"signals to the daemon user's processes (Landlock ABI {abi} < 6)")
+    return tuple(holes)
+
+
 @contextmanager
 def launch(
-    kind: SandboxKind, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits
+    kind: SandboxKind, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str],
+    limits: SandboxLimits, user_tasks: int = 0,
 ) -> Iterator[Launch]:
     """Yield how to start `argv` under sandbox `kind` ("bwrap", "landlock" or "none").
+
+    `user_tasks` is what the daemon's user runs now (`user_tasks()`), needed outside bwrap,
+    where the kernel counts `limits.processes` per user rather than per sandbox.
 
     The parent's copies of any descriptors handed to the child are closed on exit, so
     leave the context only once the process has started. Raises `LandlockUnavailable`
@@ -102,12 +138,16 @@ def launch(
             rw_files=("/dev/null",),
             network=network,
         )
+        # Without seccomp on this host the filter is left out: the seam names those holes,
+        # and only a written `sandbox = "landlock"` runs with them.
+        seccomp = build_filter(network=network) if seccomp_error() is None else None
         try:
-            yield Launch(argv=tuple(argv), cwd=workspace, env=env, preexec=_in_child(limits, ruleset))
+            yield Launch(argv=tuple(argv), cwd=workspace, env=env,
+                         preexec=_in_child(limits, user_tasks + limits.processes, seccomp, ruleset))
         finally:
             ruleset.close()
     elif kind == "none":
-        limited, preexec = _limited(argv, limits)
+        limited, preexec = _limited(argv, limits, user_tasks + limits.processes)
         yield Launch(argv=limited, cwd=workspace, env=env, preexec=preexec)
     else:
         raise ValueError(f"unknown sandbox kind {kind!r}")
@@ -137,11 +177,19 @@ def _bwrap_launch(
             *_namespaces(network=network),
             *_system_mounts(network=network),
             *data_args,
-            "--tmpfs", "/tmp",
+            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
             "--bind", str(workspace), str(workspace),
             "--chdir", str(workspace),
         ]
-        limited, preexec = _limited(argv, limits)
+        if network and seccomp_error() is None:
+            # the host's network namespace holds its abstract unix sockets: refuse AF_UNIX
+            read, write = os.pipe()
+            fds.append(read)
+            os.write(write, build_filter(network=True, sessions=False).code)
+            os.close(write)
+            command += ["--seccomp", str(read)]
+        # RLIMIT_NPROC counts per user namespace: inside bwrap's, only the sandbox's processes.
+        limited, preexec = _limited(argv, limits, limits.processes)
         yield Launch(argv=(*command, "--", *limited), cwd=workspace, env=env, preexec=preexec,
                      pass_fds=tuple(fds))
     finally:
@@ -184,25 +232,61 @@ def _system_mounts(*, network: bool) -> tuple[str, ...]:
     return (*out, "--proc", "/proc")
 
 
-def _limited(argv: Sequence[str], limits: SandboxLimits) -> tuple[tuple[str, ...], Callable[[], None] | None]:
+def user_tasks() -> int:
+    """Return how many tasks (processes and threads) the daemon's user runs now (reads /proc).
+
+    Outside a user namespace the kernel counts RLIMIT_NPROC over every task of the user (the
+    daemon's own threads, its MCP servers, other commands), so a command's limit is this
+    plus its `max_processes`. The daemon's own limit is untouched: only the command's forks
+    fail. (The kernel never applies it to root.)
+    """
+    uid = os.getuid()
+    tasks = 0
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    tasks += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue  # gone meanwhile
+    return tasks
+
+
+def _nproc(processes: int) -> int:
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    return processes if hard == resource.RLIM_INFINITY else min(processes, hard)
+
+
+def _limited(
+    argv: Sequence[str], limits: SandboxLimits, processes: int
+) -> tuple[tuple[str, ...], Callable[[], None] | None]:
     """Return `argv` run through prlimit, or as is with a preexec hook setting the limits."""
     if not os.access(PRLIMIT, os.X_OK):
-        return tuple(argv), _in_child(limits, None)
+        return tuple(argv), _in_child(limits, processes, None, None)
     prefix = (
         PRLIMIT, f"--cpu={limits.cpu_seconds}", f"--as={limits.address_space_bytes}",
-        f"--fsize={limits.file_size_bytes}", "--core=0", "--",
+        f"--fsize={limits.file_size_bytes}", f"--nproc={_nproc(processes)}", "--core=0", "--",
     )
     return (*prefix, *argv), None
 
 
-def _in_child(limits: SandboxLimits, ruleset: Ruleset | None) -> Callable[[], None]:
+def _in_child(
+    limits: SandboxLimits, processes: int, seccomp: Filter | None, ruleset: Ruleset | None
+) -> Callable[[], None]:
+    nproc = _nproc(processes)
+
     def preexec() -> None:
-        # Runs in the child between fork and exec: limits first, then Landlock (which
-        # also sets no_new_privs), so nothing the command execs can lift either.
+        # Runs in the child between fork and exec: limits first, then the seccomp filter,
+        # then Landlock (both set no_new_privs), so nothing the command execs can lift them.
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
         resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes, limits.address_space_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if seccomp is not None:
+            seccomp.apply()
         if ruleset is not None:
             ruleset.enforce()
 

@@ -13,16 +13,17 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from orchestrator.errors import ToolFailure
+from orchestrator.threads import in_thread
 from orchestrator.tools.base import BuiltinTool, ToolSpec
+from orchestrator.tools.disk_usage import disk_usage
 from orchestrator.tools.landlock import LandlockUnavailable
-from orchestrator.tools.sandbox import launch, resolve_command
+from orchestrator.tools.sandbox import launch, resolve_command, user_tasks
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
 
-__all__ = ["MAX_OUTPUT_BYTES", "SHELL", "SHELL_SPEC", "Shell", "run_command"]
+__all__ = ["SHELL", "SHELL_SPEC", "Shell", "run_command"]
 
-MAX_OUTPUT_BYTES: Final = 64 * 1024
 _CHUNK: Final = 16 * 1024
 # How often to check whether the command exited while its output is still open.
 _POLL_SECONDS: Final = 0.05
@@ -83,7 +84,9 @@ async def run_command(argv: Sequence[str], policy: SecurityPolicy, *, tool: str)
     every command when the agent's sandbox resolved to none that works here. Under bwrap
     the command runs in its own PID namespace: when it exits, or the call is cancelled (a
     tool timeout), every process it started dies with it, `setsid` children included;
-    without bwrap its process group is killed and reaped before the call returns.
+    without bwrap its process group is killed and reaped before the call returns (a
+    seccomp filter keeps every process in it under Landlock). While the workspace takes
+    more than `policy.workspace_max_bytes`, every command is refused.
     """
     _check_allowed(argv[0], policy, tool)
     _check_arguments(argv, policy, tool)
@@ -92,12 +95,15 @@ async def run_command(argv: Sequence[str], policy: SecurityPolicy, *, tool: str)
         raise ToolFailure(tool, f"command {argv[0]!r} refused: {sandbox.reason}")
     if not policy.workspace.is_dir():
         raise ToolFailure(tool, f"workspace {policy.workspace} is not a directory")
+    await _check_workspace_size(argv[0], policy, tool)
     env = _child_environment(policy)
     if resolve_command(argv[0], env, cwd=policy.workspace) is None:
         raise ToolFailure(tool, f"command not found: {argv[0]!r}")
+    # bwrap counts processes in its own user namespace; elsewhere the kernel counts the user's
+    running = 0 if sandbox.kind == "bwrap" else await in_thread(user_tasks)
     try:
         with launch(sandbox.kind, argv, workspace=policy.workspace, network=sandbox.network,
-                    env=env, limits=sandbox.limits) as started:
+                    env=env, limits=sandbox.limits, user_tasks=running) as started:
             process = await asyncio.create_subprocess_exec(
                 *started.argv,
                 stdin=subprocess.DEVNULL,
@@ -117,7 +123,18 @@ async def run_command(argv: Sequence[str], policy: SecurityPolicy, *, tool: str)
         raise ToolFailure(tool, f"cannot start {argv[0]!r} in the {sandbox.kind} sandbox: {exc}") from exc
     except OSError as exc:
         raise ToolFailure(tool, f"cannot run {argv[0]!r}: {exc.strerror or exc}") from exc
-    return await _supervise(process)
+    return await _supervise(process, sandbox.limits.output_bytes)
+
+
+async def _check_workspace_size(command: str, policy: SecurityPolicy, tool: str) -> None:
+    limit = policy.workspace_max_bytes
+    if limit is None:
+        return
+    used = await in_thread(disk_usage, policy.workspace)
+    if used > limit:
+        mib = 1024**2
+        raise ToolFailure(tool, f"command {command!r} refused: the workspace takes {used / mib:.1f} MiB, over its "
+                          f"limit of {limit / mib:.0f} MiB (workspace_max_mb); delete files to run commands again")
 
 
 def _check_allowed(command: str, policy: SecurityPolicy, tool: str) -> None:
@@ -178,13 +195,13 @@ def _child_environment(policy: SecurityPolicy) -> dict[str, str]:
     }
 
 
-async def _supervise(process: asyncio.subprocess.Process) -> str:
+async def _supervise(process: asyncio.subprocess.Process, cap: int) -> str:
     assert process.stdout is not None and process.stderr is not None
     finished = False
     try:
         async with asyncio.TaskGroup() as group:
-            stdout = group.create_task(_read_capped(process.stdout))
-            stderr = group.create_task(_read_capped(process.stderr))
+            stdout = group.create_task(_read_capped(process.stdout, cap))
+            stderr = group.create_task(_read_capped(process.stderr, cap))
             pending = {stdout, stderr}
             # Python 3.11's Process.wait() also waits for the pipes to close, so a
             # background child would block it; watch the leader's exit instead.
@@ -202,11 +219,11 @@ async def _supervise(process: asyncio.subprocess.Process) -> str:
     return _report(returncode, stdout.result(), stderr.result())
 
 
-async def _read_capped(stream: asyncio.StreamReader) -> tuple[bytes, int]:
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, int]:
     kept = bytearray()
     dropped = 0
     while chunk := await stream.read(_CHUNK):
-        room = MAX_OUTPUT_BYTES - len(kept)
+        room = cap - len(kept)
         kept += chunk[:room]
         dropped += max(0, len(chunk) - room)
     return bytes(kept), dropped

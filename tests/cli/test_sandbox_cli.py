@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,36 @@ async def test_the_attack_fails_under_the_landlock_fallback_too(write_config: Wr
     results = _tool_results(fake_llm)
     assert all(SECRET not in r for r in results) and len(results) == 4
     assert "Permission denied" in results[0]  # Landlock's answer, not a missing /proc entry
+
+
+async def test_the_landlock_fallback_reaches_no_unix_socket_and_sends_no_udp(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    # tmux's socket stands for any the daemon's user can reach: a command through it runs unconfined.
+    tmux = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    tmux.bind(str(tmp_path / "tmux-0.sock"))
+    tmux.listen(4)
+    tmux.setblocking(False)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.setblocking(False)
+    connect = f"import socket; socket.socket(socket.AF_UNIX).connect({str(tmp_path / 'tmux-0.sock')!r}); print('in')"
+    send = f"import socket; socket.socket(socket.AF_INET, 2).sendto(b'x', ('127.0.0.1', {udp.getsockname()[1]}))"
+    config = write_config(_config(fake_llm, "").replace('["cat", "grep"]', '["/usr/bin/python3"]'))
+    fake_llm.script(tool_calls(("shell", {"argv": ["/usr/bin/python3", "-c", connect]}),
+                               ("shell", {"argv": ["/usr/bin/python3", "-c", send]})), text("done"))
+    argv = (sys.executable, "-m", "orchestrator.cli", "agent", "a", "-m", "go", "--config", str(config))
+
+    try:
+        done = await asyncio.to_thread(_where_bwrap_fails, *argv)
+        with pytest.raises(BlockingIOError):
+            tmux.accept()  # a connect() that got through waits in the backlog
+        with pytest.raises(BlockingIOError):
+            udp.recv(8)  # loopback delivers during sendto()
+    finally:
+        tmux.close()
+        udp.close()
+
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+    results = _tool_results(fake_llm)
+    assert all("PermissionError" in r for r in results) and len(results) == 2

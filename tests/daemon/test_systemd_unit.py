@@ -59,6 +59,18 @@ def test_unit_lets_the_shell_sandbox_start(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr.strip()) == (0, "")
 
 
+def test_unit_bounds_every_task_and_runs_commands_as_its_own_user(tmp_path: Path) -> None:
+    # RLIMIT_NPROC (max_processes) binds no root process; TasksMax bounds all commands together.
+    from orchestrator.config import ShellConfig
+
+    text = UNIT.read_text(encoding="utf-8")
+    assert _setting(text, "DynamicUser") == ["yes"] and not _setting(text, "User")
+    (tasks,) = _setting(text, "TasksMax")
+    assert int(tasks) >= 8 * ShellConfig().max_processes
+    done = verify(text, tmp_path)
+    assert (done.returncode, done.stderr.strip()) == (0, "")
+
+
 def test_verify_would_catch_a_broken_unit(tmp_path: Path) -> None:
     done = verify(UNIT.read_text(encoding="utf-8").replace("WatchdogSec=60s", "WatchdogSec=soon"), tmp_path)
     assert "Failed to parse sec value" in done.stderr

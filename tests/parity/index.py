@@ -172,6 +172,17 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="shell", setting="no sandbox works = every command refused (omission is not a grant)",
               owner="#11 Isolation", tracking="issue #11 item 2",
               evidence="tests/tools/test_sandbox.py::test_no_working_sandbox_refuses_every_command_and_runs_nothing"),
+    ParityRow(surface="shell", setting="[agents.X.shell] cpu_seconds / memory_mb / file_size_mb / tmp_mb / "
+              "max_processes / max_output_kb and [agents.X] workspace_max_mb: the written limits on every path; "
+              "each path's shell runs under them", owner="#24 Hardening", tracking="issue #24 build item 4",
+              evidence="tests/parity/test_sandbox_parity.py::test_every_path_runs_shell_under_the_written_limits"),
+    ParityRow(surface="shell", setting="auto never picks a Landlock with holes (no seccomp, ABI < 6); a written "
+              "landlock names them", owner="#24 Hardening", tracking="issue #24 build item 3",
+              evidence="tests/seam/test_sandbox.py::test_auto_refuses_a_landlock_with_holes"),
+    ParityRow(surface="shell", setting="a workspace over workspace_max_mb refuses every command",
+              owner="#24 Hardening", tracking="issue #24 build item 4",
+              evidence="tests/tools/test_sandbox_limits.py::"
+              "test_a_workspace_over_workspace_max_refuses_the_next_command"),
     ParityRow(surface="tools", setting="ACP path (`orchestrator acp`) = cli run modulo connect_mcp/exclude_memory; "
               "provider sent exactly the listing", owner="#6 ACP", tracking="issue #6 item 5",
               evidence="tests/parity/test_acp_parity.py::test_acp_turn_resolves_cli_run_policy_modulo_its_knobs"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -148,11 +149,16 @@ async def test_workspace_is_the_only_writable_place(tmp_path: Path, kind: Sandbo
     assert (workspace / "inside").read_text() == "ok\n"
 
 
-async def test_setsid_child_is_gone_when_the_call_returns(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", CONFINED)
+async def test_setsid_child_is_gone_when_the_call_returns(tmp_path: Path, kind: SandboxKind) -> None:
+    # Under Landlock setsid() fails (seccomp), so the fallback runs in the killed process group.
     marker = _marker()
-    shell = _shell(tmp_path, "sh", "setsid", kind="bwrap")
+    shell = _shell(tmp_path, "sh", "setsid", kind=kind)
 
-    result = await _run(shell, "sh", "-c", f"setsid sleep {marker} & setsid -f sleep {marker}; echo started")
+    # output away from the pipes, as a daemonising child does
+    quiet = ">/dev/null 2>&1"
+    result = await _run(shell, "sh", "-c", f"(setsid sleep {marker} || sleep {marker}) {quiet} & "
+                        f"setsid -f sleep {marker} {quiet}; sh -c 'sleep {marker} {quiet} &'; echo started")
 
     assert "started" in result
     assert await _gone(marker)
@@ -168,10 +174,13 @@ async def test_setsid_child_outlives_an_unconfined_call(tmp_path: Path) -> None:
     assert survivors
 
 
-async def test_setsid_child_is_gone_at_the_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", CONFINED)
+async def test_setsid_child_is_gone_at_the_timeout(tmp_path: Path, kind: SandboxKind) -> None:
     marker = _marker()
-    shell = _shell(tmp_path, "sh", kind="bwrap")
-    call = asyncio.create_task(_run(shell, "sh", "-c", f"setsid sleep {marker} & setsid -f sleep {marker}; wait"))
+    shell = _shell(tmp_path, "sh", "setsid", kind=kind)
+    # a setsid child (or, refused that, a plain one) and a double-forked orphan
+    call = asyncio.create_task(_run(shell, "sh", "-c", f"(setsid sleep {marker} || sleep {marker}) & "
+                                    f"sh -c 'sleep {marker} &'; wait"))
     for _ in range(200):  # the attack is running on the host ...
         if len(_host_pids(marker)) == 2:
             break
@@ -274,3 +283,113 @@ async def test_a_policy_built_without_a_sandbox_refuses(tmp_path: Path) -> None:
     with pytest.raises(ToolFailure, match="no sandbox was resolved"):
         await _run(shell, "sh", "-c", "touch ran")
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.fixture
+def unix_listener(tmp_path: Path) -> Iterator[tuple[Path, socket.socket]]:
+    """A listening pathname unix socket outside the workspace, like tmux's or ssh-agent's."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    path = folder / "tmux-0.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    server.setblocking(False)
+    try:
+        yield path, server
+    finally:
+        server.close()
+
+
+def _accepted(server: socket.socket) -> bool:
+    # A connect() that succeeded sits in the backlog before the command returns.
+    try:
+        server.accept()[0].close()
+    except BlockingIOError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("network", [False, True])
+@pytest.mark.parametrize("kind", CONFINED)
+async def test_an_abstract_unix_socket_on_the_host_is_unreachable(tmp_path: Path, kind: SandboxKind, network: bool) -> None:
+    # Abstract sockets belong to a network namespace: bwrap with network = true shares the host's.
+    name = f"\0orchestrator-test-{uuid.uuid4().hex}"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(name)
+    server.listen(4)
+    server.setblocking(False)
+    code = f"import socket; socket.socket(socket.AF_UNIX).connect({name!r}); print('connected')"
+    try:
+        result = await _run(_shell(tmp_path, "/usr/bin/python3", kind=kind, network=network),
+                            "/usr/bin/python3", "-c", code)
+        reached = _accepted(server)
+    finally:
+        server.close()
+
+    assert not reached
+    assert "connected" not in result.split("--- stderr ---")[0]
+
+
+@pytest.mark.parametrize("network", [False, True])
+@pytest.mark.parametrize("kind", CONFINED)
+async def test_a_pathname_unix_socket_outside_the_workspace_is_unreachable(
+    tmp_path: Path, kind: SandboxKind, network: bool, unix_listener: tuple[Path, socket.socket]
+) -> None:
+    path, server = unix_listener
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    code = (f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')")
+    shell = _shell(workspace, "/usr/bin/python3", kind=kind, network=network)
+
+    result = await _run(shell, "/usr/bin/python3", "-c", code)
+
+    assert "connected" not in result.split("--- stderr ---")[0]
+    assert "Error" in result  # PermissionError (seccomp) or FileNotFoundError (not in bwrap's mounts)
+    assert not _accepted(server)
+
+
+async def test_the_unix_socket_attack_reaches_the_socket_unconfined(
+    tmp_path: Path, unix_listener: tuple[Path, socket.socket]
+) -> None:
+    path, server = unix_listener
+    code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')"
+    result = await _run(_shell(tmp_path, "/usr/bin/python3", kind="none"), "/usr/bin/python3", "-c", code)
+    assert "--- stdout ---\nconnected\n" in result
+    assert _accepted(server)
+
+
+@pytest.mark.parametrize("kind", CONFINED)
+async def test_udp_does_not_leave_with_network_false(tmp_path: Path, kind: SandboxKind) -> None:
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.setblocking(False)
+    port = receiver.getsockname()[1]
+    code = (f"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port}));"
+            " print('sent')")
+    try:
+        result = await _run(_shell(tmp_path, "/usr/bin/python3", kind=kind), "/usr/bin/python3", "-c", code)
+        # loopback delivers during sendto(): a datagram sent is queued before the command returns
+        with pytest.raises(BlockingIOError):
+            receiver.recv(16)
+    finally:
+        receiver.close()
+    if kind == "landlock":  # bwrap's command sends into its own network namespace's loopback
+        assert "PermissionError" in result and "sent" not in result.split("--- stderr ---")[0]
+
+
+async def test_io_uring_is_refused_under_landlock(tmp_path: Path) -> None:
+    # io_uring's IORING_OP_SOCKET/CONNECT would bypass the socket(2) filter: no ring at all.
+    code = ("import ctypes, os; p = ctypes.create_string_buffer(120); libc = ctypes.CDLL(None, use_errno=True); "
+            "r = libc.syscall(425, 4, p); print('ring', r, os.strerror(ctypes.get_errno()))")
+    result = await _run(_shell(tmp_path, "/usr/bin/python3", kind="landlock"), "/usr/bin/python3", "-c", code)
+    assert "ring -1 Operation not permitted" in result
+
+
+async def test_the_x32_abi_is_refused_under_landlock(tmp_path: Path) -> None:
+    # x32 numbers (bit 30 set) are another table: a filter matching x86_64 numbers alone misses them.
+    code = ("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+            "r = libc.syscall(0x40000000 | 39); print('x32', r, os.strerror(ctypes.get_errno()))")
+    result = await _run(_shell(tmp_path, "/usr/bin/python3", kind="landlock"), "/usr/bin/python3", "-c", code)
+    # (x32 exists on x86_64 only; elsewhere the number is simply no call)
+    assert ("x32 -1 Operation not permitted" if os.uname().machine == "x86_64" else "x32 -1 ") in result
