@@ -32,6 +32,7 @@ from orchestrator.errors import OrchestratorError
 
 __all__ = [
     "RESOLVERS",
+    "Resolver",
     "USAGE_TTL_S",
     "Entry",
     "UnsafeEntry",
@@ -44,7 +45,7 @@ __all__ = [
     "workspace_usage",
 ]
 
-Resolver = Literal["openat2", "walk"]
+Resolver = Literal["openat2", "walk"]  # how a path is resolved: the kernel call, or the component walk
 RESOLVERS: Final[tuple[Resolver, ...]] = ("openat2", "walk")
 # A workspace's measured size is reused for this long (plus the daemon's own writes since);
 # a command's writes are seen at the next measurement.
@@ -237,7 +238,7 @@ class WorkspaceDir:
         finally:
             os.close(current)
 
-    def rename(self, source: str, target: str) -> None:
+    def move(self, source: str, target: str) -> None:
         """Move `source` to `target` (an entry there is replaced, never followed); both beneath the root."""
         src_dir, src_name = self._parent(source)
         try:
@@ -249,7 +250,7 @@ class WorkspaceDir:
         finally:
             os.close(src_dir)
 
-    def unlink(self, relative: str, *, missing_ok: bool = False) -> None:
+    def delete(self, relative: str, *, missing_ok: bool = False) -> None:
         """Remove the entry itself (a link is removed, not what it points at)."""
         try:
             parent, name = self._parent(relative)
@@ -327,7 +328,8 @@ class WorkspaceDir:
         if self._fd < 0:
             raise ValueError("the workspace directory is closed")
         if active_resolver() == "openat2":
-            return _translate(relative, lambda: _openat2(self._fd, "/".join(parts) or ".", flags, mode))
+            # RESOLVE_NO_SYMLINKS refuses a link on every component, the last included (ELOOP)
+            return _translate(relative, lambda: _openat2(self._fd, "/".join(parts) or ".", flags & ~os.O_NOFOLLOW, mode))
         if not parts:
             return os.open(".", flags & ~os.O_NOFOLLOW, mode, dir_fd=self._fd)
         current = self._fd
@@ -337,7 +339,12 @@ class WorkspaceDir:
                 if current != self._fd:
                     os.close(current)
                 current = step
-            return _translate(relative, lambda: os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=current))
+            last = parts[-1]
+            try:
+                return _translate(relative, lambda: os.open(last, flags | os.O_NOFOLLOW, mode, dir_fd=current))
+            except NotADirectoryError:  # O_DIRECTORY | O_NOFOLLOW on a link says ENOTDIR
+                _refuse_a_link(relative, last, current)
+                raise
         finally:
             if current != self._fd:
                 os.close(current)
@@ -348,10 +355,15 @@ def _step(relative: str, part: str, dir_fd: int) -> int:
     try:
         return os.open(part, _STEP, dir_fd=dir_fd)
     except NotADirectoryError:
-        with contextlib.suppress(OSError):
-            if stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-                raise UnsafeEntry(relative, "goes through a symbolic link") from None
+        _refuse_a_link(relative, part, dir_fd)
         raise  # a file where a folder should be: an ordinary error, not an attack
+
+
+def _refuse_a_link(relative: str, part: str, dir_fd: int) -> None:
+    """Raise `UnsafeEntry` if `part` beneath `dir_fd` is a symbolic link."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            raise UnsafeEntry(relative, "goes through a symbolic link") from None
 
 
 def _translate(relative: str, call: Callable[[], int]) -> int:

@@ -199,7 +199,7 @@ async def _take_in(
     except BaseException:
         for relative in written:
             with contextlib.suppress(OSError, UnsafeEntry):
-                workspace.unlink(relative, missing_ok=True)
+                workspace.delete(relative, missing_ok=True)
         raise
     body = "\n\n".join([text.strip(), *notes]).strip() if text.strip() else "\n\n".join(notes)
     return Intake(text=body, media=tuple(refs), transcripts=tuple(heard))
@@ -243,7 +243,7 @@ async def _fetch(
             raise MediaRefused(_UNWRITABLE) from exc
         if size > limit:  # a fetch that ignored its cap is still refused
             raise MediaRefused(_FULL if limit < cap else _too_large(item, cap))
-        workspace.rename(partial, relative)
+        workspace.move(partial, relative)
     except BaseException:
         handle.close()
         raise

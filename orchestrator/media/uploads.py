@@ -82,7 +82,7 @@ def sweep_leftovers(root: Path, *, now: float | None = None) -> int:
                 if is_folder:
                     workspace.remove_tree(relative)
                 else:
-                    workspace.unlink(relative)
+                    workspace.delete(relative)
             except (OSError, UnsafeEntry):
                 continue
             removed += 1
