@@ -188,7 +188,8 @@ async def _take_in(
                 elif item.kind == "document":
                     notes.append(await _document_note(relative, handle, mime, size, ref, written, workspace, security))
                 else:
-                    spoken = await _transcribe(policy, _descriptor_path(handle), mime, item.kind)
+                    audio = await in_thread(os.pread, handle.fileno(), size, 0)
+                    spoken = await _transcribe(policy, audio, relative.rsplit("/", 1)[-1], mime, item.kind)
                     ref["transcribed"] = True
                     heard.append(spoken)
                     notes.append(
@@ -292,13 +293,13 @@ def _descriptor_path(handle: BinaryIO) -> Path:
     return Path(f"/proc/self/fd/{handle.fileno()}")
 
 
-async def _transcribe(policy: MediaPolicy, target: Path, mime: str, kind: str) -> str:
+async def _transcribe(policy: MediaPolicy, audio: bytes, name: str, mime: str, kind: str) -> str:
     transcriber, model = policy.transcriber, policy.transcription_model
     if transcriber is None or model is None:  # `check` refused this already
         raise MediaRefused(f"I can't listen to {_label(kind)} here: no transcription model is configured.")
     try:
         async with asyncio.timeout(_TRANSCRIBE_TIMEOUT_S):
-            text = await transcriber.transcribe(model=model, path=target, mime=mime)
+            text = await transcriber.transcribe(model=model, audio=audio, name=name, mime=mime)
     except (ProviderError, TimeoutError) as exc:
         logger.warning("transcription failed: {}", exc)
         raise MediaRefused(f"I could not transcribe the {_label(kind, singular=True)}; please try again or type it.") from exc
