@@ -50,6 +50,7 @@ RESOLVERS: Final[tuple[Resolver, ...]] = ("openat2", "walk")
 # A workspace's measured size is reused for this long (plus the daemon's own writes since);
 # a command's writes are seen at the next measurement.
 USAGE_TTL_S: Final = 5.0
+_COPY_CHUNK: Final = 1024 * 1024
 _RESOLVER_ENV: Final = "ORCHESTRATOR_WORKSPACE_RESOLVER"  # "walk": force the fallback (tests)
 
 _SYS_OPENAT2: Final = 437  # the same number on every Linux architecture (the unified table)
@@ -416,7 +417,15 @@ def copy_file(
     target.flush()
     offset = 0
     while offset < size:
-        copied = os.copy_file_range(source.fileno(), target.fileno(), size - offset, offset)
+        try:
+            copied = os.copy_file_range(source.fileno(), target.fileno(), size - offset, offset)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+            # another filesystem (before Linux 5.19) or none of it: the same copy through memory
+            copied = len(chunk := os.pread(source.fileno(), min(size - offset, _COPY_CHUNK), offset))
+            target.write(chunk)
+            target.flush()
         if copied == 0:
             break  # the source shrank meanwhile
         offset += copied
