@@ -143,7 +143,7 @@ def _read(path: Path, problems: list[ConfigProblem]) -> str | None:
         with WorkspaceDir.open(path.parent) as folder, folder.open_read(path.name) as handle:
             return handle.read().decode("utf-8")
     except UnsafeEntry as exc:
-        problems.append(ConfigProblem(str(path), "", exc.reason))
+        problems.append(ConfigProblem(str(path), "", f"not read: it {exc.reason}"))
     except FileNotFoundError:
         problems.append(ConfigProblem(str(path), "", "file not found"))
     except UnicodeDecodeError:
