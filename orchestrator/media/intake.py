@@ -244,7 +244,11 @@ async def _fetch(
             raise MediaRefused(_UNWRITABLE) from exc
         if size > limit:  # a fetch that ignored its cap is still refused
             raise MediaRefused(_FULL if limit < cap else _too_large(item, cap))
-        workspace.move(partial, relative)
+        try:
+            workspace.move(partial, relative)
+        except (UnsafeEntry, OSError) as exc:  # the folder was swapped for a link meanwhile, or is gone
+            logger.warning("cannot store an upload in {}: {}", security.workspace, exc)
+            raise MediaRefused(_UNWRITABLE) from exc
     except BaseException:
         handle.close()
         raise
