@@ -5,8 +5,9 @@ kind (`image`, `document`, `voice`, `audio`, `video`) with its `filename` and
 `Content-Type`. Every file part is checked against the agent's resolved media policy from
 its headers alone, before a byte of it is read (an agent without `media` is refused at the
 first part), then streamed into a hidden staging folder of the agent's workspace with
-`max_bytes` (per file) and `max_message_bytes` (the form's files together) enforced while
-reading: past either the request is refused 413 and nothing is kept. The staging folder and
+`max_bytes` (per file), `max_message_bytes` (the form's files together) and the room
+`workspace_max_bytes` leaves enforced while reading: past a cap the request is refused 413
+(past the workspace's room, 422 with the intake's line) and nothing is kept. The staging folder and
 its files are made beneath the workspace's descriptor (`WorkspaceDir`: no link followed,
 files created with `O_EXCL`) and held open; the intake copies from those open files, never
 from a path. What was staged goes through the same intake (`take_in`) as every path, then
@@ -30,7 +31,7 @@ from loguru import logger
 from channels import AttachmentTooLarge
 from orchestrator.media import DOWNLOAD_TIMEOUT_S, UPLOADS_DIR, Incoming, MediaPolicy, MediaRefused, check
 from orchestrator.threads import in_thread
-from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, copy_file
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, copy_file, workspace_usage
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -43,6 +44,7 @@ _FIELDS: Final = frozenset({"text", "session"})
 _MAX_ATTACHMENTS: Final = 10
 _CHUNK: Final = 64 * 1024
 _UNWRITABLE: Final = "I could not store that file (the workspace is not writable)."  # the intake's line
+_FULL: Final = "I could not store that file: the agent's workspace is full."  # the intake's line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,7 +76,8 @@ async def staged_form(
     try:
         try:
             async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
-                form = await _read(request, policy, workspace, folder, staged, max_field_bytes)
+                room = await in_thread(workspace_usage(security.workspace).room, security.workspace_max_bytes)
+                form = await _read(request, policy, workspace, folder, staged, max_field_bytes, room)
         except TimeoutError:
             raise web.HTTPRequestTimeout(
                 text=f"the upload took longer than {DOWNLOAD_TIMEOUT_S:.0f} s; nothing was kept"
@@ -95,7 +98,7 @@ async def staged_form(
 
 async def _read(
     request: web.Request, policy: MediaPolicy, workspace: WorkspaceDir, folder: str, staged: list[BinaryIO],
-    max_field_bytes: int,
+    max_field_bytes: int, room: int | None,
 ) -> Form:
     reader = await request.multipart()
     fields: dict[str, str] = {}
@@ -129,8 +132,19 @@ async def _read(
             raise MediaRefused(_UNWRITABLE) from exc
         staged.append(handle)
         per_file = left >= policy.max_bytes
-        size, digest = await _stream(part, handle, min(policy.max_bytes, left), per_file=per_file)
+        cap = min(policy.max_bytes, left)
+        if room is not None and room < cap:  # `workspace_max_bytes`: staging is a daemon write too
+            cap = room
+            if room <= 0:
+                raise MediaRefused(_FULL)
+        try:
+            size, digest = await _stream(part, handle, cap, per_file=per_file)
+        except web.HTTPRequestEntityTooLarge:
+            if room is not None and cap == room:
+                raise MediaRefused(_FULL) from None
+            raise
         left -= size
+        room = None if room is None else room - size
         items.append(Incoming(kind=name, mime=mime, size=size, name=part.filename, fetch=_copied(handle), digest=digest))
     return Form(text=fields.get("text"), session=fields.get("session"), items=tuple(items))
 
