@@ -1,4 +1,4 @@
-"""`workspace_max_bytes`: the daemon's own writes (uploads, PDF extracts, file_write) stop at the limit, with one line."""
+"""`workspace_max_bytes`: the daemon's own writes (uploads, PDF extracts, gateway staging, file_write) stop at the limit, with one line."""
 
 from __future__ import annotations
 
@@ -6,15 +6,19 @@ import dataclasses
 from datetime import date
 from pathlib import Path
 
+import aiohttp
 import pytest
+from aiohttp import web
 
 from orchestrator.checks import load_config
 from orchestrator.errors import ToolFailure
+from orchestrator.gateway.multipart import staged_form
 from orchestrator.media import Incoming, MediaRefused, bytes_fetch, take_in
 from orchestrator.policy import SecurityPolicy
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve
 from orchestrator.tools import BUILTIN_TOOLS
 from tests.conftest import WriteConfig
+from tests.fakes.loopback import serving
 from tests.media.samples import PDF
 
 TOML = """
@@ -80,3 +84,27 @@ async def test_file_write_is_refused_past_the_limit_with_one_line(execution: Res
     assert caught.value.reason.startswith("refused: 'b.txt' was not written: the workspace is full (")
     assert "\n" not in caught.value.reason
     assert stored(execution.security.workspace) == ["a.txt"]
+
+
+async def test_gateway_staging_stops_at_the_room_the_limit_leaves(execution: ResolvedAgentExecution) -> None:
+    root = execution.security.workspace
+    security = limited(execution, 30_000)
+    seen: list[int] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        try:
+            async with staged_form(request, execution.media, security, max_field_bytes=1000) as form:
+                seen.append(len(form.items))
+                return web.json_response({"staged": len(form.items)})
+        except MediaRefused as exc:
+            return web.json_response({"refused": exc.reason}, status=422)
+
+    app = web.Application()
+    app.router.add_post("/", handler)
+    async with serving(app) as origin, aiohttp.ClientSession() as session:
+        form = aiohttp.FormData(default_to_multipart=True)
+        form.add_field("document", b"a" * 20_000, filename="a.txt", content_type="text/plain")
+        form.add_field("document", b"b" * 20_000, filename="b.txt", content_type="text/plain")
+        async with session.post(origin, data=form) as response:
+            assert (response.status, await response.json()) == (422, {"refused": FULL})
+    assert seen == [] and stored(root) == []  # the first part fitted, the second passed the room: nothing kept
