@@ -2,16 +2,14 @@
 
 One download: the URL checked against the platform's own file hosts before any request (a
 credential is only ever sent where the platform keeps its files), then one streaming loop
-that enforces the byte cap while reading, never after, and removes a partial file on any
-failure. The kind of a file is `channels.file_kinds`.
+into the open file the core made that enforces the byte cap while reading, never after. The kind of a file is `channels.file_kinds`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import aiohttp
 from yarl import URL
@@ -54,7 +52,7 @@ async def download_from(
     session: aiohttp.ClientSession,
     hosts: FileHosts,
     handle: str,
-    dest: Path,
+    dest: BinaryIO,
     *,
     channel: str,
     max_bytes: int,
@@ -62,7 +60,7 @@ async def download_from(
     headers: Mapping[str, str] | None = None,
     check: Callable[[aiohttp.ClientResponse], None] | None = None,
 ) -> int:
-    """GET `handle` into `dest` chunk by chunk and return the byte count.
+    """GET `handle` into the open file `dest` chunk by chunk and return the byte count.
 
     A URL not on `hosts` is `ChannelRefused` with no request made (so `headers`, a bearer
     token, only ever go to the platform's file hosts). Refuses before reading when the
@@ -73,7 +71,7 @@ async def download_from(
     without a byte is `ChannelError`. `check` sees the response first and may raise a clearer
     refusal (the platform's own ways of saying no). A host that compresses anyway is
     decompressed, the cap counting the file's own bytes. On any failure, cancellation
-    included, `dest` is removed.
+    included, the caller (which made `dest`) removes it.
     """
     url = hosts.url(handle)
     if url is None:
@@ -90,18 +88,16 @@ async def download_from(
             if declared is not None and declared > max_bytes:
                 raise AttachmentTooLarge(channel, f"the file is {declared} bytes, over the cap of {max_bytes}")
             size = 0
-            with dest.open("wb") as out:
-                async for chunk in response.content.iter_chunked(CHUNK_BYTES):
-                    size += len(chunk)
-                    if size > max_bytes:
-                        response.close()  # stop the transfer now, not after the rest arrives
-                        raise AttachmentTooLarge(channel, f"the file passed the cap of {max_bytes} bytes while downloading")
-                    out.write(chunk)
+            async for chunk in response.content.iter_chunked(CHUNK_BYTES):
+                size += len(chunk)
+                if size > max_bytes:
+                    response.close()  # stop the transfer now, not after the rest arrives
+                    raise AttachmentTooLarge(channel, f"the file passed the cap of {max_bytes} bytes while downloading")
+                dest.write(chunk)
             if declared is not None and size != declared:
                 raise ChannelError(channel, f"download ended after {size} of {declared} bytes")
             return size
     except BaseException as exc:
-        dest.unlink(missing_ok=True)
         if isinstance(exc, ChannelError) or not isinstance(exc, Exception):
             raise  # ours already, or a cancellation
         if isinstance(exc, TimeoutError):

@@ -7,10 +7,10 @@ receives `Inbound` messages and `ApprovalAnswer`s through the `deliver` callback
 
 from __future__ import annotations
 
+import io
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import BinaryIO, Literal, Protocol, TypeAlias, runtime_checkable
 
 from orchestrator.errors import OrchestratorError
 
@@ -92,10 +92,12 @@ class Outbound:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutboundFile:
-    """One file to post to a chat (the `send_file` tool); `path` is already jailed and checked."""
+    """One file to post to a chat (the `send_file` tool): `content` is the file the core opened and
+    checked (a regular file of `size` bytes), read from where it stands; an adapter never opens a path."""
 
     chat: str
-    path: Path
+    content: io.BufferedReader
+    size: int
     name: str
     mime: str
     thread: str | None = None
@@ -283,9 +285,10 @@ class FileAdapter(Protocol):
         the platform (raises `ChannelError`, `ChannelRefused` when it will not say), others as they are."""
         ...
 
-    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
-        """Stream `attachment` into `dest`, returning its size; raises `AttachmentTooLarge` as soon
-        as more than `max_bytes` arrive (dest is then removed), `ChannelError` when the fetch fails."""
+    async def download(self, attachment: Attachment, dest: BinaryIO, *, max_bytes: int) -> int:
+        """Stream `attachment` into the open file `dest`, returning its size; raises `AttachmentTooLarge`
+        as soon as more than `max_bytes` arrive, `ChannelError` when the fetch fails (the caller, which
+        made `dest`, removes what was written)."""
         ...
 
     async def send_file(self, file: OutboundFile) -> str:

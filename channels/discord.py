@@ -22,8 +22,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, BinaryIO, Final, TypeVar
 
 import aiohttp
 import discord
@@ -336,10 +335,10 @@ class DiscordAdapter:
         """Return `attachment`: a Discord message carries every attachment in full."""
         return attachment
 
-    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
+    async def download(self, attachment: Attachment, dest: BinaryIO, *, max_bytes: int) -> int:
         """Stream an attachment from Discord's CDN into `dest` (no token is sent there).
 
-        Raises `AttachmentTooLarge` past `max_bytes` (dest removed), `ChannelRefused` when the
+        Raises `AttachmentTooLarge` past `max_bytes` (the core removes dest), `ChannelRefused` when the
         CDN refuses (an expired link is a 404) or the URL is not Discord's, and `ChannelError`
         when the fetch fails or stalls for `download_idle_timeout_s`.
         """

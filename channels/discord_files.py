@@ -14,8 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import aiohttp
 import discord
@@ -54,14 +53,14 @@ def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
 
 async def download(
     attachment: Attachment,
-    dest: Path,
+    dest: BinaryIO,
     *,
     channel: str,
     api_base: str | None,
     max_bytes: int,
     idle_timeout_s: float,
 ) -> int:
-    """Stream the attachment's CDN URL into `dest`; see `FileAdapter.download` for the contract."""
+    """Stream the attachment's CDN URL into the open file `dest`; see `FileAdapter.download` for the contract."""
     hosts = FileHosts(names=CDN_HOSTS, api_base=api_base, what="a Discord CDN URL")
     async with aiohttp.ClientSession() as session:
         return await download_from(
@@ -74,19 +73,18 @@ async def post_file(
 ) -> str:
     """Post `file` (and its caption) to `target`; return the id of the message holding the file.
 
-    Raises `ChannelRefused` when the file is over `MAX_FILE_BYTES` (checked before any upload)
-    or cannot be read; the adapter's `call` translates what Discord answers.
+    Raises `ChannelRefused` when the file is over `MAX_FILE_BYTES` (checked before any upload);
+    the bytes are the open file the core checked, never re-opened by path; the adapter's `call`
+    translates what Discord answers.
     """
-    try:
-        size = file.path.stat().st_size
-    except OSError as exc:
-        raise ChannelRefused(channel, f"send_file: cannot read {file.name!r}: {exc.strerror}") from exc
+    size = file.size
     if size > MAX_FILE_BYTES:
         raise ChannelRefused(
             channel, f"send_file: {file.name!r} is {size} bytes; Discord takes at most {MAX_FILE_BYTES} from a bot"
         )
     chunks: Sequence[str] = chunk_text(file.caption, max_chars) if file.caption else ()
-    upload = discord.File(file.path, filename=file.name)
+    file.content.seek(0)
+    upload = discord.File(file.content, filename=file.name)
     try:
         message = await call("post a file", target.send(chunks[0] if chunks else None, file=upload))
     finally:

@@ -27,9 +27,8 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -339,10 +338,10 @@ class SlackAdapter:
         """
         return await slack_files.describe(self._web_client(), attachment, channel=self.name, api=self._api)
 
-    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
+    async def download(self, attachment: Attachment, dest: BinaryIO, *, max_bytes: int) -> int:
         """Stream a file's `url_private` into `dest` with the bot token (`files:read`).
 
-        Raises `AttachmentTooLarge` past `max_bytes` (dest removed), `ChannelRefused` when Slack
+        Raises `AttachmentTooLarge` past `max_bytes` (the core removes dest), `ChannelRefused` when Slack
         refuses (401/403/404, a redirect to the sign-in page) or the URL is not Slack's, and
         `ChannelError` when the fetch fails or stalls for `download_idle_timeout_s`.
         """

@@ -13,7 +13,7 @@
   only ever sent to Slack's file host, or to the host of the configured `api_base_url` (a
   self-hosted or loopback Slack); any other URL is refused without a request.
 - Upload: `files.getUploadURLExternal`, the bytes POSTed to the returned URL (streamed from
-  disk, no token: the URL is pre-signed), then `files.completeUploadExternal` shares it in the
+  the open file the core checked, never re-opened by path; no token: the URL is pre-signed), then `files.completeUploadExternal` shares it in the
   chat or thread (scope `files:write`). slack_sdk's `files_upload_v2` does the same three steps
   (and works against a loopback base URL, since the upload URL comes from the API) but reads
   the whole file into memory first, so the middle step is ours.
@@ -21,16 +21,17 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import aiohttp
 
 from channels.attachments import FileHosts, download_from
 from channels.base import Attachment, ChannelAuthError, ChannelError, ChannelRefused, OutboundFile
 from channels.file_kinds import guess_mime, kind_for_mime
+from orchestrator.threads import in_thread
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
@@ -45,6 +46,7 @@ _FILE_ID: Final = re.compile(r"F[A-Z0-9]{2,40}")
 _DENIED: Final = "access_denied:"
 _UNKNOWN_MIME: Final = "application/octet-stream"
 _UPLOAD_TIMEOUT_S: Final = 300.0
+_UPLOAD_CHUNK: Final = 256 * 1024
 
 ApiCall = Callable[[str, Awaitable[Any]], Awaitable[Any]]
 
@@ -131,7 +133,7 @@ def _filetype_name(item: Mapping[str, Any]) -> str | None:
 async def download(
     session: aiohttp.ClientSession,
     attachment: Attachment,
-    dest: Path,
+    dest: BinaryIO,
     *,
     channel: str,
     bot_token: str,
@@ -180,10 +182,7 @@ async def upload(
     Raises `ChannelRefused` for a file over Slack's limit or an API refusal (`not_in_channel`,
     `channel_not_found`), `ChannelError` when an upload step fails in a way a retry may fix.
     """
-    try:
-        length = file.path.stat().st_size
-    except OSError as exc:
-        raise ChannelRefused(channel, f"send_file: cannot read {file.name!r}: {exc.strerror}") from exc
+    length = file.size
     if length > MAX_FILE_BYTES:
         raise ChannelRefused(channel, f"send_file: {file.name!r} is {length} bytes; Slack takes at most {MAX_FILE_BYTES}")
     if length == 0:
@@ -210,11 +209,11 @@ async def upload(
 async def _post_bytes(session: aiohttp.ClientSession, url: str, file: OutboundFile, length: int, *, channel: str) -> None:
     timeout = aiohttp.ClientTimeout(total=_UPLOAD_TIMEOUT_S)
     try:
-        with file.path.open("rb") as body:  # aiohttp streams a file object in chunks
-            headers = {"Content-Type": file.mime, "Content-Length": str(length)}
-            async with session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False) as response:
-                text = await response.text(errors="replace")
-                status = response.status
+        headers = {"Content-Type": file.mime, "Content-Length": str(length)}
+        body = _chunks(file, length, channel=channel)
+        async with session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False) as response:
+            text = await response.text(errors="replace")
+            status = response.status
     except TimeoutError as exc:
         raise ChannelError(channel, f"send_file: the upload took over {_UPLOAD_TIMEOUT_S:g}s") from exc
     except (aiohttp.ClientError, OSError) as exc:
@@ -225,3 +224,14 @@ async def _post_bytes(session: aiohttp.ClientSession, url: str, file: OutboundFi
     if 400 <= status < 500 and status != 429:
         raise ChannelRefused(channel, reason)
     raise ChannelError(channel, reason)
+
+
+async def _chunks(file: OutboundFile, length: int, *, channel: str) -> AsyncIterator[bytes]:
+    """Yield the open file's bytes by offset (`pread`: the file is neither re-opened nor closed, so a retry can read it again)."""
+    offset = 0
+    while offset < length:
+        chunk = await in_thread(os.pread, file.content.fileno(), min(_UPLOAD_CHUNK, length - offset), offset)
+        if not chunk:
+            raise ChannelError(channel, f"send_file: {file.name!r} shrank while being sent")
+        offset += len(chunk)
+        yield chunk

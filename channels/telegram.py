@@ -17,8 +17,7 @@ import hmac
 import random
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, Final, TypeVar
 from urllib.parse import urlsplit
 
 from loguru import logger
@@ -252,7 +251,7 @@ class TelegramAdapter:
         """Return `attachment`: a Telegram update carries every file in full."""
         return attachment
 
-    async def download(self, attachment: Attachment, dest: Path, *, max_bytes: int) -> int:
+    async def download(self, attachment: Attachment, dest: BinaryIO, *, max_bytes: int) -> int:
         """Stream an inbound file (getFile, then the file endpoint) into `dest` under `max_bytes`."""
         return await telegram_media.download(
             self.name, self._bot, self._api_request, self._call, attachment, dest, max_bytes=max_bytes

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import aiohttp
 from telegram._utils.defaultvalue import DefaultValue
@@ -138,11 +137,11 @@ class AiohttpRequest(BaseRequest):
             raise NetworkError(f"{type(exc).__name__}: {_redact(str(exc))}") from None
 
 
-async def stream_download(request: AiohttpRequest, url: str, dest: Path, *, max_bytes: int, timeout_s: float) -> int:
-    """GET `url` into `dest` chunk by chunk, never holding more than one chunk; return the size.
+async def stream_download(request: AiohttpRequest, url: str, dest: BinaryIO, *, max_bytes: int, timeout_s: float) -> int:
+    """GET `url` into the open file `dest` chunk by chunk, never holding more than one chunk; return the size.
 
-    Raises `DownloadTooLarge` as soon as more than `max_bytes` arrived (the partial file is
-    removed), `NetworkError` (token redacted) for a failed transfer or a non-200 answer.
+    Raises `DownloadTooLarge` as soon as more than `max_bytes` arrived, `NetworkError` (token
+    redacted) for a failed transfer or a non-200 answer; the caller removes what was written.
     """
     session = request._open()
     received = 0
@@ -153,15 +152,13 @@ async def stream_download(request: AiohttpRequest, url: str, dest: Path, *, max_
             declared = response.content_length
             if declared is not None and declared > max_bytes:
                 raise DownloadTooLarge(declared, max_bytes)
-            with dest.open("wb") as handle:
-                async for chunk in response.content.iter_chunked(_CHUNK):
-                    received += len(chunk)
-                    if received > max_bytes:
-                        raise DownloadTooLarge(received, max_bytes)
-                    handle.write(chunk)
+            async for chunk in response.content.iter_chunked(_CHUNK):
+                received += len(chunk)
+                if received > max_bytes:
+                    raise DownloadTooLarge(received, max_bytes)
+                dest.write(chunk)
         return received
     except BaseException as exc:
-        dest.unlink(missing_ok=True)
         if isinstance(exc, (DownloadTooLarge, NetworkError, asyncio.CancelledError)):
             raise
         if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):

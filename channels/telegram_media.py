@@ -9,17 +9,17 @@ or `sendDocument`, both multipart uploads.
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import os
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Final, TypeVar
+from typing import BinaryIO, Final, TypeVar
 
 from telegram import Bot, InputFile, Message
 from telegram.error import NetworkError
 
-from channels.base import Attachment, AttachmentTooLarge, ChannelError, OutboundFile
+from channels.base import Attachment, AttachmentTooLarge, ChannelError, ChannelRefused, OutboundFile
 from channels.telegram_http import AiohttpRequest, DownloadTooLarge, stream_download
+from orchestrator.threads import in_thread
 
 __all__ = ["MAX_DOWNLOAD_BYTES", "MAX_FILE_BYTES", "attachments_of", "download", "send_file"]
 
@@ -61,10 +61,10 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
 
 
 async def download(
-    channel: str, bot: Bot, request: AiohttpRequest, call: Call[object], attachment: Attachment, dest: Path,
+    channel: str, bot: Bot, request: AiohttpRequest, call: Call[object], attachment: Attachment, dest: BinaryIO,
     *, max_bytes: int,
 ) -> int:
-    """Stream `attachment` into `dest`; raises `AttachmentTooLarge` past `max_bytes`, else `ChannelError`."""
+    """Stream `attachment` into the open file `dest`; raises `AttachmentTooLarge` past `max_bytes`, else `ChannelError`."""
     limit = min(max_bytes, MAX_DOWNLOAD_BYTES)
     if attachment.size is not None and attachment.size > limit:
         raise AttachmentTooLarge(channel, f"the file is {attachment.size} bytes; the limit is {limit}")
@@ -81,8 +81,13 @@ async def download(
 
 
 async def send_file(channel: str, bot: Bot, call: Call[Message], file: OutboundFile) -> str:
-    """Post `file` to its chat (sendPhoto for an inline-showable image, else sendDocument); return the message id."""
-    data = await asyncio.to_thread(file.path.read_bytes)
+    """Post `file` to its chat (sendPhoto for an inline-showable image, else sendDocument); return the message id.
+
+    The bytes are read from the open file the core checked (at most its checked size), never from a path.
+    """
+    data = await in_thread(os.pread, file.content.fileno(), file.size + 1, 0)
+    if len(data) != file.size:
+        raise ChannelRefused(channel, f"send_file: {file.name!r} changed size while being sent")
     chat: int | str = int(file.chat) if file.chat.lstrip("-").isdigit() else file.chat
     thread = int(file.thread) if file.thread else None
     caption = file.caption[:_MAX_CAPTION] if file.caption else None

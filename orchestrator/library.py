@@ -21,7 +21,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeAlias
+from typing import Any, BinaryIO, Final, TypeAlias
 
 from channels import AttachmentTooLarge
 from orchestrator.checks import load_config
@@ -106,20 +106,21 @@ def _incoming(attachment: Attachment) -> Incoming:
                     fetch=_path_fetch(attachment.path))
 
 
-def _path_fetch(source: Path) -> Callable[[Path, int], Awaitable[int]]:
-    """Return a `fetch` that copies `source` chunk by chunk, refusing the moment it passes the cap."""
+def _path_fetch(source: Path) -> Callable[[BinaryIO, int], Awaitable[int]]:
+    """Return a `fetch` that copies `source` (the caller's own file) chunk by chunk into the intake's open file,
+    refusing the moment it passes the cap."""
 
-    def copy(dest: Path, max_bytes: int) -> int:
+    def copy(dest: BinaryIO, max_bytes: int) -> int:
         size = 0
-        with source.open("rb") as reading, dest.open("wb") as writing:
+        with source.open("rb") as reading:
             while chunk := reading.read(_CHUNK):
                 size += len(chunk)
                 if size > max_bytes:
                     raise AttachmentTooLarge("library", f"{source.name} is over the {max_bytes}-byte limit")
-                writing.write(chunk)
+                dest.write(chunk)
         return size
 
-    async def fetch(dest: Path, max_bytes: int) -> int:
+    async def fetch(dest: BinaryIO, max_bytes: int) -> int:
         try:
             return await asyncio.to_thread(copy, dest, max_bytes)
         except OSError as exc:  # the file went away or became unreadable after the check

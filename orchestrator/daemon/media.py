@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from loguru import logger
 
@@ -50,8 +50,8 @@ async def _described(adapter: FileAdapter, attachment: Attachment) -> Attachment
         raise fetch_failed(attachment.kind) from exc
 
 
-def _fetcher(adapter: ChannelAdapter, attachment: Attachment) -> Callable[[Path, int], Awaitable[int]]:
-    async def fetch(dest: Path, max_bytes: int) -> int:
+def _fetcher(adapter: ChannelAdapter, attachment: Attachment) -> Callable[[BinaryIO, int], Awaitable[int]]:
+    async def fetch(dest: BinaryIO, max_bytes: int) -> int:
         if not isinstance(adapter, FileAdapter):  # take_in_chat refuses before any fetch
             raise ChannelError(adapter.name, "this channel cannot fetch files")
         return await adapter.download(attachment, dest, max_bytes=max_bytes)
@@ -82,9 +82,10 @@ class ChatFileOutlet:
     def max_file_bytes(self) -> int:
         return self._adapter.max_file_bytes
 
-    async def send_file(self, path: Path, *, name: str, mime: str, caption: str | None) -> str:
-        """Post the file to the chat; raises `ChannelError` when the platform fails or refuses it."""
+    async def send_file(self, content: io.BufferedReader, *, size: int, name: str, mime: str, caption: str | None) -> str:
+        """Post the open file to the chat; raises `ChannelError` when the platform fails or refuses it."""
         file = OutboundFile(
-            chat=self._inbound.chat, thread=self._inbound.thread, path=path, name=name, mime=mime, caption=caption
+            chat=self._inbound.chat, thread=self._inbound.thread, content=content, size=size, name=name, mime=mime,
+            caption=caption,
         )
         return await self._adapter.send_file(file)

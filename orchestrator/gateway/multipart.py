@@ -5,9 +5,13 @@ kind (`image`, `document`, `voice`, `audio`, `video`) with its `filename` and
 `Content-Type`. Every file part is checked against the agent's resolved media policy from
 its headers alone, before a byte of it is read (an agent without `media` is refused at the
 first part), then streamed into a hidden staging folder of the agent's workspace with
-`max_bytes` (per file) and `max_message_bytes` (the form's files together) enforced while
-reading: past either the request is refused 413 and nothing is kept. What was staged goes
-through the same intake (`take_in`) as every path, then the staging folder is removed.
+`max_bytes` (per file), `max_message_bytes` (the form's files together) and the room
+`workspace_max_bytes` leaves enforced while reading: past a cap the request is refused 413
+(past the workspace's room, 422 with the intake's line) and nothing is kept. The staging folder and
+its files are made beneath the workspace's descriptor (`WorkspaceDir`: no link followed,
+files created with `O_EXCL`) and held open; the intake copies from those open files, never
+from a path. What was staged goes through the same intake (`take_in`) as every path, then
+the staging folder is removed.
 """
 
 from __future__ import annotations
@@ -16,19 +20,18 @@ import asyncio
 import contextlib
 import hashlib
 import secrets
-import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from aiohttp import BodyPartReader, hdrs, web
 
 from loguru import logger
 
 from channels import AttachmentTooLarge
-from orchestrator.errors import WorkspaceEscape
 from orchestrator.media import DOWNLOAD_TIMEOUT_S, UPLOADS_DIR, Incoming, MediaPolicy, MediaRefused, check
+from orchestrator.threads import in_thread
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, copy_file, workspace_usage
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -41,6 +44,7 @@ _FIELDS: Final = frozenset({"text", "session"})
 _MAX_ATTACHMENTS: Final = 10
 _CHUNK: Final = 64 * 1024
 _UNWRITABLE: Final = "I could not store that file (the workspace is not writable)."  # the intake's line
+_FULL: Final = "I could not store that file: the agent's workspace is full."  # the intake's line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,14 +66,18 @@ async def staged_form(
     `HTTPRequestEntityTooLarge` past a cap, `HTTPRequestTimeout` when the upload takes longer
     than `DOWNLOAD_TIMEOUT_S`, and `HTTPBadRequest` for a malformed form.
     """
+    folder = f"{UPLOADS_DIR}/.incoming-{secrets.token_hex(6)}"
     try:
-        folder = security.confine(f"{UPLOADS_DIR}/.incoming-{secrets.token_hex(6)}")
-    except WorkspaceEscape as exc:  # `uploads` leads out of the jail: store nothing
+        workspace = WorkspaceDir.open(security.workspace)
+    except OSError as exc:
+        logger.warning("cannot stage an upload in {}: {}", security.workspace, exc)
         raise MediaRefused(_UNWRITABLE) from exc
+    staged: list[BinaryIO] = []
     try:
         try:
             async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
-                form = await _read(request, policy, folder, max_field_bytes)
+                room = await in_thread(workspace_usage(security.workspace).room, security.workspace_max_bytes)
+                form = await _read(request, policy, workspace, folder, staged, max_field_bytes, room)
         except TimeoutError:
             raise web.HTTPRequestTimeout(
                 text=f"the upload took longer than {DOWNLOAD_TIMEOUT_S:.0f} s; nothing was kept"
@@ -81,10 +89,17 @@ async def staged_form(
             raise web.HTTPBadRequest(text="the upload was cut off") from None
         yield form
     finally:
-        await asyncio.to_thread(shutil.rmtree, folder, True)
+        for handle in staged:
+            handle.close()
+        with contextlib.suppress(OSError, UnsafeEntry):
+            await in_thread(workspace.remove_tree, folder)
+        workspace.close()
 
 
-async def _read(request: web.Request, policy: MediaPolicy, folder: Path, max_field_bytes: int) -> Form:
+async def _read(
+    request: web.Request, policy: MediaPolicy, workspace: WorkspaceDir, folder: str, staged: list[BinaryIO],
+    max_field_bytes: int, room: int | None,
+) -> Form:
     reader = await request.multipart()
     fields: dict[str, str] = {}
     items: list[Incoming] = []
@@ -110,15 +125,27 @@ async def _read(request: web.Request, policy: MediaPolicy, folder: Path, max_fie
         # the part's headers alone decide whether the policy takes it: nothing is read before
         check(policy, [Incoming(kind=name, mime=mime, name=part.filename, fetch=_unread)])
         try:
-            await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
-        except OSError as exc:
-            logger.warning("cannot stage an upload in {}: {}", folder, exc)
+            await in_thread(workspace.make_dirs, folder)
+            handle = await in_thread(workspace.create, f"{folder}/{len(items)}", readable=True)
+        except (OSError, UnsafeEntry) as exc:
+            logger.warning("cannot stage an upload in {}: {}", workspace.root, exc)
             raise MediaRefused(_UNWRITABLE) from exc
-        staged = folder / str(len(items))
+        staged.append(handle)
         per_file = left >= policy.max_bytes
-        size, digest = await _stream(part, staged, min(policy.max_bytes, left), per_file=per_file)
+        cap = min(policy.max_bytes, left)
+        if room is not None and room < cap:  # `workspace_max_bytes`: staging is a daemon write too
+            cap = room
+            if room <= 0:
+                raise MediaRefused(_FULL)
+        try:
+            size, digest = await _stream(part, handle, cap, per_file=per_file)
+        except web.HTTPRequestEntityTooLarge:
+            if room is not None and cap == room:
+                raise MediaRefused(_FULL) from None
+            raise
         left -= size
-        items.append(Incoming(kind=name, mime=mime, size=size, name=part.filename, fetch=_moved(staged), digest=digest))
+        room = None if room is None else room - size
+        items.append(Incoming(kind=name, mime=mime, size=size, name=part.filename, fetch=_copied(handle), digest=digest))
     return Form(text=fields.get("text"), session=fields.get("session"), items=tuple(items))
 
 
@@ -136,43 +163,37 @@ async def _field(part: BodyPartReader, name: str, max_bytes: int) -> str:
         raise web.HTTPBadRequest(text=f"the form field {name!r} is not valid text") from None
 
 
-async def _stream(part: BodyPartReader, dest: Path, cap: int, *, per_file: bool) -> tuple[int, str]:
-    """Write the part to `dest` chunk by chunk; 413 (and `dest` removed) the moment it passes `cap`."""
+async def _stream(part: BodyPartReader, handle: BinaryIO, cap: int, *, per_file: bool) -> tuple[int, str]:
+    """Write the part to the open staged file chunk by chunk; 413 the moment it passes `cap` (the folder goes on exit)."""
     digest = hashlib.sha256()
     size = 0
-    handle = await asyncio.to_thread(dest.open, "wb")
-    try:
-        while chunk := await part.read_chunk(_CHUNK):
-            size += len(chunk)
-            if size > cap:
-                limit = "per file" if per_file else "for one message's files together"
-                raise web.HTTPRequestEntityTooLarge(
-                    cap, size,
-                    text=f"{part.filename!r} is too large: this agent takes at most {cap:,} bytes {limit}; "
-                    "nothing was kept",
-                )
-            digest.update(chunk)
-            await asyncio.to_thread(handle.write, chunk)
-    except BaseException:
-        handle.close()
-        dest.unlink(missing_ok=True)
-        raise
-    handle.close()
+    while chunk := await part.read_chunk(_CHUNK):
+        size += len(chunk)
+        if size > cap:
+            limit = "per file" if per_file else "for one message's files together"
+            raise web.HTTPRequestEntityTooLarge(
+                cap, size,
+                text=f"{part.filename!r} is too large: this agent takes at most {cap:,} bytes {limit}; "
+                "nothing was kept",
+            )
+        digest.update(chunk)
+        await in_thread(handle.write, chunk)
+    await in_thread(handle.flush)
     return size, digest.hexdigest()
 
 
-async def _unread(dest: Path, max_bytes: int) -> int:
+async def _unread(dest: BinaryIO, max_bytes: int) -> int:
     raise AssertionError("a part is only checked here, never fetched")
 
 
-def _moved(staged: Path) -> Callable[[Path, int], Awaitable[int]]:
-    """Return a `fetch` that moves the staged file into the intake's place (a rename: same filesystem)."""
+def _copied(staged: BinaryIO) -> Callable[[BinaryIO, int], Awaitable[int]]:
+    """Return a `fetch` that copies the open staged file into the intake's open file (no path is opened)."""
 
-    async def fetch(dest: Path, max_bytes: int) -> int:
-        size = staged.stat().st_size
-        if size > max_bytes:
-            raise AttachmentTooLarge("gateway", f"{size} bytes is over the {max_bytes}-byte limit")
-        await asyncio.to_thread(shutil.move, staged, dest)
-        return size
+    async def fetch(dest: BinaryIO, max_bytes: int) -> int:
+        return await in_thread(copy_file, staged, dest, max_bytes=max_bytes, too_large=_too_large)
 
     return fetch
+
+
+def _too_large(size: int, max_bytes: int) -> Exception:
+    return AttachmentTooLarge("gateway", f"{size} bytes is over the {max_bytes}-byte limit")

@@ -14,12 +14,15 @@ calls would hold it outside the budget.
 from __future__ import annotations
 
 import base64
+import io
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
 from orchestrator.media.budget import ImageBudget, image_budget
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir
 
 __all__ = ["MEDIA_KEY", "encoded_size", "model_messages"]
 
@@ -29,8 +32,9 @@ _GONE: Final = "[an image that was attached here is no longer available]"
 # Read and encoded in pieces: a multiple of 3 bytes, so the pieces' base64 joins without padding.
 _CHUNK: Final = 3 * 256 * 1024
 
-# a referenced image found in the workspace: where it is, its mime type and its size when measured
-_Found = tuple[Path, str, int]
+# a referenced image found in the workspace: the file opened beneath the workspace (no link
+# followed, one link, regular), its mime type and its size when measured
+_Found = tuple[io.BufferedReader, str, int]
 
 
 def encoded_size(mime: str, size: int) -> int:
@@ -61,41 +65,45 @@ async def model_messages(
     if not any(MEDIA_KEY in message for message in window):
         yield list(window)
         return
-    found = _find_images(window, workspace) if vision else {}
-    size = sum(encoded_size(where[1], where[2]) for where in found.values() if where is not None)
-    async with (budget or image_budget()).hold(size):
-        shown: list[dict[str, Any]] = []
-        try:
-            yield _with_parts(window, found, vision=vision, detail=detail, shown=shown)
-        finally:
-            # Whoever still holds the messages (an SDK's request object, a traceback) no longer
-            # holds the pictures: what the budget gives back is really let go.
-            for image in shown:
-                image["url"] = ""
+    with ExitStack() as opened:
+        found = _find_images(window, workspace, opened) if vision else {}
+        size = sum(encoded_size(where[1], where[2]) for where in found.values() if where is not None)
+        async with (budget or image_budget()).hold(size):
+            shown: list[dict[str, Any]] = []
+            try:
+                yield _with_parts(window, found, vision=vision, detail=detail, shown=shown)
+            finally:
+                # Whoever still holds the messages (an SDK's request object, a traceback) no longer
+                # holds the pictures: what the budget gives back is really let go.
+                for image in shown:
+                    image["url"] = ""
 
 
-def _find_images(window: Sequence[dict[str, Any]], workspace: Path) -> dict[str, _Found | None]:
+def _find_images(window: Sequence[dict[str, Any]], workspace: Path, opened: ExitStack) -> dict[str, _Found | None]:
     found: dict[str, _Found | None] = {}
+    try:
+        root = opened.enter_context(WorkspaceDir.open(workspace))
+    except OSError:
+        root = None
     for message in window:
         for ref in _images(message):
             relative = str(ref.get("path", ""))
             if relative not in found:
-                found[relative] = _measure(workspace, relative, str(ref.get("mime") or "application/octet-stream"))
+                mime = str(ref.get("mime") or "application/octet-stream")
+                found[relative] = None if root is None else _measure(root, relative, mime, opened)
     return found
 
 
-def _measure(workspace: Path, relative: str, mime: str) -> _Found | None:
-    target = (workspace / relative).resolve()
-    # the path was written by the intake, but a transcript is data: stay inside the jail
-    if not relative or not target.is_relative_to(workspace):
+def _measure(workspace: WorkspaceDir, relative: str, mime: str, opened: ExitStack) -> _Found | None:
+    # the path was written by the intake, but a transcript is data and the workspace is the
+    # agent's: opened beneath it, no link followed, a regular file with one link
+    if not relative:
         return None
     try:
-        stat = target.stat()
-    except OSError:
+        handle = opened.enter_context(workspace.open_read(relative))
+    except (OSError, UnsafeEntry):
         return None
-    if not target.is_file():
-        return None
-    return target, mime, stat.st_size
+    return handle, mime, os.fstat(handle.fileno()).st_size
 
 
 def _with_parts(
@@ -138,22 +146,22 @@ def _images(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [ref for ref in refs if isinstance(ref, Mapping) and ref.get("kind") == "image"]
 
 
-def _data_url(target: Path, mime: str, size: int) -> str | None:
+def _data_url(handle: io.BufferedReader, mime: str, size: int) -> str | None:
     # Encoded piece by piece from the file: the raw bytes of one piece at a time, never the
     # whole picture beside its base64. A file that grew since it was measured is not sent:
     # the budget holds what was measured.
     pieces = [_prefix(mime)]
     left = size
     try:
-        with target.open("rb") as handle:
-            while left > 0:
-                chunk = handle.read(min(_CHUNK, left))
-                pieces.append(base64.b64encode(chunk).decode("ascii"))
-                left -= len(chunk)
-                if len(chunk) < _CHUNK:
-                    break
-            if handle.read(1):
-                return None
+        handle.seek(0)
+        while left > 0:
+            chunk = handle.read(min(_CHUNK, left))
+            pieces.append(base64.b64encode(chunk).decode("ascii"))
+            left -= len(chunk)
+            if len(chunk) < _CHUNK:
+                break
+        if handle.read(1):
+            return None
     except OSError:
         return None
     return "".join(pieces)

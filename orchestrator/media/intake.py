@@ -19,14 +19,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from loguru import logger
 
 from channels import IMAGE_MIMES, AttachmentTooLarge, acceptable_mime, looks_like
-from orchestrator.errors import OrchestratorError, ProviderError, WorkspaceEscape
+from orchestrator.errors import OrchestratorError, ProviderError
 from orchestrator.media.pdf import extract_pdf_text
-from orchestrator.media.uploads import safe_name, sweep_leftovers, upload_target
+from orchestrator.media.uploads import EXTRACT_SUFFIX, safe_name, sweep_leftovers, upload_target
+from orchestrator.threads import in_thread
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, WorkspaceFull, workspace_usage
 
 if TYPE_CHECKING:
     from orchestrator.media.policy import MediaPolicy
@@ -40,7 +42,9 @@ _HEAD_BYTES: Final = 16
 _AUDIBLE: Final = frozenset({"voice", "audio", "video"})
 _NO_FILES: Final = "I can't take files here."
 
-Fetch = Callable[[Path, int], Awaitable[int]]
+Fetch = Callable[[BinaryIO, int], Awaitable[int]]
+_UNWRITABLE: Final = "I could not store that file (the workspace is not writable)."
+_FULL: Final = "I could not store that file: the agent's workspace is full."
 
 
 class MediaRefused(OrchestratorError):
@@ -53,7 +57,7 @@ class MediaRefused(OrchestratorError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Incoming:
-    """One attachment to take in; `fetch(dest, max_bytes)` streams it into `dest` and returns its size.
+    """One attachment to take in; `fetch(dest, max_bytes)` streams it into the open file `dest`, returning its size.
 
     `fetch` raises `AttachmentTooLarge` past `max_bytes` and an `OrchestratorError` (e.g.
     `ChannelError`) when it fails; `size` is what the sender declared (None: unknown).
@@ -84,10 +88,10 @@ def fetch_failed(kind: str) -> MediaRefused:
 def bytes_fetch(data: bytes) -> Fetch:
     """Return a `fetch` that writes `data` (an inline upload: gateway, ACP), honouring the cap."""
 
-    async def fetch(dest: Path, max_bytes: int) -> int:
+    async def fetch(dest: BinaryIO, max_bytes: int) -> int:
         if len(data) > max_bytes:
             raise AttachmentTooLarge("inline", f"{len(data)} bytes is over the {max_bytes}-byte limit")
-        await asyncio.to_thread(dest.write_bytes, data)
+        await in_thread(dest.write, data)
         return len(data)
 
     return fetch
@@ -133,13 +137,36 @@ async def take_in(
 
     Raises `MediaRefused` (nothing kept) for an attachment the policy refuses, one over its
     cap (enforced while reading), a fetch that fails or takes longer than `timeout_s`
-    (default `DOWNLOAD_TIMEOUT_S`), a damaged image, or a transcription that fails.
+    (default `DOWNLOAD_TIMEOUT_S`), a damaged image, a transcription that fails, or a write
+    that would take the workspace past `workspace_max_bytes`. Every file is made beneath the
+    workspace's descriptor (`WorkspaceDir`): a link planted there is never followed.
     Cancellation removes what was written and propagates.
     """
     check(policy, items)
-    if items and (swept := await asyncio.to_thread(sweep_leftovers, security.workspace)):
+    if not items:
+        return Intake(text=text.strip(), media=())
+    if swept := await in_thread(sweep_leftovers, security.workspace):
         logger.info("removed {} upload(s) a killed fetch left in {}", swept, security.workspace)
-    written: list[Path] = []
+    try:
+        workspace = WorkspaceDir.open(security.workspace)
+    except OSError as exc:
+        logger.warning("cannot store an upload in {}: {}", security.workspace, exc)
+        raise MediaRefused(_UNWRITABLE) from exc
+    with workspace:
+        return await _take_in(policy, security, workspace, items, text=text, today=today, timeout_s=timeout_s)
+
+
+async def _take_in(
+    policy: MediaPolicy,
+    security: SecurityPolicy,
+    workspace: WorkspaceDir,
+    items: Sequence[Incoming],
+    *,
+    text: str,
+    today: date | None,
+    timeout_s: float,
+) -> Intake:
+    written: list[str] = []
     notes: list[str] = []
     refs: list[dict[str, Any]] = []
     heard: list[str] = []
@@ -147,91 +174,136 @@ async def take_in(
     try:
         for item in items:
             cap = min(policy.max_bytes, left)
-            relative, target, size = await _fetch(item, security, cap, written, today, timeout_s)
-            left -= size
-            mime = item.mime.split(";", 1)[0].strip().lower()
-            ref: dict[str, Any] = {"kind": item.kind, "mime": mime, "size": size, "path": relative}
-            if item.kind == "image" or (item.kind == "document" and mime in IMAGE_MIMES):
-                head = await asyncio.to_thread(_head, target)
-                if not looks_like(mime, head):
-                    raise MediaRefused("That picture looks damaged (it is not the image it claims to be); I could not read it.")
-            if item.kind == "image":
-                notes.append(f"[image attached: {relative} ({mime}, {size:,} bytes); it is shown to you with this message]")
-            elif item.kind == "document":
-                notes.append(await _document_note(relative, target, mime, size, ref, written))
-            else:
-                spoken = await _transcribe(policy, target, mime, item.kind)
-                ref["transcribed"] = True
-                heard.append(spoken)
-                notes.append(
-                    f"[{_label(item.kind, singular=True)} attached: {relative}; below is its automatic "
-                    f"transcription, not typed text]\n<transcription>\n{spoken}\n</transcription>"
-                )
+            relative, handle, size = await _fetch(item, security, workspace, cap, written, today, timeout_s)
+            with handle:
+                left -= size
+                mime = item.mime.split(";", 1)[0].strip().lower()
+                ref: dict[str, Any] = {"kind": item.kind, "mime": mime, "size": size, "path": relative}
+                if item.kind == "image" or (item.kind == "document" and mime in IMAGE_MIMES):
+                    head = os.pread(handle.fileno(), _HEAD_BYTES, 0)
+                    if not looks_like(mime, head):
+                        raise MediaRefused("That picture looks damaged (it is not the image it claims to be); I could not read it.")
+                if item.kind == "image":
+                    notes.append(f"[image attached: {relative} ({mime}, {size:,} bytes); it is shown to you with this message]")
+                elif item.kind == "document":
+                    notes.append(await _document_note(relative, handle, mime, size, ref, written, workspace, security))
+                else:
+                    audio = await in_thread(os.pread, handle.fileno(), size, 0)
+                    spoken = await _transcribe(policy, audio, relative.rsplit("/", 1)[-1], mime, item.kind)
+                    ref["transcribed"] = True
+                    heard.append(spoken)
+                    notes.append(
+                        f"[{_label(item.kind, singular=True)} attached: {relative}; below is its automatic "
+                        f"transcription, not typed text]\n<transcription>\n{spoken}\n</transcription>"
+                    )
             refs.append(ref)
     except BaseException:
-        for path in written:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        for relative in written:
+            with contextlib.suppress(OSError, UnsafeEntry):
+                workspace.delete(relative, missing_ok=True)
         raise
     body = "\n\n".join([text.strip(), *notes]).strip() if text.strip() else "\n\n".join(notes)
     return Intake(text=body, media=tuple(refs), transcripts=tuple(heard))
 
 
 async def _fetch(
-    item: Incoming, security: SecurityPolicy, cap: int, written: list[Path], today: date | None, timeout_s: float
-) -> tuple[str, Path, int]:
+    item: Incoming, security: SecurityPolicy, workspace: WorkspaceDir, cap: int, written: list[str],
+    today: date | None, timeout_s: float,
+) -> tuple[str, BinaryIO, int]:
+    """Fetch `item` into a new hidden file, renamed into place when whole; return its path, the open file, its size."""
+    usage = workspace_usage(security.workspace)
+    room = await in_thread(usage.room, security.workspace_max_bytes)
+    if room is not None and room <= 0:
+        raise MediaRefused(_FULL)
     try:
-        relative, target = upload_target(security, safe_name(item.name, kind=item.kind, mime=item.mime), today=today)
-    except (WorkspaceEscape, OSError) as exc:
+        relative = upload_target(workspace, safe_name(item.name, kind=item.kind, mime=item.mime), today=today)
+        # Fetched under a hidden name, renamed only when whole: a crash never leaves a
+        # truncated file where the model would read it. O_EXCL: nothing there is followed.
+        folder, _, name = relative.rpartition("/")
+        partial = f"{folder}/.partial-{secrets.token_hex(4)}-{name}"
+        handle = workspace.create(partial, readable=True)
+    except (UnsafeEntry, OSError) as exc:
         logger.warning("cannot store an upload in {}: {}", security.workspace, exc)
-        raise MediaRefused("I could not store that file (the workspace is not writable).") from exc
-    # Fetched under a hidden name, renamed only when whole: a crash never leaves a
-    # truncated file where the model would read it.
-    partial = target.with_name(f".partial-{secrets.token_hex(4)}-{target.name}")
+        raise MediaRefused(_UNWRITABLE) from exc
     written.append(partial)
+    limit = cap if room is None else min(cap, room)
     try:
-        async with asyncio.timeout(timeout_s):
-            size = await item.fetch(partial, cap)
-    except AttachmentTooLarge as exc:
-        raise MediaRefused(_too_large(item, cap)) from exc
-    except TimeoutError as exc:
-        raise MediaRefused(f"Fetching the {_label(item.kind, singular=True)} took too long; please send it again.") from exc
-    except OrchestratorError as exc:
-        logger.info("attachment download failed: {}", exc)
-        raise fetch_failed(item.kind) from exc
-    if size > cap:  # a fetch that ignored its cap is still refused
-        raise MediaRefused(_too_large(item, cap))
-    os.replace(partial, target)
-    written[-1] = target
-    return relative, target, size
+        try:
+            async with asyncio.timeout(timeout_s):
+                size = await item.fetch(handle, limit)
+            handle.flush()
+        except AttachmentTooLarge as exc:
+            raise MediaRefused(_FULL if limit < cap else _too_large(item, cap)) from exc
+        except TimeoutError as exc:
+            raise MediaRefused(f"Fetching the {_label(item.kind, singular=True)} took too long; please send it again.") from exc
+        except OrchestratorError as exc:
+            logger.info("attachment download failed: {}", exc)
+            raise fetch_failed(item.kind) from exc
+        except OSError as exc:
+            logger.warning("cannot store an upload in {}: {}", security.workspace, exc)
+            raise MediaRefused(_UNWRITABLE) from exc
+        if size > limit:  # a fetch that ignored its cap is still refused
+            raise MediaRefused(_FULL if limit < cap else _too_large(item, cap))
+        try:
+            workspace.move(partial, relative)
+        except (UnsafeEntry, OSError) as exc:  # the folder was swapped for a link meanwhile, or is gone
+            logger.warning("cannot store an upload in {}: {}", security.workspace, exc)
+            raise MediaRefused(_UNWRITABLE) from exc
+    except BaseException:
+        handle.close()
+        raise
+    written[-1] = relative
+    usage.add(size)
+    return relative, handle, size
 
 
 async def _document_note(
-    relative: str, target: Path, mime: str, size: int, ref: dict[str, Any], written: list[Path]
+    relative: str, handle: BinaryIO, mime: str, size: int, ref: dict[str, Any], written: list[str],
+    workspace: WorkspaceDir, security: SecurityPolicy,
 ) -> str:
     note = f"[document attached: {relative} ({mime}, {size:,} bytes); read it with your file tools]"
     if mime != "application/pdf":
         return note
-    extracted = await extract_pdf_text(target)
+    extracted = await extract_pdf_text(_descriptor_path(handle))
     if extracted is None:
         return f"[document attached: {relative} ({mime}, {size:,} bytes); its text could not be extracted]"
-    text_path = target.with_name(target.name + ".txt")
-    await asyncio.to_thread(text_path.write_text, extracted, encoding="utf-8")
+    text_path = relative + EXTRACT_SUFFIX
+    data = extracted.encode("utf-8")
+    usage = workspace_usage(security.workspace)
+    try:
+        await in_thread(usage.require, security.workspace_max_bytes, len(data))
+    except WorkspaceFull as exc:
+        raise MediaRefused(_FULL) from exc
+    try:
+        # O_EXCL beneath the workspace: a link planted at the extract's name is never written through
+        out = workspace.create(text_path)
+    except (UnsafeEntry, OSError) as exc:
+        logger.warning("cannot store the text of {} in {}: {}", relative, security.workspace, exc)
+        return f"[document attached: {relative} ({mime}, {size:,} bytes); its text could not be stored]"
     written.append(text_path)
-    ref["text_path"] = relative + ".txt"
+    with out:
+        await in_thread(out.write, data)
+    usage.add(len(data))
+    ref["text_path"] = text_path
     return (
         f"[document attached: {relative} ({mime}, {size:,} bytes); its extracted text "
-        f"({len(extracted):,} characters) is in {relative}.txt: read it with file_read]"
+        f"({len(extracted):,} characters) is in {text_path}: read it with file_read]"
     )
 
 
-async def _transcribe(policy: MediaPolicy, target: Path, mime: str, kind: str) -> str:
+def _descriptor_path(handle: BinaryIO) -> Path:
+    """Return the name of the open file itself (`/proc/self/fd/N`): a reader given it opens this
+    very file, whatever has since been put at its workspace path."""
+    return Path(f"/proc/self/fd/{handle.fileno()}")
+
+
+async def _transcribe(policy: MediaPolicy, audio: bytes, name: str, mime: str, kind: str) -> str:
     transcriber, model = policy.transcriber, policy.transcription_model
     if transcriber is None or model is None:  # `check` refused this already
         raise MediaRefused(f"I can't listen to {_label(kind)} here: no transcription model is configured.")
     try:
         async with asyncio.timeout(_TRANSCRIBE_TIMEOUT_S):
-            text = await transcriber.transcribe(model=model, path=target, mime=mime)
+            text = await transcriber.transcribe(model=model, audio=audio, name=name, mime=mime)
     except (ProviderError, TimeoutError) as exc:
         logger.warning("transcription failed: {}", exc)
         raise MediaRefused(f"I could not transcribe the {_label(kind, singular=True)}; please try again or type it.") from exc
@@ -239,11 +311,6 @@ async def _transcribe(policy: MediaPolicy, target: Path, mime: str, kind: str) -
     if not text:
         raise MediaRefused(f"I could not hear any words in the {_label(kind, singular=True)}.")
     return text
-
-
-def _head(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(_HEAD_BYTES)
 
 
 def _label(kind: str, *, singular: bool = False) -> str:

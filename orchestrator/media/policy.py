@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 __all__ = ["NO_MEDIA", "MediaPolicy", "Transcriber"]
@@ -12,8 +11,8 @@ __all__ = ["NO_MEDIA", "MediaPolicy", "Transcriber"]
 class Transcriber(Protocol):
     """An OpenAI-compatible `/audio/transcriptions` endpoint (the provider's client)."""
 
-    async def transcribe(self, *, model: str, path: Path, mime: str) -> str:
-        """Return the text spoken in `path`; raises `ProviderError` when the endpoint fails."""
+    async def transcribe(self, *, model: str, audio: bytes, name: str, mime: str) -> str:
+        """Return the text spoken in `audio` (a file called `name`); raises `ProviderError` when the endpoint fails."""
         ...
 
 

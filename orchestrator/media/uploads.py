@@ -1,22 +1,20 @@
-"""Where attachments land: `uploads/<date>/<name>` inside the agent's workspace jail."""
+"""Where attachments land: `uploads/<date>/<name>` inside the agent's workspace, made and swept beneath its descriptor."""
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
-import shutil
 import time
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from orchestrator.policy import SecurityPolicy
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir
 
-__all__ = ["LEFTOVER_AGE_S", "UPLOADS_DIR", "safe_name", "sweep_leftovers", "upload_target"]
+__all__ = ["EXTRACT_SUFFIX", "LEFTOVER_AGE_S", "UPLOADS_DIR", "safe_name", "sweep_leftovers", "upload_target"]
 
 UPLOADS_DIR: Final = "uploads"
+EXTRACT_SUFFIX: Final = ".txt"  # a PDF's extracted text is `<name>.txt` beside it
 # A fetch or a gateway upload that was killed (kill -9, power loss) leaves its hidden
 # `.partial-*` file or `.incoming-*` folder behind; one older than this cannot be in flight
 # (fetches and uploads time out after a minute), so the first intake of a workspace in a
@@ -43,64 +41,69 @@ def safe_name(name: str | None, *, kind: str, mime: str) -> str:
     return cleaned
 
 
-def upload_target(security: SecurityPolicy, name: str, *, today: date | None = None) -> tuple[str, Path]:
-    """Return a fresh workspace-relative path for `name` under today's uploads folder, and its real path.
+def upload_target(workspace: WorkspaceDir, name: str, *, today: date | None = None) -> str:
+    """Return a fresh workspace-relative path for `name` under today's uploads folder, creating the folder.
 
-    The folder is created; an existing file of that name is never overwritten (a short
-    random suffix is added). Raises `WorkspaceEscape` if the jail would be left.
+    The folders are made beneath the workspace's descriptor (a link on the way is
+    `UnsafeEntry`); a name already taken, or whose `.txt` extract name is (a PDF's text goes
+    beside it), gets a short random suffix, so nothing there is ever written over.
     """
-    day = (today or date.today()).isoformat()
-    folder = f"{UPLOADS_DIR}/{day}"
-    security.confine(folder).mkdir(parents=True, exist_ok=True)
+    folder = f"{UPLOADS_DIR}/{(today or date.today()).isoformat()}"
+    workspace.make_dirs(folder)
     relative = f"{folder}/{name}"
-    target = security.confine(relative)
-    if target.exists():
+    while workspace.exists(relative) or workspace.exists(relative + EXTRACT_SUFFIX):
         stem, dot, ext = name.rpartition(".")
         unique = f"{stem}-{secrets.token_hex(3)}.{ext}" if dot and stem else f"{name}-{secrets.token_hex(3)}"
         relative = f"{folder}/{unique}"
-        target = security.confine(relative)
-    return relative, target
+    return relative
 
 
-def sweep_leftovers(workspace: Path, *, now: float | None = None) -> int:
-    """Remove what killed fetches left under `workspace/uploads`, once per workspace per process.
+def sweep_leftovers(root: Path, *, now: float | None = None) -> int:
+    """Remove what killed fetches left under `root/uploads`, once per workspace per process.
 
     Only hidden `.partial-*` files (in `uploads/<date>/`) and `.incoming-*` folders (in
-    `uploads/`) older than `LEFTOVER_AGE_S`, never following a symbolic link; return how many
-    were removed. What cannot be removed stays, for the next process to try.
+    `uploads/`) older than `LEFTOVER_AGE_S`, listed and removed beneath the workspace's
+    descriptor: a link is never followed (a linked day folder is not entered, a link named
+    like a leftover is not a leftover). Return how many were removed; what cannot be removed
+    stays, for the next process to try.
     """
-    if workspace in _SWEPT:
+    if root in _SWEPT:
         return 0
-    _SWEPT.add(workspace)
+    _SWEPT.add(root)
     cutoff = (time.time() if now is None else now) - LEFTOVER_AGE_S
     removed = 0
-    for entry, is_folder in _leftovers(workspace / UPLOADS_DIR):
-        try:
-            if entry.stat(follow_symlinks=False).st_mtime >= cutoff:
+    try:
+        workspace = WorkspaceDir.open(root)
+    except OSError:
+        return 0
+    with workspace:
+        for relative, is_folder in _leftovers(workspace, cutoff):
+            try:
+                if is_folder:
+                    workspace.remove_tree(relative)
+                else:
+                    workspace.delete(relative)
+            except (OSError, UnsafeEntry):
                 continue
-            if is_folder:
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-        except OSError:
-            continue
-        removed += 1
+            removed += 1
     return removed
 
 
-def _leftovers(uploads: Path) -> list[tuple[os.DirEntry[str], bool]]:
-    found: list[tuple[os.DirEntry[str], bool]] = []
+def _leftovers(workspace: WorkspaceDir, cutoff: float) -> list[tuple[str, bool]]:
+    found: list[tuple[str, bool]] = []
     try:
-        with os.scandir(uploads) as days:
-            for day in days:
-                if day.name.startswith(".incoming-") and day.is_dir(follow_symlinks=False):
-                    found.append((day, True))
-                elif not day.name.startswith(".") and day.is_dir(follow_symlinks=False):
-                    with os.scandir(day.path) as files:
-                        found.extend(
-                            (file, False) for file in files
-                            if file.name.startswith(".partial-") and file.is_file(follow_symlinks=False)
-                        )
-    except OSError:
-        pass  # no uploads yet, or unreadable: nothing to sweep
+        for day in workspace.entries(UPLOADS_DIR):
+            if day.kind != "dir":
+                continue  # a link or a file: never entered, never removed
+            if day.name.startswith(".incoming-"):
+                if day.mtime < cutoff:
+                    found.append((f"{UPLOADS_DIR}/{day.name}", True))
+            elif not day.name.startswith("."):
+                found.extend(
+                    (f"{UPLOADS_DIR}/{day.name}/{file.name}", False)
+                    for file in workspace.entries(f"{UPLOADS_DIR}/{day.name}")
+                    if file.kind == "file" and file.name.startswith(".partial-") and file.mtime < cutoff
+                )
+    except (OSError, UnsafeEntry):
+        pass  # no uploads yet, unreadable, or `uploads` is a link: nothing to sweep
     return found

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -145,17 +144,15 @@ class OpenAICompatProvider:
             missing_v1=code == 404 and not urlsplit(endpoint.url).path.rstrip("/").endswith("/v1"),
         )
 
-    async def transcribe(self, *, model: str, path: Path, mime: str) -> str:
-        """Return the text spoken in the audio file at `path` (`/audio/transcriptions`).
+    async def transcribe(self, *, model: str, audio: bytes, name: str, mime: str) -> str:
+        """Return the text spoken in `audio`, a file called `name` (`/audio/transcriptions`).
 
-        Raises `ProviderUnavailable` or `ProviderError` like `complete`.
+        The caller read the file (from the descriptor it checked); raises `ProviderUnavailable`
+        or `ProviderError` like `complete`.
         """
-        import asyncio
-
-        data = await asyncio.to_thread(path.read_bytes)
         try:
             result = await self._client.audio.transcriptions.create(
-                model=model, file=(path.name, data, mime), response_format="json"
+                model=model, file=(name, audio, mime), response_format="json"
             )
         except self._endpoint.sdk_error as exc:
             raise self._endpoint.failure(exc) from exc

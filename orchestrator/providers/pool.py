@@ -113,7 +113,7 @@ class _LazyProvider:
                 model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
             )
 
-    async def transcribe(self, *, model: str, path: Path, mime: str) -> str:
+    async def transcribe(self, *, model: str, audio: bytes, name: str, mime: str) -> str:
         real = self._real
         if real is None:
             real = self._real = self._factory(self._binding)
@@ -123,7 +123,7 @@ class _LazyProvider:
                 self._binding.provider, self._binding.base_url,
                 reason=f"a {self._binding.kind!r} provider has no /audio/transcriptions endpoint",
             )
-        text: str = await transcribe(model=model, path=path, mime=mime)
+        text: str = await transcribe(model=model, audio=audio, name=name, mime=mime)
         return text
 
     async def aclose(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 from channels import FileAdapter, OutboundFile
 from orchestrator.config import DeliverTo
@@ -23,7 +23,7 @@ class DeliverToOutlet:
     def max_file_bytes(self) -> int:
         return self._adapter.max_file_bytes
 
-    async def send_file(self, path: Path, *, name: str, mime: str, caption: str | None) -> str:
-        """Post the file to the `deliver_to` chat; raises `ChannelError` when the platform fails or refuses it."""
-        file = OutboundFile(chat=self._target.chat, path=path, name=name, mime=mime, caption=caption)
+    async def send_file(self, content: io.BufferedReader, *, size: int, name: str, mime: str, caption: str | None) -> str:
+        """Post the open file to the `deliver_to` chat; raises `ChannelError` when the platform fails or refuses it."""
+        file = OutboundFile(chat=self._target.chat, content=content, size=size, name=name, mime=mime, caption=caption)
         return await self._adapter.send_file(file)

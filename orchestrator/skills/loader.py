@@ -15,6 +15,7 @@ from orchestrator.config import Config
 from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.skills.front_matter import parse_skill_md
 from orchestrator.skills.manifest import NAME_PATTERN, SkillToolDef, parse_manifest
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir
 
 __all__ = ["Skill", "SkillCatalog", "find_skill_dirs", "load_skill", "skill_catalog"]
 
@@ -136,8 +137,13 @@ def skill_catalog(config: Config) -> SkillCatalog:
 
 
 def _read(path: Path, problems: list[ConfigProblem]) -> str | None:
+    # A skill folder may sit where an agent can write: the file is opened beneath its folder's
+    # descriptor, not through a link, and must be a regular file with one link.
     try:
-        return path.read_text(encoding="utf-8")
+        with WorkspaceDir.open(path.parent) as folder, folder.open_read(path.name) as handle:
+            return handle.read().decode("utf-8")
+    except UnsafeEntry as exc:
+        problems.append(ConfigProblem(str(path), "", f"not read: it {exc.reason}"))
     except FileNotFoundError:
         problems.append(ConfigProblem(str(path), "", "file not found"))
     except UnicodeDecodeError:

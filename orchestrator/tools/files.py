@@ -1,18 +1,25 @@
-"""Built-in workspace file tools: `file_read`, `file_write` and `list_dir`."""
+"""Built-in workspace file tools: `file_read`, `file_write` and `list_dir`.
+
+Every path is resolved beneath the workspace's descriptor (`orchestrator.workspace_io`): no
+symbolic link is followed on any component, a file read or replaced must be a regular file
+with one link (checked on the open descriptor), and `file_write` is refused past
+`workspace_max_bytes`.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import io
 import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from orchestrator.errors import ToolFailure, WorkspaceEscape
+from orchestrator.errors import ToolFailure
+from orchestrator.threads import in_thread
 from orchestrator.tools.base import BuiltinTool, ToolSpec
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, WorkspaceFull, workspace_usage
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -35,11 +42,6 @@ MAX_READ_BYTES: Final = 1024 * 1024
 MAX_LIST_ENTRIES: Final = 1000
 # Below this size a read or write finishes faster than a thread hop would.
 _THREAD_THRESHOLD: Final = 64 * 1024
-# O_NOFOLLOW: the confined path is symlink-free, so a symlink found at open time was
-# swapped in after the check. O_NONBLOCK: opening a FIFO must not hang the loop.
-_READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# No O_TRUNC: the link count is checked on the open file first, then it is truncated.
-_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _path_schema(description: str) -> MappingProxyType[str, Any]:
@@ -128,15 +130,15 @@ def _string(tool: str, arguments: Mapping[str, Any], name: str, default: str | N
     return value
 
 
-def _confine(tool: str, policy: SecurityPolicy, path: str) -> Path:
-    try:
-        return policy.confine(path)
-    except WorkspaceEscape as exc:
-        raise ToolFailure(tool, f"refused: {exc}") from exc
-
-
 def _os_failure(tool: str, action: str, path: str, exc: OSError) -> ToolFailure:
     return ToolFailure(tool, f"cannot {action} {path!r}: {exc.strerror or exc}")
+
+
+def _workspace(tool: str, policy: SecurityPolicy) -> WorkspaceDir:
+    try:
+        return WorkspaceDir.open(policy.workspace)
+    except OSError as exc:
+        raise _os_failure(tool, "open the workspace", str(policy.workspace), exc) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,60 +153,42 @@ class FileRead:
         return FILE_READ_SPEC
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
-        """Return the file's text; raises `ToolFailure` for escapes, missing or binary files."""
+        """Return the file's text; raises `ToolFailure` for escapes, links, missing or binary files."""
         tool = FILE_READ_SPEC.name
         _check_names(tool, arguments, _PATH_ONLY)
         path = _string(tool, arguments, "path")
-        target = _confine(tool, self.policy, path)
+        with _workspace(tool, self.policy) as workspace:
+            handle = _open_read(workspace, path)
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_READ_BYTES:
+                raise ToolFailure(tool, f"{path!r} is {size} bytes; file_read returns at most {MAX_READ_BYTES}")
+            if size > _THREAD_THRESHOLD:
+                data = await in_thread(handle.read, MAX_READ_BYTES + 1)
+            else:
+                data = handle.read(MAX_READ_BYTES + 1)
+        if len(data) > MAX_READ_BYTES:
+            raise ToolFailure(tool, f"{path!r} grew past {MAX_READ_BYTES} bytes while being read")
         try:
-            info = target.stat()
-        except FileNotFoundError:
-            raise ToolFailure(tool, f"no such file: {path!r}") from None
-        except OSError as exc:
-            raise _os_failure(tool, "read", path, exc) from exc
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolFailure(tool, f"{path!r} is a directory; use list_dir")
-        if info.st_size > _THREAD_THRESHOLD:
-            return await asyncio.to_thread(_read_text, path, target)
-        return _read_text(path, target)
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ToolFailure(
+                tool, f"{path!r} is not UTF-8 text (invalid byte at offset {exc.start})"
+            ) from None
 
 
-def _read_text(path: str, target: Path) -> str:
+def _open_read(workspace: WorkspaceDir, path: str) -> io.BufferedReader:
     tool = FILE_READ_SPEC.name
     try:
-        fd = os.open(target, _READ_FLAGS)
+        return workspace.open_read(path)
+    except UnsafeEntry as exc:
+        if exc.reason == "is a directory":
+            raise ToolFailure(tool, f"{path!r} is a directory; use list_dir") from None
+        raise ToolFailure(tool, str(exc)) from None
     except FileNotFoundError:
         raise ToolFailure(tool, f"no such file: {path!r}") from None
     except OSError as exc:
         raise _os_failure(tool, "read", path, exc) from exc
-    with open(fd, "rb", closefd=True) as handle:
-        info = os.fstat(handle.fileno())
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolFailure(tool, f"{path!r} is a directory; use list_dir")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolFailure(tool, f"{path!r} is not a regular file")
-        _check_single_link(tool, path, info)
-        if info.st_size > MAX_READ_BYTES:
-            limit = f"file_read returns at most {MAX_READ_BYTES}"
-            raise ToolFailure(tool, f"{path!r} is {info.st_size} bytes; {limit}")
-        data = handle.read(MAX_READ_BYTES + 1)
-    if len(data) > MAX_READ_BYTES:
-        raise ToolFailure(tool, f"{path!r} grew past {MAX_READ_BYTES} bytes while being read")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolFailure(
-            tool, f"{path!r} is not UTF-8 text (invalid byte at offset {exc.start})"
-        ) from None
-
-
-def _check_single_link(tool: str, path: str, info: os.stat_result) -> None:
-    # A hard link planted in the workspace (`ln /elsewhere/secret x`) resolves inside it,
-    # yet names a file outside: no path check can see that, the link count can.
-    if info.st_nlink > 1:
-        raise ToolFailure(
-            tool, f"refused: {path!r} has {info.st_nlink} hard links (it may be a file outside the workspace)"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +203,7 @@ class FileWrite:
         return FILE_WRITE_SPEC
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
-        """Replace the file's content; raises `ToolFailure` for escapes and OS errors."""
+        """Replace the file's content; raises `ToolFailure` for escapes, links, a full workspace and OS errors."""
         tool = FILE_WRITE_SPEC.name
         _check_names(tool, arguments, _PATH_AND_CONTENT)
         path = _string(tool, arguments, "path")
@@ -227,34 +211,48 @@ class FileWrite:
             data = _string(tool, arguments, "content").encode("utf-8")
         except UnicodeEncodeError:
             raise ToolFailure(tool, "content is not valid Unicode text") from None
-        target = _confine(tool, self.policy, path)
-        if target.is_dir():
-            raise ToolFailure(tool, f"{path!r} is a directory")
-        if len(data) > _THREAD_THRESHOLD:
-            await asyncio.to_thread(self._write, path, target, data)
+        if len(data) > _THREAD_THRESHOLD or self.policy.workspace_max_bytes is not None:
+            await in_thread(self._write, path, data)
         else:
-            self._write(path, target, data)
+            self._write(path, data)
         return f"wrote {len(data)} bytes to {path}"
 
-    def _write(self, path: str, target: Path, data: bytes) -> None:
+    def _write(self, path: str, data: bytes) -> None:
         tool = FILE_WRITE_SPEC.name
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _os_failure(tool, "create the parent directory of", path, exc) from exc
-        # A parent swapped for a symlink between the check and mkdir shows up here.
-        if _confine(tool, self.policy, path) != target:
-            raise ToolFailure(tool, f"refused: {path!r} changed while being written")
-        try:
-            fd = os.open(target, _WRITE_FLAGS, 0o644)
-        except OSError as exc:
-            raise _os_failure(tool, "write", path, exc) from exc
-        with open(fd, "wb", closefd=True) as handle:
-            info = os.fstat(handle.fileno())
-            if stat.S_ISREG(info.st_mode):
-                _check_single_link(tool, path, info)
-            handle.truncate(0)
+        usage = workspace_usage(self.policy.workspace)
+        with _workspace(tool, self.policy) as workspace:
+            try:
+                old = workspace.lstat(path)
+                grows = len(data) - (old.st_size if stat.S_ISREG(old.st_mode) else 0)
+            except (FileNotFoundError, NotADirectoryError):
+                grows = len(data)
+            except UnsafeEntry as exc:
+                raise ToolFailure(tool, str(exc)) from None
+            except OSError as exc:
+                raise _os_failure(tool, "write", path, exc) from exc
+            try:
+                usage.require(self.policy.workspace_max_bytes, grows)
+            except WorkspaceFull as exc:
+                raise ToolFailure(tool, f"refused: {path!r} was not written: {exc}") from None
+            parent = path.rpartition("/")[0]
+            try:
+                if parent:
+                    workspace.make_dirs(parent)
+            except UnsafeEntry as exc:
+                raise ToolFailure(tool, str(exc)) from None
+            except OSError as exc:
+                raise _os_failure(tool, "create the parent directory of", path, exc) from exc
+            try:
+                handle = workspace.open_write(path)
+            except UnsafeEntry as exc:
+                raise ToolFailure(tool, str(exc)) from None
+            except IsADirectoryError:
+                raise ToolFailure(tool, f"{path!r} is a directory") from None
+            except OSError as exc:
+                raise _os_failure(tool, "write", path, exc) from exc
+        with handle:
             handle.write(data)
+        usage.add(grows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,22 +267,22 @@ class ListDir:
         return LIST_DIR_SPEC
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
-        """Return sorted entries, one per line; raises `ToolFailure` for escapes and non-dirs."""
+        """Return sorted entries, one per line; raises `ToolFailure` for escapes, links and non-dirs."""
         tool = LIST_DIR_SPEC.name
         _check_names(tool, arguments, _PATH_ONLY)
         path = _string(tool, arguments, "path", default=".")
-        target = _confine(tool, self.policy, path)
-        names: list[str] = []
-        try:
-            with os.scandir(target) as entries:
-                for entry in entries:
-                    names.append(entry.name + "/" if _is_dir(entry) else entry.name)
-        except FileNotFoundError:
-            raise ToolFailure(tool, f"no such directory: {path!r}") from None
-        except NotADirectoryError:
-            raise ToolFailure(tool, f"{path!r} is not a directory; use file_read") from None
-        except OSError as exc:
-            raise _os_failure(tool, "list", path, exc) from exc
+        with _workspace(tool, self.policy) as workspace:
+            try:
+                entries = workspace.entries(path)
+            except UnsafeEntry as exc:
+                raise ToolFailure(tool, str(exc)) from None
+            except FileNotFoundError:
+                raise ToolFailure(tool, f"no such directory: {path!r}") from None
+            except NotADirectoryError:
+                raise ToolFailure(tool, f"{path!r} is not a directory; use file_read") from None
+            except OSError as exc:
+                raise _os_failure(tool, "list", path, exc) from exc
+        names = [entry.name + "/" if entry.kind == "dir" else entry.name for entry in entries]
         if not names:
             return "(empty directory)"
         names.sort()
@@ -292,13 +290,6 @@ class ListDir:
             hidden = len(names) - MAX_LIST_ENTRIES
             names[MAX_LIST_ENTRIES:] = [f"... {hidden} more entries not shown"]
         return "\n".join(names)
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 FILE_READ: Final = BuiltinTool(spec=FILE_READ_SPEC, bind=FileRead)

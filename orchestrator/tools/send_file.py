@@ -4,24 +4,27 @@ The seam offers it only when the agent names it in `tools` and the path has a ch
 channel turn, a schedule with `deliver_to`); the chat itself is the turn's `ChatOutlet`,
 which the daemon (or the scheduler, for the `deliver_to` chat) binds for the turn
 (`bind_outlet`), so the tool can post only into the conversation it was called from.
-The file is jailed like the file tools and capped by the platform's `max_file_bytes`.
+The file is opened once, beneath the workspace's descriptor without following any link
+(`WorkspaceDir.open_read`: a regular file with one link, checked on the open descriptor),
+capped by the platform's `max_file_bytes`, and the outlet gets that open file: nothing
+re-opens the path, so a link swapped in after the check is never followed.
 """
 
 from __future__ import annotations
 
+import io
 import mimetypes
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from orchestrator.errors import OrchestratorError, ToolFailure, WorkspaceEscape
+from orchestrator.errors import OrchestratorError, ToolFailure
 from orchestrator.tools.base import ToolSource, ToolSpec
 from orchestrator.tools.reserved import SEND_FILE_NAME
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -56,8 +59,11 @@ class ChatOutlet(Protocol):
     @property
     def max_file_bytes(self) -> int: ...
 
-    async def send_file(self, path: Path, *, name: str, mime: str, caption: str | None) -> str:
-        """Post the file; return the platform message id; raises an `OrchestratorError` on failure."""
+    async def send_file(self, content: io.BufferedReader, *, size: int, name: str, mime: str, caption: str | None) -> str:
+        """Post the open, checked file `content` (`size` bytes); return the platform message id.
+
+        Raises an `OrchestratorError` on failure; the caller closes `content`.
+        """
         ...
 
 
@@ -105,27 +111,32 @@ class SendFileTool:
         outlet = current_outlet()
         if outlet is None:
             raise ToolFailure(tool, "this turn has no chat to send a file to")
+        content = self._open(path)
+        with content:
+            size = os.fstat(content.fileno()).st_size
+            if size > outlet.max_file_bytes:
+                raise ToolFailure(
+                    tool, f"{path!r} is {size:,} bytes; this chat takes files up to {outlet.max_file_bytes:,} bytes"
+                )
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            try:
+                message_id = await outlet.send_file(
+                    content, size=size, name=name, mime=mime, caption=caption[:_MAX_CAPTION] if caption else None
+                )
+            except OrchestratorError as exc:
+                raise ToolFailure(tool, f"the chat refused the file: {exc}") from exc
+        return f"sent {path} ({size:,} bytes) to the chat as message {message_id}"
+
+    def _open(self, path: str) -> io.BufferedReader:
+        """Open `path` once beneath the workspace (a regular file with one link, no link on the way)."""
+        tool = SEND_FILE_NAME
         try:
-            target = self._security.confine(path)
-        except WorkspaceEscape as exc:
-            raise ToolFailure(tool, f"refused: {exc}") from exc
-        try:
-            info = os.stat(target, follow_symlinks=False)
+            with WorkspaceDir.open(self._security.workspace) as workspace:
+                return workspace.open_read(path)
+        except UnsafeEntry as exc:
+            raise ToolFailure(tool, str(exc)) from None
         except FileNotFoundError:
             raise ToolFailure(tool, f"no such file: {path!r}") from None
         except OSError as exc:
             raise ToolFailure(tool, f"cannot read {path!r}: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolFailure(tool, f"{path!r} is not a regular file")
-        if info.st_size > outlet.max_file_bytes:
-            raise ToolFailure(
-                tool, f"{path!r} is {info.st_size:,} bytes; this chat takes files up to {outlet.max_file_bytes:,} bytes"
-            )
-        mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-        try:
-            message_id = await outlet.send_file(
-                target, name=target.name, mime=mime, caption=caption[:_MAX_CAPTION] if caption else None
-            )
-        except OrchestratorError as exc:
-            raise ToolFailure(tool, f"the chat refused the file: {exc}") from exc
-        return f"sent {path} ({info.st_size:,} bytes) to the chat as message {message_id}"

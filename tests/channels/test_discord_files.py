@@ -26,6 +26,8 @@ from channels import (
 from channels.discord import DiscordAdapter
 from orchestrator.config.channels import DiscordChannelConfig
 from tests.fakes.discord_api import FakeDiscord
+from tests.channels.conftest import Outbound
+from tests.channels.downloads import download_to
 from tests.fakes.loopback import serving
 
 TOKEN = "good-token"
@@ -126,7 +128,7 @@ async def test_an_unmentioned_guild_attachment_is_ignored_and_a_mentioned_one_de
 async def test_download_streams_from_the_cdn_without_the_token(fake: FakeDiscord, adapter: DiscordAdapter, tmp_path: Path) -> None:
     assert isinstance(adapter, FileAdapter) and adapter.max_file_bytes == 10 * 1024 * 1024
     dest = tmp_path / "photo.png"
-    assert await adapter.download(hosted(fake), dest, max_bytes=10_000_000) == len(PNG)
+    assert await download_to(adapter, hosted(fake), dest, max_bytes=10_000_000) == len(PNG)
     assert dest.read_bytes() == PNG and fake.cdn.downloads == 1 and fake.cdn.served[0].completed
     assert not [r for r in fake.requests if "Authorization" in r.headers and r.path.startswith("/attachments")]
 
@@ -139,7 +141,7 @@ async def test_download_stops_at_the_cap_and_removes_the_file(
     big = b"y" * (16 * 1024 * 1024)  # far more than loopback socket buffers hold
     dest = tmp_path / "big.bin"
     with pytest.raises(AttachmentTooLarge):
-        await adapter.download(hosted(fake, big, "big.bin", "application/octet-stream"), dest, max_bytes=100_000)
+        await download_to(adapter, hosted(fake, big, "big.bin", "application/octet-stream"), dest, max_bytes=100_000)
     assert not dest.exists()
     served = fake.cdn.served[-1]
     async with asyncio.timeout(10):
@@ -151,7 +153,7 @@ async def test_a_tampered_or_expired_link_is_refused(fake: FakeDiscord, adapter:
     good = hosted(fake)
     forged = Attachment(kind="image", mime="image/png", handle=good.handle.replace("hm=", "hm=0"))
     with pytest.raises(ChannelRefused, match="HTTP 404"):
-        await adapter.download(forged, tmp_path / "x", max_bytes=10_000_000)
+        await download_to(adapter, forged, tmp_path / "x", max_bytes=10_000_000)
     assert fake.cdn.refused == 1 and fake.cdn.downloads == 0 and not (tmp_path / "x").exists()
 
 
@@ -161,14 +163,14 @@ async def test_cdn_failures_and_stalls_are_retryable_channel_errors(
     attachment = hosted(fake)
     fake.cdn.fail_next_download(status=502)
     with pytest.raises(ChannelError, match="HTTP 502") as failed:
-        await adapter.download(attachment, tmp_path / "a", max_bytes=10_000_000)
+        await download_to(adapter, attachment, tmp_path / "a", max_bytes=10_000_000)
     fake.cdn.stall_next_download(30.0)
     adapter.download_idle_timeout_s = 0.3
     with pytest.raises(ChannelError, match="stalled") as stalled:
-        await adapter.download(attachment, tmp_path / "b", max_bytes=10_000_000)
+        await download_to(adapter, attachment, tmp_path / "b", max_bytes=10_000_000)
     assert not isinstance(failed.value, ChannelRefused) and not isinstance(stalled.value, ChannelRefused)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
-    assert await adapter.download(attachment, tmp_path / "c", max_bytes=10_000_000) == len(PNG)
+    assert await download_to(adapter, attachment, tmp_path / "c", max_bytes=10_000_000) == len(PNG)
 
 
 async def test_only_discord_hosts_are_fetched(adapter: DiscordAdapter, tmp_path: Path) -> None:
@@ -183,7 +185,7 @@ async def test_only_discord_hosts_are_fetched(adapter: DiscordAdapter, tmp_path:
     async with serving(app) as origin:
         for handle in (f"{origin}/attachments/1/2/x.png", "http://cdn.discordapp.com/a.png", "https://cdn.discordapp.com.evil.example/a"):
             with pytest.raises(ChannelRefused, match="not a Discord CDN URL"):
-                await adapter.download(Attachment(kind="image", mime="image/png", handle=handle), tmp_path / "x", max_bytes=100)
+                await download_to(adapter, Attachment(kind="image", mime="image/png", handle=handle), tmp_path / "x", max_bytes=100)
     assert seen == [] and not (tmp_path / "x").exists()
 
 
@@ -202,10 +204,10 @@ async def test_a_cdn_refusal_or_redirect_is_refused_and_a_redirect_not_followed(
     async with serving(app) as origin:
         fake.cdn.fail_next_download(status=403)
         with pytest.raises(ChannelRefused, match="HTTP 403"):
-            await adapter.download(attachment, tmp_path / "a", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "a", max_bytes=10_000_000)
         fake.cdn.redirect_next_download(f"{origin}/moved.png")
         with pytest.raises(ChannelRefused, match="redirected.*moved.png.*not followed"):
-            await adapter.download(attachment, tmp_path / "b", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "b", max_bytes=10_000_000)
     assert seen == [] and not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
@@ -215,7 +217,7 @@ async def test_a_cdn_that_compresses_still_yields_the_file_as_sent(
     notes = b"meeting notes\n" * 4000  # text a CDN would gzip for a client that accepts it
     fake.cdn.compress = True
     dest = tmp_path / "notes.txt"
-    assert await adapter.download(hosted(fake, notes, "notes.txt", "text/plain"), dest, max_bytes=10_000_000) == len(notes)
+    assert await download_to(adapter, hosted(fake, notes, "notes.txt", "text/plain"), dest, max_bytes=10_000_000) == len(notes)
     assert dest.read_bytes() == notes and fake.cdn.accept_encodings == ["identity"]
 
 
@@ -223,17 +225,17 @@ async def test_a_cdn_that_compresses_still_yields_the_file_as_sent(
 
 
 async def test_send_file_posts_an_image_and_a_document_as_multipart(
-    fake: FakeDiscord, adapter: DiscordAdapter, tmp_path: Path
+    fake: FakeDiscord, adapter: DiscordAdapter, tmp_path: Path, outbound: Outbound
 ) -> None:
     (tmp_path / "chart.png").write_bytes(PNG)
     (tmp_path / "report.pdf").write_bytes(PDF)
     caption = "here " + "x" * 2500  # longer than one message: the rest follows the file
     async with connected(adapter):
         first = await adapter.send_file(
-            OutboundFile(chat=DM, path=tmp_path / "chart.png", name="chart.png", mime="image/png", caption=caption)
+            outbound(chat=DM, path=tmp_path / "chart.png", name="chart.png", mime="image/png", caption=caption)
         )
         second = await adapter.send_file(
-            OutboundFile(chat=DM, path=tmp_path / "report.pdf", name="report.pdf", mime="application/pdf")
+            outbound(chat=DM, path=tmp_path / "report.pdf", name="report.pdf", mime="application/pdf")
         )
     posts = fake.created_messages
     assert [p["id"] for p in posts if "files" in p] == [first, second]
@@ -246,10 +248,10 @@ async def test_send_file_posts_an_image_and_a_document_as_multipart(
     assert posts[0]["files"] and not posts[1].get("files")  # the caption's rest follows the file
 
 
-async def test_send_file_over_the_limit_is_refused(fake: FakeDiscord, adapter: DiscordAdapter, tmp_path: Path) -> None:
+async def test_send_file_over_the_limit_is_refused(fake: FakeDiscord, adapter: DiscordAdapter, tmp_path: Path, outbound: Outbound) -> None:
     big = tmp_path / "big.bin"
     big.write_bytes(b"z" * (10 * 1024 * 1024 + 1))
-    file = OutboundFile(chat=DM, path=big, name="big.bin", mime="application/octet-stream")
+    file = outbound(chat=DM, path=big, name="big.bin", mime="application/octet-stream")
     async with connected(adapter):
         with pytest.raises(ChannelRefused, match="at most 10485760"):
             await adapter.send_file(file)
@@ -259,7 +261,7 @@ async def test_send_file_over_the_limit_is_refused(fake: FakeDiscord, adapter: D
         small.write_bytes(b"hi")
         fake.fail_next("POST", "/channels/{id}/messages", status=403)
         with pytest.raises(ChannelRefused, match="HTTP 403"):
-            await adapter.send_file(OutboundFile(chat=DM, path=small, name="small.txt", mime="text/plain"))
+            await adapter.send_file(outbound(chat=DM, path=small, name="small.txt", mime="text/plain"))
 
 
 async def test_the_fake_refuses_an_oversize_multipart_post_like_discord(fake: FakeDiscord, tmp_path: Path) -> None:

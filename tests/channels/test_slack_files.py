@@ -24,6 +24,8 @@ from channels import (
 )
 from channels.slack import SlackAdapter
 from orchestrator.config.channels import SlackChannelConfig
+from tests.channels.conftest import Outbound
+from tests.channels.downloads import download_to
 from tests.fakes.loopback import serving
 from tests.fakes.slack_api import FakeSlack, mention_event
 
@@ -135,7 +137,7 @@ async def test_a_slack_connect_stub_is_pending_and_costs_no_call_until_described
         assert (described.kind, described.mime, described.size, described.name, described.pending) == (
             "image", "image/png", len(PNG), "photo.png", False
         )
-        assert await adapter.download(described, tmp_path / "photo.png", max_bytes=10_000_000) == len(PNG)
+        assert await download_to(adapter, described, tmp_path / "photo.png", max_bytes=10_000_000) == len(PNG)
         with pytest.raises(ChannelRefused, match="access_denied"):
             await adapter.describe(second)
     assert (tmp_path / "photo.png").read_bytes() == PNG
@@ -146,7 +148,7 @@ async def test_a_pending_download_describes_the_file_first(fake: FakeSlack, tmp_
     stub = fake.files.add_connect("paper.pdf", PDF, mimetype="application/pdf")
     pending = Attachment(kind="document", mime="application/octet-stream", handle=stub["id"], pending=True)
     async with make_adapter(fake) as adapter:
-        assert await adapter.download(pending, tmp_path / "paper.pdf", max_bytes=10_000_000) == len(PDF)
+        assert await download_to(adapter, pending, tmp_path / "paper.pdf", max_bytes=10_000_000) == len(PDF)
     assert (tmp_path / "paper.pdf").read_bytes() == PDF and len(fake.calls("files.info")) == 1
 
 
@@ -178,7 +180,7 @@ async def test_download_streams_the_file_with_the_bot_token(fake: FakeSlack, tmp
     assert isinstance(adapter, FileAdapter) and adapter.max_file_bytes == 1024**3
     dest = tmp_path / "photo.png"
     async with adapter:
-        size = await adapter.download(hosted(fake), dest, max_bytes=10_000_000)
+        size = await download_to(adapter, hosted(fake), dest, max_bytes=10_000_000)
     assert size == len(PNG) and dest.read_bytes() == PNG
     assert fake.files.downloads == 1 and fake.files.served[0].completed
 
@@ -191,7 +193,7 @@ async def test_download_stops_at_the_cap_and_removes_the_file(fake: FakeSlack, t
     dest = tmp_path / "big.bin"
     async with make_adapter(fake) as adapter:
         with pytest.raises(AttachmentTooLarge) as caught:
-            await adapter.download(attachment, dest, max_bytes=100_000)
+            await download_to(adapter, attachment, dest, max_bytes=100_000)
     assert "100000" in caught.value.reason and not dest.exists()
     served = fake.files.served[-1]
     async with asyncio.timeout(10):
@@ -203,7 +205,7 @@ async def test_a_wrong_token_is_refused_by_slack(fake: FakeSlack, tmp_path: Path
     attachment = hosted(fake)
     async with make_adapter(fake, bot_token="xoxb-not-ours") as adapter:
         with pytest.raises(ChannelRefused, match="HTTP 401.*files:read"):
-            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "p.png", max_bytes=10_000_000)
     assert fake.files.refused_downloads == [(401, "xoxb-not-ours")] and fake.files.downloads == 0
     assert not (tmp_path / "p.png").exists()
 
@@ -213,7 +215,7 @@ async def test_a_sign_in_page_instead_of_the_file_is_refused_naming_the_scope(fa
     fake.files.missing_scope = True
     async with make_adapter(fake) as adapter:
         with pytest.raises(ChannelRefused, match="sign-in page.*files:read"):
-            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "p.png", max_bytes=10_000_000)
     assert fake.files.refused_downloads == [(200, fake.bot_token)] and not (tmp_path / "p.png").exists()
 
 
@@ -222,12 +224,12 @@ async def test_an_unknown_file_is_refused_and_a_server_error_may_be_retried(fake
     missing = Attachment(kind="image", mime="image/png", handle=attachment.handle.replace("-F", "-FX"))
     async with make_adapter(fake) as adapter:
         with pytest.raises(ChannelRefused, match="HTTP 404"):
-            await adapter.download(missing, tmp_path / "a", max_bytes=10_000_000)
+            await download_to(adapter, missing, tmp_path / "a", max_bytes=10_000_000)
         fake.files.fail_next_download(status=503)
         with pytest.raises(ChannelError, match="HTTP 503") as caught:
-            await adapter.download(attachment, tmp_path / "b", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "b", max_bytes=10_000_000)
         assert not isinstance(caught.value, ChannelRefused)
-        assert await adapter.download(attachment, tmp_path / "c", max_bytes=10_000_000) == len(PNG)
+        assert await download_to(adapter, attachment, tmp_path / "c", max_bytes=10_000_000) == len(PNG)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
@@ -243,7 +245,7 @@ async def test_the_token_never_goes_to_a_host_that_is_not_slack(fake: FakeSlack,
     async with serving(app) as origin, make_adapter(fake) as adapter:
         for handle in (f"{origin}/files-pri/T0001-F1/x.png", "https://files.slack.com.evil.example/x.png", "x.png"):
             with pytest.raises(ChannelRefused, match="not a Slack file URL"):
-                await adapter.download(
+                await download_to(adapter, 
                     Attachment(kind="image", mime="image/png", handle=handle), tmp_path / "x", max_bytes=1000
                 )
     assert seen == [] and not (tmp_path / "x").exists()
@@ -262,10 +264,10 @@ async def test_a_redirect_is_refused_and_the_token_does_not_follow_it(fake: Fake
     async with serving(app) as origin, make_adapter(fake) as adapter:
         fake.files.redirect_next_download(f"{origin}/signin?redir=photo.png")
         with pytest.raises(ChannelRefused, match="HTTP 302.*redirected.*files:read"):
-            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "p.png", max_bytes=10_000_000)
         fake.files.fail_next_download(status=403)
         with pytest.raises(ChannelRefused, match="HTTP 403.*files:read"):
-            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "p.png", max_bytes=10_000_000)
     assert seen == [] and not (tmp_path / "p.png").exists()
 
 
@@ -275,18 +277,18 @@ async def test_a_stalled_download_is_a_channel_error(fake: FakeSlack, tmp_path: 
     async with make_adapter(fake) as adapter:
         adapter.download_idle_timeout_s = 0.3
         with pytest.raises(ChannelError, match="stalled") as caught:
-            await adapter.download(attachment, tmp_path / "p.png", max_bytes=10_000_000)
+            await download_to(adapter, attachment, tmp_path / "p.png", max_bytes=10_000_000)
     assert not isinstance(caught.value, ChannelRefused) and not (tmp_path / "p.png").exists()
 
 
 # -- uploads ------------------------------------------------------------------------------------
 
 
-async def test_send_file_posts_an_image_and_a_document_through_the_v2_flow(fake: FakeSlack, tmp_path: Path) -> None:
+async def test_send_file_posts_an_image_and_a_document_through_the_v2_flow(fake: FakeSlack, tmp_path: Path, outbound: Outbound) -> None:
     (tmp_path / "chart.png").write_bytes(PNG)
     (tmp_path / "report.pdf").write_bytes(PDF)
-    image = OutboundFile(chat="D0001", path=tmp_path / "chart.png", name="chart.png", mime="image/png", caption="<!channel> look")
-    document = OutboundFile(
+    image = outbound(chat="D0001", path=tmp_path / "chart.png", name="chart.png", mime="image/png", caption="<!channel> look")
+    document = outbound(
         chat="C0001", path=tmp_path / "report.pdf", name="report.pdf", mime="application/pdf", thread="171.5"
     )
     async with make_adapter(fake) as adapter:
@@ -303,10 +305,10 @@ async def test_send_file_posts_an_image_and_a_document_through_the_v2_flow(fake:
     assert all(call.token == fake.bot_token for call in fake.calls("files.completeUploadExternal"))
 
 
-async def test_send_file_failures_are_refusals_or_retryable(fake: FakeSlack, tmp_path: Path) -> None:
+async def test_send_file_failures_are_refusals_or_retryable(fake: FakeSlack, tmp_path: Path, outbound: Outbound) -> None:
     path = tmp_path / "a.txt"
     path.write_bytes(b"hello")
-    file = OutboundFile(chat="D0001", path=path, name="a.txt", mime="text/plain")
+    file = outbound(chat="D0001", path=path, name="a.txt", mime="text/plain")
     async with make_adapter(fake) as adapter:
         fake.fail_next("files.completeUploadExternal", error="not_in_channel")
         with pytest.raises(ChannelRefused, match="not_in_channel"):
@@ -316,9 +318,9 @@ async def test_send_file_failures_are_refusals_or_retryable(fake: FakeSlack, tmp
             await adapter.send_file(file)
         assert not isinstance(caught.value, ChannelRefused)
         with pytest.raises(ChannelRefused, match="channel_not_found"):
-            await adapter.send_file(OutboundFile(chat="nowhere", path=path, name="a.txt", mime="text/plain"))
+            await adapter.send_file(outbound(chat="nowhere", path=path, name="a.txt", mime="text/plain"))
         (tmp_path / "empty").write_bytes(b"")
         with pytest.raises(ChannelRefused, match="empty"):
-            await adapter.send_file(OutboundFile(chat="D0001", path=tmp_path / "empty", name="e", mime="text/plain"))
+            await adapter.send_file(outbound(chat="D0001", path=tmp_path / "empty", name="e", mime="text/plain"))
         assert await adapter.send_file(file)
     assert len(fake.files.uploads) == 1 and fake.files.uploads[0].content == b"hello"

@@ -11,6 +11,8 @@ import pytest
 from channels import AttachmentTooLarge, ChannelRefused, FileAdapter, Inbound, OutboundFile, create_adapter
 from orchestrator.config import SecretRef
 from orchestrator.config.channels import TelegramChannelConfig
+from tests.channels.conftest import Outbound
+from tests.channels.downloads import download_to
 from tests.fakes.telegram_api import FakeTelegram
 from tests.media.samples import JPEG, PDF
 
@@ -64,7 +66,7 @@ async def test_a_captionless_photo_is_a_message_with_an_image(fake: FakeTelegram
     assert (image.kind, image.mime, image.size) == ("image", "image/jpeg", len(JPEG))
     assert fake.downloads == 0  # receiving fetches nothing
     dest = tmp_path / "photo.jpg"
-    assert await adapter.download(image, dest, max_bytes=1_000_000) == len(JPEG)
+    assert await download_to(adapter, image, dest, max_bytes=1_000_000) == len(JPEG)
     assert dest.read_bytes() == JPEG
     assert fake.downloads == 1
 
@@ -88,7 +90,7 @@ async def test_a_file_larger_than_it_claims_is_cut_off_while_streaming(fake: Fak
     (item,) = await receive(adapter)
     dest = tmp_path / "big.pdf"
     with pytest.raises(AttachmentTooLarge):
-        await adapter.download(item.attachments[0], dest, max_bytes=100_000)
+        await download_to(adapter, item.attachments[0], dest, max_bytes=100_000)
     assert not dest.exists()
     assert fake.downloads == 1
     assert fake.downloaded_bytes < len(big)  # the fake stopped being read once the cap passed
@@ -98,25 +100,25 @@ async def test_a_file_declared_too_large_is_refused_before_any_byte(fake: FakeTe
     fake.push_document(42, 7, PDF, file_name="r.pdf", mime_type="application/pdf", reported_size=5_000_000)
     (item,) = await receive(adapter)
     with pytest.raises(AttachmentTooLarge):
-        await adapter.download(item.attachments[0], tmp_path / "r.pdf", max_bytes=1_000_000)
+        await download_to(adapter, item.attachments[0], tmp_path / "r.pdf", max_bytes=1_000_000)
     assert fake.downloads == 0 and fake.calls("getFile") == []
 
 
-async def test_send_file_posts_photos_and_documents_as_multipart(fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path) -> None:
+async def test_send_file_posts_photos_and_documents_as_multipart(fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path, outbound: Outbound) -> None:
     photo, doc = tmp_path / "chart.jpg", tmp_path / "notes.txt"
     photo.write_bytes(JPEG)
     doc.write_text("hello", encoding="utf-8")
-    first = await adapter.send_file(OutboundFile(chat="42", path=photo, name="chart.jpg", mime="image/jpeg", caption="a chart"))
-    second = await adapter.send_file(OutboundFile(chat="42", path=doc, name="notes.txt", mime="text/plain"))
+    first = await adapter.send_file(outbound(chat="42", path=photo, name="chart.jpg", mime="image/jpeg", caption="a chart"))
+    second = await adapter.send_file(outbound(chat="42", path=doc, name="notes.txt", mime="text/plain"))
     assert [u["method"] for u in fake.uploads] == ["sendPhoto", "sendDocument"]
     assert fake.uploads[0]["data"] == JPEG and fake.uploads[0]["caption"] == "a chart"
     assert fake.uploads[1]["data"] == b"hello" and fake.uploads[1]["filename"] == "notes.txt"
     assert [first, second] == [str(u["message_id"]) for u in fake.uploads]
 
 
-async def test_an_upload_the_platform_refuses_is_a_refusal(fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path) -> None:
+async def test_an_upload_the_platform_refuses_is_a_refusal(fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path, outbound: Outbound) -> None:
     doc = tmp_path / "notes.txt"
     doc.write_text("hello", encoding="utf-8")
     fake.fail_next("sendDocument", status=400, description="Bad Request: chat not found")
     with pytest.raises(ChannelRefused, match="(?i)chat not found"):
-        await adapter.send_file(OutboundFile(chat="42", path=doc, name="notes.txt", mime="text/plain"))
+        await adapter.send_file(outbound(chat="42", path=doc, name="notes.txt", mime="text/plain"))

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -46,19 +47,18 @@ def files(execution: ResolvedAgentExecution) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def streaming(data: bytes, calls: list[int]) -> Callable[[Path, int], object]:
+def streaming(data: bytes, calls: list[int]) -> Callable[[BinaryIO, int], object]:
     """A fetch that writes in pieces and stops past the cap, as the adapters do."""
 
-    async def fetch(dest: Path, max_bytes: int) -> int:
+    async def fetch(dest: BinaryIO, max_bytes: int) -> int:
         calls.append(max_bytes)
         written = 0
-        with dest.open("wb") as handle:
-            for start in range(0, len(data), 1000):
-                piece = data[start : start + 1000]
-                written += len(piece)
-                if written > max_bytes:
-                    raise AttachmentTooLarge("test", "over the cap")
-                handle.write(piece)
+        for start in range(0, len(data), 1000):
+            piece = data[start : start + 1000]
+            written += len(piece)
+            if written > max_bytes:
+                raise AttachmentTooLarge("test", "over the cap")
+            dest.write(piece)
         return written
 
     return fetch
@@ -96,12 +96,12 @@ async def test_the_message_cap_is_checked_up_front_and_while_reading(execution: 
 
 
 async def test_a_failing_or_hanging_fetch_keeps_nothing(execution: ResolvedAgentExecution) -> None:
-    async def broken(dest: Path, max_bytes: int) -> int:
-        dest.write_bytes(b"half")
+    async def broken(dest: BinaryIO, max_bytes: int) -> int:
+        dest.write(b"half")
         raise ChannelError("test", "connection reset")
 
-    async def hanging(dest: Path, max_bytes: int) -> int:
-        dest.write_bytes(b"half")
+    async def hanging(dest: BinaryIO, max_bytes: int) -> int:
+        dest.write(b"half")
         await asyncio.Event().wait()
         return 0
 

@@ -219,6 +219,29 @@ def test_symlinks_in_a_skill_are_refused_unless_scripts_are_allowed(
     )
 
 
+@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+def test_a_skill_file_that_is_a_link_is_never_read_even_with_scripts_allowed(
+    how: str, tmp_path: Path, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a skills folder an agent can write: SKILL.md swapped for a link to a file outside
+    skills = write_kit(tmp_path)
+    skill_md = skills / "notes" / "SKILL.md"
+    outside = tmp_path / "outside-SKILL.md"
+    outside.write_bytes(skill_md.read_bytes())
+    skill_md.unlink()
+    if how == "symlink":
+        skill_md.symlink_to(outside)
+    else:
+        skill_md.hardlink_to(outside)
+    allowed = write_config(CONFIG.replace('dirs = ["skills"]', 'dirs = ["skills"]\nallow_scripts = true'))
+
+    code, lines = check(allowed, capsys)
+
+    assert code == 1
+    why = "goes through a symbolic link" if how == "symlink" else "has 2 hard links (it may be a file outside the workspace)"
+    assert lines == [f"{skill_md}: not read: it {why}"]
+
+
 def test_skill_tool_names_in_policy_lists_must_exist(
     tmp_path: Path, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:
