@@ -17,11 +17,11 @@ from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.faults.kit import ROOT, config_text
-from tests.observability.kit import SCRAPE, TOKEN, closed_port, samples, scrape
+from tests.observability.kit import SCRAPE, TOKEN, gateway_port, samples, scrape
 
 GATEWAY = """
 [gateway]
-port = {port}
+port = 0
 token = "file:gateway.token"
 metrics_token = "file:scrape.token"
 metrics = true
@@ -36,9 +36,8 @@ MESSAGES = 2
 async def test_no_metric_label_names_a_chat_a_sender_or_a_session(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
     fake_llm.default = echo_model
     fake_llm.latency_s = 0.3
-    port = closed_port()
     async with FakeTelegram() as tg:
-        config = write_config(config_text(fake_llm, tg) + GATEWAY.format(port=port))
+        config = write_config(config_text(fake_llm, tg) + GATEWAY)
         (config.parent / "gateway.token").write_text(TOKEN + "\n", encoding="utf-8")
         (config.parent / "scrape.token").write_text(SCRAPE + "\n", encoding="utf-8")
         log = config.with_name(f"daemon-{time.monotonic_ns()}.log")
@@ -48,13 +47,13 @@ async def test_no_metric_label_names_a_chat_a_sender_or_a_session(write_config: 
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=sink,
                 cwd=ROOT, env={**os.environ, "FAULT_TG_TOKEN": DEFAULT_TOKEN},
             )
-        address = GatewayAddress(host="127.0.0.1", port=port)
         scrapes: list[str] = []
         try:
             async with asyncio.timeout(60):
                 while b"ready:" not in log.read_bytes():
                     assert proc.returncode is None, log.read_text()[-2000:]
                     await asyncio.sleep(0.05)
+            address = GatewayAddress(host="127.0.0.1", port=gateway_port(log.read_text()))
             for n in range(MESSAGES):
                 for sender in SENDERS:
                     tg.push_message(sender, sender, f"msg-{sender}-{n}")
@@ -85,3 +84,4 @@ async def test_no_metric_label_names_a_chat_a_sender_or_a_session(write_config: 
 
 def _queued(body: str) -> bool:
     return (samples(body).get(("orchestrator_session_queue_length_max", frozenset())) or 0) >= 1
+

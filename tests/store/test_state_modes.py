@@ -18,14 +18,14 @@ from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.faults.kit import ROOT, config_text
-from tests.observability.kit import TOKEN, closed_port
+from tests.observability.kit import TOKEN, gateway_port
 
 EXTRA = """
 [agents.a.memory]
 scope = "agent"
 
 [gateway]
-port = {port}
+port = 0
 token = "file:gateway.token"
 
 [[schedules]]
@@ -43,9 +43,8 @@ async def test_state_files_and_folders_are_private_whatever_the_umask(
     umask: int, write_config: WriteConfig, fake_llm: FakeOpenAI
 ) -> None:
     fake_llm.default = echo_model
-    port = closed_port()
     async with FakeTelegram() as tg:
-        config = write_config(config_text(fake_llm, tg) + EXTRA.format(port=port))
+        config = write_config(config_text(fake_llm, tg) + EXTRA)
         (config.parent / "gateway.token").write_text(TOKEN + "\n", encoding="utf-8")
         log = config.with_name("daemon.log")
         with open(log, "wb") as sink:
@@ -59,6 +58,7 @@ async def test_state_files_and_folders_are_private_whatever_the_umask(
                 while b"ready:" not in log.read_bytes():
                     assert proc.returncode is None, log.read_text()[-2000:]
                     await asyncio.sleep(0.05)
+            port = gateway_port(log.read_text())
             tg.push_message(7310061, 7310061, "hello")
             await tg.wait_for(lambda: any(p["text"] == "m: hello" for p in tg.sent), timeout=30)
             async with aiohttp.ClientSession() as session:
@@ -89,3 +89,4 @@ def not_private(folder: Path) -> dict[str, str]:
         for path in (root, *root.rglob("*"))
         if stat.S_IMODE(path.lstat().st_mode) != (0o700 if path.is_dir() else 0o600)
     }
+
