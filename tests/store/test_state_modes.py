@@ -7,13 +7,15 @@ import asyncio
 import os
 import signal
 import stat
+import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from tests.conftest import WriteConfig
+from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
@@ -90,3 +92,28 @@ def not_private(folder: Path) -> dict[str, str]:
         if stat.S_IMODE(path.lstat().st_mode) != (0o700 if path.is_dir() else 0o600)
     }
 
+
+
+def test_a_state_file_an_older_version_left_readable_is_closed_when_next_opened(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    config = write_config(provider_toml(fake_llm.base_url) + '[agents.a]\nprovider = "fake"\nmodel = "m"\n\n[agents.a.memory]\nscope = "agent"\n')
+    state = config.parent / "state"
+    state.mkdir(mode=0o755)
+    old = sqlite3.connect(state / "memory.sqlite3")
+    old.execute("PRAGMA journal_mode=WAL")
+    old.execute("CREATE TABLE kept (x)")  # a -wal beside it, left open as a crash leaves it
+    for name in ("memory.sqlite3", "memory.sqlite3-wal"):
+        os.chmod(state / name, 0o644)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "tools", "a", "--config", str(config)],
+            capture_output=True, text=True, cwd=ROOT, timeout=60, check=False,
+        )
+        modes = {name: stat.S_IMODE((state / name).stat().st_mode) for name in ("memory.sqlite3", "memory.sqlite3-wal")}
+    finally:
+        old.close()
+    assert done.returncode == 0, done.stderr
+    assert "memory_store" in done.stdout  # it opened the memory store
+    assert modes == {"memory.sqlite3": 0o600, "memory.sqlite3-wal": 0o600}
+    assert stat.S_IMODE(state.stat().st_mode) == 0o755  # a folder that was there keeps its mode
