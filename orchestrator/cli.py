@@ -249,6 +249,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"{args.config}: ok ({len(config.agents)} agents, {len(config.providers)} providers, "
         f"{len(config.channels)} channels, {len(config.routes)} routes)"
     )
+    from orchestrator.checks import tracked_secret_warnings
+
+    for warning in tracked_secret_warnings(config, shown=args.config):  # a warning: the exit code stays
+        print(f"warning: {warning}", file=sys.stderr)
     if not args.connect:
         from orchestrator.checks import telemetry_problems
 

@@ -30,7 +30,7 @@ from acp.schema import (
 )
 from loguru import logger
 
-from orchestrator.acp.framing import screen_input
+from orchestrator.acp.framing import line_limit, screen_input
 from orchestrator.acp.history import AcpHistory, StoredTranscript
 from orchestrator.acp.media import advertises_audio, not_advertised, take_in_prompt
 from orchestrator.acp.session import AcpSession
@@ -59,7 +59,6 @@ _STOP: Final[dict[StopReason, AcpStopReason]] = {
     StopReason.TOKEN_BUDGET: "max_tokens",
     StopReason.CONTEXT_OVERFLOW: "max_tokens",
 }
-_STDIO_LIMIT: Final = 16 * 1024 * 1024
 
 
 async def serve_acp(config: Config, agent: str) -> int:
@@ -75,13 +74,14 @@ async def serve_acp(config: Config, agent: str) -> int:
         # for the agent itself; what its delegate targets need is opened for them.
         services = await stack.enter_async_context(open_services(config, [agent], _PATH))
         store = _open_store(config, stack)
-        build_acp(config, agent, services)  # fail before speaking, not mid-session
-        stdin, writer = await open_stdio(limit=_STDIO_LIMIT)
+        # fail before speaking, not mid-session; the longest line is the largest prompt the media caps allow
+        limit = line_limit(build_acp(config, agent, services).media)
+        stdin, writer = await open_stdio(limit=limit)
         sys.stdout = sys.stderr  # the real stdout now belongs to the protocol writer alone
         history = AcpHistory(agent=agent, store=store)
         server = AcpServer(config=config, agent=agent, services=services, history=history)
         logger.debug("acp: serving agent {} on stdio", agent)
-        reader, feed = screen_input(stdin, writer, cancel=server.cancel, limit=_STDIO_LIMIT)
+        reader, feed = screen_input(stdin, writer, cancel=server.cancel, limit=limit)
         try:
             async with asyncio.TaskGroup() as group:
                 feeder = group.create_task(feed())

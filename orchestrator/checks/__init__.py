@@ -8,6 +8,7 @@ something, and `load_config` composes both into the one public way to load a con
 from orchestrator.checks.connected import ModelUse, models_in_use, route_problems, tool_name_problems
 from orchestrator.checks.loading import load_config, parse_config
 from orchestrator.checks.references import RESERVED_AGENT_NAMES, check_references
+from orchestrator.checks.secret_files import secret_references, tracked_secret_warnings
 from orchestrator.checks.telemetry import TELEMETRY_INSTALL, missing_telemetry_package, telemetry_problems
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "models_in_use",
     "parse_config",
     "route_problems",
+    "secret_references",
     "telemetry_problems",
     "tool_name_problems",
+    "tracked_secret_warnings",
 ]

@@ -12,8 +12,8 @@ from orchestrator.checks.fallback import check_fallback
 from orchestrator.checks.schedules import check_schedules
 from orchestrator.checks.skills import check_skills
 from orchestrator.checks.sops import check_sops
-from orchestrator.config import AgentConfig, Config, check_gateway
-from orchestrator.errors import ConfigProblem
+from orchestrator.config import AgentConfig, Config, SecretRef, check_gateway, resolve_secret, webhook_secret_problem
+from orchestrator.errors import ConfigProblem, SecretError
 from orchestrator.policy import is_granted
 from orchestrator.skills import find_skill_dirs
 from orchestrator.text import suggest
@@ -248,6 +248,14 @@ def _has_password(value: str) -> bool:
         return "@" in value and "://" in value
 
 
+def _webhook_secret_problem(ref: SecretRef, base: Path | None) -> str | None:
+    """Check the secret when it can be read here; one that cannot is checked by the daemon at start."""
+    try:
+        return webhook_secret_problem(resolve_secret(ref, base=base))
+    except SecretError:
+        return None  # resolved in the daemon's environment (`channel_secret_problems`)
+
+
 def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
     for name, channel in config.channels.items():
         base = f"channels.{name}"
@@ -256,6 +264,10 @@ def _check_channels(config: Config, shown: str) -> Iterator[ConfigProblem]:
                 yield ConfigProblem(shown, f"{base}.webhook_url", "required for mode 'webhook'")
             if channel.webhook_secret is None:
                 yield ConfigProblem(shown, f"{base}.webhook_secret", "required for mode 'webhook'")
+        if channel.kind == "telegram" and channel.webhook_secret is not None:
+            problem = _webhook_secret_problem(channel.webhook_secret, config.source.parent if config.source else None)
+            if problem:
+                yield ConfigProblem(shown, f"{base}.webhook_secret", problem)
         if channel.kind == "slack" and channel.mode == "socket" and channel.app_token is None:
             yield ConfigProblem(shown, f"{base}.app_token", "required for mode 'socket'")
         if channel.kind == "slack" and channel.mode == "http" and channel.signing_secret is None:

@@ -34,6 +34,7 @@ from orchestrator.config.channels import (
     SlackChannelConfig,
     TelegramChannelConfig,
     TerminalChannelConfig,
+    webhook_secret_problem,
 )
 from orchestrator.config.gateway import (
     GatewayConfig,
@@ -44,7 +45,7 @@ from orchestrator.config.gateway import (
 )
 from orchestrator.config.schedules import DeliverTo, ScheduleConfig
 from orchestrator.config.telemetry import TelemetryConfig
-from orchestrator.config.secrets import resolve_secret
+from orchestrator.config.secrets import resolve_secret, secret_file
 
 __all__ = [
     "AGENTS_DIR_NAME",
@@ -86,5 +87,7 @@ __all__ = [
     "read_config",
     "resolve_secret",
     "token_problem",
+    "secret_file",
     "validate_config",
+    "webhook_secret_problem",
 ]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -18,9 +19,21 @@ __all__ = [
     "SlackChannelConfig",
     "TelegramChannelConfig",
     "TerminalChannelConfig",
+    "webhook_secret_problem",
 ]
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+# What Telegram's setWebhook takes as `secret_token` (its Bot API documentation).
+_WEBHOOK_SECRET: Final = re.compile(r"[A-Za-z0-9_-]{1,256}")
+
+
+def webhook_secret_problem(value: str) -> str | None:
+    """Return why Telegram would refuse `value` as a webhook's secret token, else None (never the value)."""
+    if _WEBHOOK_SECRET.fullmatch(value):
+        return None
+    found = f"{len(value)} characters" if len(value) > 256 else "other characters"
+    return f"Telegram takes 1-256 characters of A-Z, a-z, 0-9, '_' and '-' as a webhook secret; this one has {found}"
 
 
 class _Model(BaseModel):

@@ -12,7 +12,7 @@ from pydantic_core import core_schema
 from orchestrator.errors import EmptySecret, SecretError
 from orchestrator.redaction import register_secret
 
-__all__ = ["SecretRef", "resolve_secret"]
+__all__ = ["SecretRef", "resolve_secret", "secret_file"]
 
 
 class SecretRef(str):
@@ -59,6 +59,12 @@ def resolve_secret(ref: SecretRef, *, base: Path | None = None) -> str:
     return value
 
 
+def secret_file(ref: SecretRef, *, base: Path | None = None) -> Path:
+    """Return the file a `file:` reference reads (`$VARS` and `~` expanded, relative to `base`)."""
+    path = Path(os.path.expandvars(ref.target)).expanduser()
+    return base / path if not path.is_absolute() and base is not None else path
+
+
 def _read(ref: SecretRef, base: Path | None) -> str:
     if ref.scheme == "env":
         value = os.environ.get(ref.target)
@@ -67,9 +73,7 @@ def _read(ref: SecretRef, base: Path | None) -> str:
         if not value.strip():
             raise EmptySecret(ref, f"environment variable {ref.target} is empty")
         return value
-    path = Path(os.path.expandvars(ref.target)).expanduser()
-    if not path.is_absolute() and base is not None:
-        path = base / path
+    path = secret_file(ref, base=base)
     try:
         value = path.read_text(encoding="utf-8").strip()
     except OSError as exc:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Final
 
 from aiohttp import BodyPartReader, hdrs, web
+from aiohttp.http_exceptions import BadHttpMessage, InvalidHeader
 
 from loguru import logger
 
@@ -45,6 +46,7 @@ _MAX_ATTACHMENTS: Final = 10
 _CHUNK: Final = 64 * 1024
 _UNWRITABLE: Final = "I could not store that file (the workspace is not writable)."  # the intake's line
 _FULL: Final = "I could not store that file: the agent's workspace is full."  # the intake's line
+_CONTROL_IN_HEADER: Final = "a part's header holds a control character or NUL"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +86,9 @@ async def staged_form(
             ) from None
         except ValueError as exc:  # aiohttp's reader: a broken boundary, headers or length
             raise web.HTTPBadRequest(text=f"the multipart body is malformed: {exc}") from None
+        except BadHttpMessage as exc:  # aiohttp's header parser: never the raw bytes back, never a 500
+            reason = _CONTROL_IN_HEADER if isinstance(exc, InvalidHeader) else "a part's headers cannot be read"
+            raise web.HTTPBadRequest(text=f"the multipart body is malformed: {reason}") from None
         except ConnectionError:  # the client went away mid-upload: nobody to answer, nothing kept
             logger.info("gateway: a multipart upload to {} was cut off", request.path)
             raise web.HTTPBadRequest(text="the upload was cut off") from None
@@ -108,6 +113,8 @@ async def _read(
         if not isinstance(part, BodyPartReader):
             raise web.HTTPBadRequest(text="nested multipart bodies are not accepted")
         name = part.name
+        if any(_is_control(value) for value in (name, part.filename)):  # decoded (`filename*=`) ones too
+            raise web.HTTPBadRequest(text=f"the multipart body is malformed: {_CONTROL_IN_HEADER}")
         if part.filename is None:
             if name not in _FIELDS or name in fields:
                 raise web.HTTPBadRequest(
@@ -147,6 +154,10 @@ async def _read(
         room = None if room is None else room - size
         items.append(Incoming(kind=name, mime=mime, size=size, name=part.filename, fetch=_copied(handle), digest=digest))
     return Form(text=fields.get("text"), session=fields.get("session"), items=tuple(items))
+
+
+def _is_control(value: str | None) -> bool:
+    return value is not None and any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value)
 
 
 async def _field(part: BodyPartReader, name: str, max_bytes: int) -> str:

@@ -3,7 +3,9 @@
 Every answer is collected before anything touches the disk. Then each file is staged beside
 its destination (a temporary file, flushed and fsynced; secrets created 0600 in a 0700
 `secrets/` folder) and the staged files are moved into place with Ctrl-C held off, so an
-interrupt leaves either the old files or the complete new set, never half of one.
+interrupt leaves either the old files or the complete new set, never half of one. The
+secrets folder gets a `.gitignore` of `*` (unless it has one), so a config kept in a git
+checkout never takes its tokens along on a `git add .`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ SECRET_FILES: Final = MappingProxyType({
     "slack app token": "slack_app_token",
     "discord token": "discord_token",
 })
+# Ignores everything in the secrets folder, itself included.
+GITIGNORE: Final = "# Written by `orchestrator init`: nothing in this folder belongs in version control.\n*\n"
 AGENT: Final = "assistant"
 PROVIDER: Final = "main"
 
@@ -77,7 +81,7 @@ def render_config(plan: ConfigPlan) -> str:
     """Return the config file's text."""
     lines = [
         "# Written by `orchestrator init`. Every key is documented in docs/configuration.md.",
-        f"# Secrets are files in {SECRETS_DIR}/ (mode 0600), referenced as `file:`; none is written here.",
+        f"# Secrets are files in {SECRETS_DIR}/ (mode 0600, git-ignored), referenced as `file:`; none is written here.",
         "",
         "[daemon]",
         'state_dir = "./state"',
@@ -123,6 +127,9 @@ def write_plan(config_path: Path, text: str, secrets: Mapping[str, str]) -> None
             made_dir = True
         for name, value in secrets.items():
             staged.append((_stage(secrets_dir / name, value + "\n", 0o600), secrets_dir / name))
+        ignore = secrets_dir / ".gitignore"
+        if secrets and not ignore.exists():  # the admin's own rules stay as they are
+            staged.append((_stage(ignore, GITIGNORE, 0o644), ignore))
         staged.append((_stage(config_path, text, 0o644), config_path))
         with _interrupts_held():
             for temporary, final in staged:

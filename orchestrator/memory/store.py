@@ -13,6 +13,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, TypeVar
 
+from orchestrator.private import SIDE_FILES, private_dir, private_file
+
 __all__ = ["MemoryRecord", "MemoryStore"]
 
 _T = TypeVar("_T")
@@ -64,7 +66,8 @@ class MemoryStore:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        private_file(path, side_files=SIDE_FILES)  # 0600 first: SQLite gives its side files the same mode
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

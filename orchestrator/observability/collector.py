@@ -1,8 +1,14 @@
-"""StateCollector: the gauges of daemon state (channels, MCP servers, inbox, session queues), read at scrape time."""
+"""StateCollector: the gauges of daemon state (channels, MCP servers, inbox, session queues), read at scrape time.
+
+Every label value comes from a bounded set: config names (channels, MCP servers, agents),
+fixed kinds and states, fixed buckets; never a chat, sender, session or message id.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import bisect
+from collections.abc import Iterable, Iterator
+from typing import Final
 
 from loguru import logger
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -13,6 +19,10 @@ from orchestrator.mcp import ConnectionState
 from orchestrator.observability.state import ObservedState
 
 __all__ = ["StateCollector"]
+
+# (lowest length, label) of each bucket of the session queue distribution: a fixed set of labels.
+_QUEUE_BUCKETS: Final = ((0, "0"), (1, "1"), (2, "2-4"), (5, "5-9"), (10, "10+"))
+_QUEUE_LOWS: Final = tuple(low for low, _ in _QUEUE_BUCKETS)
 
 
 class StateCollector(Collector):
@@ -68,13 +78,28 @@ class StateCollector(Collector):
             "orchestrator_replies_given_up", "Replies the delivery queue gave up after reply_give_up_s.",
             value=state.replies_given_up,
         )
-        queues = GaugeMetricFamily(
-            "orchestrator_session_queue_length",
-            "Turns waiting behind the one that holds each live session (only sessions in use appear).",
-            labels=("session",),
+        # Never a series per session: a session key names a chat and a sender (personal data,
+        # and a label set that grows with every user); the distribution and the longest queue do.
+        lengths = list(state.sessions.queue_lengths().values())
+        yield GaugeMetricFamily(
+            "orchestrator_session_queue_length_max",
+            "The most turns waiting behind a running one in any session (0 with none waiting).",
+            value=float(max(lengths, default=0)),
         )
-        lengths = state.sessions.queue_lengths()
-        for key, waiting in sorted(lengths.items()):
-            queues.add_metric((key,), float(waiting))
+        queues = GaugeMetricFamily(
+            "orchestrator_sessions_by_queue_length",
+            "Live sessions by how many turns wait behind the running one (waiting: 0, 1, 2-4, 5-9, 10+).",
+            labels=("waiting",),
+        )
+        for label, count in _queue_buckets(lengths):
+            queues.add_metric((label,), float(count))
         yield queues
         yield GaugeMetricFamily("orchestrator_sessions_live", "Sessions with a turn running or waiting.", value=len(lengths))
+
+
+def _queue_buckets(lengths: Iterable[int]) -> list[tuple[str, int]]:
+    """Return (bucket label, sessions in it) for every bucket of `_QUEUE_BUCKETS`, empty ones too."""
+    counts = [0] * len(_QUEUE_BUCKETS)
+    for length in lengths:
+        counts[bisect.bisect_right(_QUEUE_LOWS, length) - 1] += 1
+    return [(label, count) for (_, label), count in zip(_QUEUE_BUCKETS, counts, strict=True)]

@@ -11,6 +11,7 @@ from orchestrator.config import AgentConfig, Config, PricesConfig
 from orchestrator.media import MediaPolicy, Transcriber
 from orchestrator.providers import ModelBinding, Prices
 from orchestrator.errors import OrchestratorError, UnknownAgent
+from orchestrator.private import private_dir
 from orchestrator.policy import Interactivity, SecurityPolicy, matches_any
 from orchestrator.seam._seal import SEAL
 from orchestrator.seam.approval import ApprovalManager
@@ -194,7 +195,7 @@ def _security(config: Config, name: str, agent: AgentConfig) -> SecurityPolicy:
     else:
         workspace = default_workspace(config, name)
     try:
-        workspace.mkdir(parents=True, exist_ok=True)
+        private_dir(workspace)  # 0700, the folders above it made here too
     except OSError:
         pass  # the tools report a missing workspace when they are used
     workspace = workspace.resolve()  # the jail root, resolved once (see SecurityPolicy.confine)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from orchestrator.errors import OrchestratorError, StateError
+from orchestrator.private import private_dir, private_file
 
 __all__ = ["LOCK_FILE", "StateDirLocked", "hold_state_lock"]
 
@@ -36,7 +37,8 @@ def hold_state_lock(state_dir: Path) -> Iterator[None]:
     """
     path = state_dir / LOCK_FILE
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(state_dir)
+        private_file(path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         raise StateError(str(path), exc.strerror or type(exc).__name__) from exc

@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import Final, Self
 
 from orchestrator.errors import StateCorrupt, StateError
+from orchestrator.private import SIDE_FILES, private_dir, private_file
 from orchestrator.store.durable import StateSyncFailed
 
 __all__ = ["Database", "open_database", "state_fault"]
@@ -44,7 +45,7 @@ def state_fault(exc: BaseException) -> str | None:
 
 
 def open_database(path: Path, schema: str) -> sqlite3.Connection:
-    """Create the folder, connect in autocommit mode with WAL, and apply `schema`.
+    """Create the folder (0700) and the file (0600), connect in autocommit mode with WAL, and apply `schema`.
 
     Raises `StateError` (one line: the file and why) when the folder or file cannot be made
     or opened, or the file is not a usable database, and `StateCorrupt` when SQLite finds
@@ -54,7 +55,8 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
     closed again if the schema cannot be applied.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        private_file(path, side_files=SIDE_FILES)  # 0600 first: SQLite gives its side files the same mode
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise StateError(str(path), getattr(exc, "strerror", None) or str(exc)) from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -24,6 +25,13 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def gateway_port(log: str) -> int:
+    """Return the port a real daemon's gateway bound (`port = 0`: any free one), from its log line."""
+    found = re.search(r"gateway listening on http://127\.0\.0\.1:(\d+)", log)
+    assert found is not None, log[-2000:]
+    return int(found[1])
 
 
 def daemon_toml(fake: FakeOpenAI, *, gateway: str = "metrics = true", extra: str = "", telemetry: str = "") -> str:

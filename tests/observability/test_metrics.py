@@ -91,14 +91,22 @@ async def test_state_gauges_are_read_at_scrape_time(tmp_path: Path, fake_llm: Fa
             process_message(runtime, Inbound(channel="term", chat="terminal", sender="alice", text=t, event_id=t))
             for t in ("first", "second")
         ))
-        while value(body := (await scrape(address))[2], "orchestrator_session_queue_length", {"session": "term:terminal:alice"}) != 1:
+        while value(body := (await scrape(address))[2], "orchestrator_session_queue_length_max") != 1:
             await asyncio.sleep(0.02)
         assert value(body, "orchestrator_inbox_depth") == 2
         assert value(body, "orchestrator_sessions_live") == 1
+        assert _by_queue_length(body) == {"0": 0, "1": 1, "2-4": 0, "5-9": 0, "10+": 0}
         assert await both == [Disposition.ANSWERED, Disposition.ANSWERED]
         _, _, after = await scrape(address)
     assert value(after, "orchestrator_inbox_depth") == 0
-    assert ("orchestrator_session_queue_length", frozenset({("session", "term:terminal:alice")})) not in samples(after)
+    assert value(after, "orchestrator_session_queue_length_max") == 0
+    assert _by_queue_length(after) == {"0": 0, "1": 0, "2-4": 0, "5-9": 0, "10+": 0}
+    assert "alice" not in after and "alice" not in body  # no series names a session
+
+
+def _by_queue_length(body: str) -> dict[str, float]:
+    found = samples(body).items()
+    return {dict(labels)["waiting"]: v for (name, labels), v in found if name == "orchestrator_sessions_by_queue_length"}
 
 
 async def test_mcp_server_states_are_reported(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
