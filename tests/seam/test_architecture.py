@@ -1,110 +1,108 @@
-"""Architecture rules, checked on the source: policy is read and sealed objects built only in the seam."""
+"""Architecture rules, checked on the source: policy is read and sealed objects built only in the seam.
+
+The rules live in `tests/seam/seal_scan.py`, one per way around the seam. Each is applied to
+the real tree here, and each has planted violations it must catch (`PLANTED`) and allowed
+code it must pass (`ALLOWED`). What a source scanner cannot see (a copy, a pickle, `__new__`,
+a subclass, an object made around its constructor) the sealed classes refuse at run time:
+tests/seam/test_seal_runtime.py.
+"""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SEALED = {"ScopedToolRegistry", "ResolvedAgentExecution", "ApprovalManager"}
-AGENT_POLICY_MODELS = {
-    "AgentConfig", "ApprovalConfig", "BudgetConfig", "MemoryConfig", "ShellConfig", "HttpFetchConfig",
-}
-POLICY_OWNERS = ("orchestrator/seam/", "orchestrator/config/", "orchestrator/checks/")
-# Agent policy fields: read only by the seam (and validated by config/ and cross-checked by checks/).
-POLICY_FIELDS = {
-    "tools", "excluded_tools", "approval", "budget", "memory", "skills", "mcp_bundles", "peripherals",
-    "delegates", "autonomy", "temperature", "system_prompt", "auto_approve", "always_ask", "shell",
-    "http_fetch", "acp_enable_mcp", "workspace",
-}
-# Calls that see only the agents' names (or their count).
-NAME_ONLY_CALLS = {"len", "sorted", "list", "set", "frozenset", "tuple", "iter"}
-# Private modules and what only their own package may import.
-PRIVATE_MODULES = {"orchestrator.seam._seal": "orchestrator/seam/", "orchestrator.config.models": "orchestrator/config/"}
-# The names a config holds agents under, however they are spelled.
-AGENTS_KEY = "agents"
+from tests.seam import seal_scan as scan
+from tests.seam.seal_scan import POLICY_OWNERS, ROOT, SEAM, SEALED, Source
+
+__all__ = ["POLICY_OWNERS", "modules"]
+
 EXECUTION_FIELDS = (
     "identity", "model", "provider", "security", "tools", "approvals", "knobs", "context", "assembly", "memory",
     "skills", "mcp_bundles", "prompt_sections", "system_prompt", "ledger", "usage",
 )
+OUTSIDE = "orchestrator/engine/planted.py"
 
 
 def modules(*folders: str) -> Iterator[tuple[str, ast.Module]]:
-    for folder in folders:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            yield rel, ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+    """Each module under `folders` as (path from the root, its tree)."""
+    for source in sources():
+        if source.rel.startswith(tuple(f"{f}/" for f in folders)):
+            yield source.rel, source.tree
 
 
-def imported_modules(tree: ast.Module) -> Iterator[str]:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            yield node.module
-            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+@functools.cache
+def sources() -> tuple[Source, ...]:
+    """Every module of orchestrator/ and channels/, parsed from its bytes as the interpreter reads it."""
+    return tuple(
+        Source.parse(path.relative_to(ROOT).as_posix(), path.read_bytes())
+        for folder in scan.OUR_PACKAGES
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    )
 
 
-def test_channels_never_import_policy_seam_or_tools() -> None:
-    bad = [
-        f"{rel}: imports {name}"
-        for rel, tree in modules("channels")
-        for name in imported_modules(tree)
-        if name.startswith(("orchestrator.seam", "orchestrator.policy", "orchestrator.tools"))
-    ]
-    assert bad == []
+def _outside_seam(rel: str) -> bool:
+    return not rel.startswith(SEAM)
 
 
-def test_private_modules_are_imported_only_inside_their_package() -> None:
-    """The seal token stays in the seam; other packages take config models from `orchestrator.config`."""
-    bad = [line for rel, tree in modules("orchestrator", "channels") for line in private_imports(rel, tree)]
-    assert bad == []
+# rule name -> (the rule, which modules it binds)
+RULES: dict[str, tuple[scan.Rule, Callable[[str], bool]]] = {
+    "private_modules": (scan.private_modules, lambda rel: True),
+    "dynamic_imports": (scan.dynamic_imports, lambda rel: True),
+    "introspection": (scan.introspection, lambda rel: True),
+    "dynamic_code": (scan.dynamic_code, lambda rel: True),
+    "token_outside_the_seam": (scan.token_outside_the_seam, _outside_seam),
+    "token_inside_the_seam": (scan.token_inside_the_seam, lambda rel: rel.startswith(SEAM)),
+    "seal_keyword": (scan.seal_keyword, _outside_seam),
+    "setattr_bypass": (scan.setattr_bypass, _outside_seam),
+    "slot_descriptors": (scan.slot_descriptors, _outside_seam),
+    "instance_dicts": (scan.instance_dicts, _outside_seam),
+    "class_swaps": (scan.class_swaps, _outside_seam),
+    "constructs_sealed": (scan.constructs_sealed, _outside_seam),
+    "copies": (scan.copies, _outside_seam),
+    "subclasses_sealed": (scan.subclasses_sealed, _outside_seam),
+    "patches": (scan.patches, _outside_seam),
+    "computed_lookups": (scan.computed_lookups, _outside_seam),
+    "reaches_resolve": (scan.reaches_resolve, _outside_seam),
+    "policy_reads": (scan.policy_reads, lambda rel: not rel.startswith(POLICY_OWNERS)),
+    "channel_imports": (scan.channel_imports, lambda rel: rel.startswith("channels/")),
+}
 
 
-def test_nobody_outside_the_seam_alters_or_reseals_a_sealed_object() -> None:
-    bad = []
-    for rel, tree in modules("orchestrator", "channels"):
-        if not rel.startswith("orchestrator/seam/"):
-            bad += seal_violations(rel, tree)
-    assert bad == []
+def violations(rule: str) -> list[str]:
+    check, binds = RULES[rule]
+    return [line for source in sources() if binds(source.rel) for line in check(source)]
 
 
-def test_only_the_seam_constructs_sealed_objects() -> None:
-    bad = []
-    for rel, tree in modules("orchestrator", "channels"):
-        if rel.startswith("orchestrator/seam/"):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-                if name in SEALED:
-                    bad.append(f"{rel}:{node.lineno}: constructs {name}")
-    assert bad == []
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_the_tree_keeps_the_seal_rule(rule: str) -> None:
+    assert violations(rule) == []
 
 
 def test_agent_policy_is_read_only_in_the_seam() -> None:
     """Outside seam/ and config/, nobody holds an agent's raw config to re-derive policy."""
-    bad = []
-    for rel, tree in modules("orchestrator", "channels"):
-        if not rel.startswith(POLICY_OWNERS):
-            bad += policy_violations(rel, tree)
-    assert bad == []
+    assert violations("policy_reads") == []
 
 
 def test_production_enters_resolve_only_through_the_path_builders() -> None:
     """Call sites call their path's builder (the matrix uses the same ones), never resolve() inline."""
+    assert violations("reaches_resolve") == []
+
+
+def test_every_module_is_read_as_the_interpreter_reads_it() -> None:
+    """UTF-8 sources only, and no module the scanner cannot read (bytecode, extensions, .pth files)."""
     bad = []
-    for rel, tree in modules("orchestrator", "channels"):
-        if rel.startswith("orchestrator/seam/"):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _calls_seam_resolve(node.func):
-                bad.append(f"{rel}:{node.lineno}: calls resolve() (use the path's builder)")
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("orchestrator.seam"):
-                bad += [f"{rel}:{node.lineno}: imports resolve" for a in node.names if a.name in {"resolve", "_resolve"}]
+    for folder in scan.OUR_PACKAGES:
+        for path in sorted((ROOT / folder).rglob("*")):
+            rel = path.relative_to(ROOT).as_posix()
+            if path.suffix == ".py":
+                bad += scan.unreadable(rel, path.read_bytes())
+            bad += scan.foreign_module(rel)
     assert bad == []
 
 
@@ -132,177 +130,275 @@ def test_sealed_objects_refuse_construction_without_the_seam_token() -> None:
     assert set(attempts) == SEALED
 
 
-def test_the_rules_catch_planted_violations() -> None:
-    """The scanners themselves: every planted violation is found, the allowed name-only uses are not."""
-    planted = {
-        "policy = config.agents['ops'].excluded_tools": "indexes",
-        "policy = runtime.config.agents[name]": "indexes",
-        "agent = config.agents.get('ops')": "agents.get()",
-        "for name, agent in cfg.agents.items(): pass": "agents.items()",
-        "for agent in config.agents.values(): print(agent.tools)": "agents.values()",
-        "agents = dict(config.agents)": "passes config.agents to dict()",
-        "a = getattr(self.config.agents, 'ops')": "passes config.agents to getattr()",
-        "a = next(iter(config.agents)); print(a.mcp_bundles)": "reads .mcp_bundles",
-        "from orchestrator.config.models import AgentConfig": "imports AgentConfig",
-        "x = [a.budget for a in config.agents]": "reads .budget",
-        "agents = getattr(config, 'agents')": "reads 'agents' through getattr()",
-        "agents = config.model_dump()['agents']": "indexes ['agents']",
-        "ops = runtime.config.model_dump().get('agents')": "reads 'agents' through .get()",
-        "helper(agents=config.agents)": "passes config.agents as agents=",
-        "helper(x, agents=self.runtime.config.agents)": "passes config.agents as agents=",
-    }
-    for source, expected in planted.items():
-        found = policy_violations("planted.py", ast.parse(source))
-        assert any(expected in line for line in found), (source, found)
-    allowed = (
-        "n = len(config.agents)\nnames = sorted(self.config.agents)\nok = name in config.agents\n"
-        "for name in sorted(config.agents): print(name)\nstore.recall(q, agents=self.agents)\n"
-        "print(json.dumps({'agents': grids}))\n"
-    )
-    assert policy_violations("allowed.py", ast.parse(allowed)) == []
-    sealing = {
-        "from orchestrator.seam._seal import SEAL": "imports orchestrator.seam._seal",
-        "from orchestrator.seam import _seal": "imports orchestrator.seam._seal",
-        "import orchestrator.seam._seal as s": "imports orchestrator.seam._seal",
-        "from orchestrator.config.models import Config": "imports orchestrator.config.models",
-        "from orchestrator.config import models": "imports orchestrator.config.models",
-    }
-    for source, expected in sealing.items():
-        found = private_imports("orchestrator/engine/planted.py", ast.parse(source))
-        assert any(expected in line for line in found), (source, found)
-    assert private_imports("orchestrator/seam/planted.py", ast.parse("from orchestrator.seam._seal import SEAL")) == []
-    assert private_imports("orchestrator/x.py", ast.parse("from orchestrator.config import Config, SecretRef")) == []
-    altering = {
-        "object.__setattr__(execution, 'tools', mine)": "object.__setattr__ on execution",
-        "object.__setattr__(runtime.execution.approvals, '_autonomy', 'full')": "object.__setattr__ on",
-        "ex = dataclasses.replace(execution, tools=mine, seal=SEAL)": "passes seal=",
-        "ex = replace(execution, seal=token)": "passes seal=",
-        "ScopedToolRegistry.__init__(reg, tools={}, prompt_sections=(), seal=s)": "passes seal=",
-    }
-    for source, expected in altering.items():
-        found = seal_violations("planted.py", ast.parse(source))
-        assert any(expected in line for line in found), (source, found)
-    own_cache = "class T:\n    def __post_init__(self) -> None:\n        object.__setattr__(self, '_wire', 1)\n"
-    assert seal_violations("allowed.py", ast.parse(own_cache)) == []
-    tree = ast.parse("reg = ScopedToolRegistry(tools={})\n")
-    assert [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") in SEALED]
+@dataclass(frozen=True)
+class Plant:
+    """A bypass planted in a module at `rel`; `rule` must report a line containing `expected`."""
+
+    rule: str
+    source: str | bytes
+    expected: str
+    rel: str = OUTSIDE
 
 
-def private_imports(rel: str, tree: ast.Module) -> list[str]:
-    """Return every import of a private module (`PRIVATE_MODULES`) from outside its package."""
-    bad = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Import | ast.ImportFrom):
-            continue
-        names = set(imported_modules(ast.Module(body=[node], type_ignores=[])))
-        for private, owner in PRIVATE_MODULES.items():
-            if not rel.startswith(owner) and any(n == private or n.startswith(f"{private}.") for n in names):
-                bad.append(f"{rel}:{node.lineno}: imports {private}")
-    return bad
+IMPORT_SEAL = "from orchestrator.seam._seal import SEAL"
+PLANTED = (
+    # The seal token's module, however it is imported.
+    Plant("private_modules", IMPORT_SEAL, "imports orchestrator.seam._seal"),
+    Plant("private_modules", "from orchestrator.seam import _seal as x", "imports orchestrator.seam._seal"),
+    Plant("private_modules", "import orchestrator.seam._seal as s", "imports orchestrator.seam._seal"),
+    Plant("private_modules", "from orchestrator.seam._seal import *", "imports orchestrator.seam._seal"),
+    Plant("private_modules", "from ..seam import _seal", "imports orchestrator.seam._seal"),
+    Plant("private_modules", "from .seam._seal import SEAL", "imports orchestrator.seam._seal",
+          rel="orchestrator/planted.py"),
+    Plant("private_modules", "import importlib\ns = importlib.import_module('orchestrator.seam._seal')",
+          "imports orchestrator.seam._seal"),
+    Plant("private_modules", "import importlib\ns = importlib.import_module('orchestrator.seam.' + '_seal')",
+          "imports orchestrator.seam._seal"),
+    Plant("private_modules", "s = __import__('orchestrator.seam._seal', fromlist=['SEAL'])",
+          "imports orchestrator.seam._seal"),
+    Plant("private_modules", "import importlib\ns = importlib.import_module(f\"orchestrator.{'seam'}._seal\")",
+          "imports orchestrator.seam._seal"),
+    Plant("private_modules", "import importlib as il\ns = il.import_module('.'.join(['orchestrator', 'seam', '_seal']))",
+          "imports orchestrator.seam._seal"),
+    Plant("private_modules", "import importlib.util\nspec = importlib.util.spec_from_file_location('s', "
+          "'orchestrator/seam/_seal.py')", "imports orchestrator.seam._seal"),
+    Plant("private_modules", "import sys\ns = sys.modules['orchestrator.seam._seal']", "imports orchestrator.seam._seal"),
+    # Look-alikes: identifiers and strings are NFKC-normalised as the interpreter normalises
+    # identifiers; a folder that only looks like the seam is not the seam.
+    Plant("private_modules", "from \uff4frchestrator.seam._seal import SEAL", "imports orchestrator.seam._seal"),
+    Plant("private_modules", "import importlib\ns = importlib.import_module('\uff4frchestrator.seam._seal')",
+          "imports orchestrator.seam._seal"),
+    Plant("private_modules", IMPORT_SEAL, "imports orchestrator.seam._seal", rel="orchestrator/seam_/planted.py"),
+    Plant("private_modules", IMPORT_SEAL, "imports orchestrator.seam._seal", rel="orchestrator/\uff53eam/planted.py"),
+    Plant("private_modules", IMPORT_SEAL, "imports orchestrator.seam._seal", rel="orchestrator/seamless.py"),
+    # A coding cookie: read as text this is a harmless name, imported it is the token's module.
+    Plant("private_modules", b"# coding: utf-7\nimport importlib\ns = importlib.import_module('orchestrator.seam.+AF8-seal')\n",
+          "imports orchestrator.seam._seal"),
+    Plant("private_modules", "from orchestrator.config.models import Config", "imports orchestrator.config.models"),
+    Plant("private_modules", "from orchestrator.config import models", "imports orchestrator.config.models"),
+    # Imports by a name nothing constant builds.
+    Plant("dynamic_imports", "import base64, importlib\nm = importlib.import_module(base64.b64decode(b'b3Jj').decode())",
+          "imports a module by a computed name"),
+    Plant("dynamic_imports", "from importlib import import_module\ndef f(name):\n    return import_module(name)",
+          "imports a module by a computed name"),
+    Plant("dynamic_imports", "import runpy\ndef f(name):\n    runpy.run_module(name)", "imports a module by a computed name"),
+    Plant("dynamic_imports", "import sys\nt = sys.modules['orchestrator.seam.execution']", "reads sys.modules"),
+    Plant("dynamic_imports", "import sys\nt = getattr(sys, 'modules')", "reads sys.modules"),
+    Plant("dynamic_imports", "from sys import modules\nt = modules", "reads sys.modules"),
+    # The token by name, wherever it is re-exported or however its name is built.
+    Plant("token_outside_the_seam", "from orchestrator.seam.execution import SEAL", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "from orchestrator.seam import registry\ntoken = registry.SEAL", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "token = getattr(module, 'SE' + 'AL')", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "token = vars(module)[''.join(['S', 'E', 'A', 'L'])]", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "token = getattr(module, 'LAES'[::-1])", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "token = getattr(module, chr(83) + 'EAL')", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "token = getattr(module, '%sAL' % 'SE')", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "token = getattr(module, '{}AL'.format('SE'))", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "token = getattr(module, 'seal'.upper())", "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "from orchestrator.seam.execution import \uff33\uff25\uff21\uff2c",
+          "names the seal's SEAL"),
+    Plant("token_outside_the_seam", "from orchestrator.seam import execution\nexecution.vouch(forged)",
+          "names the seal's vouch"),
+    # Inside the seam the token is never stored or handed to anything but a sealed constructor.
+    Plant("token_inside_the_seam", "def token():\n    return SEAL", "hands the seal token on (Return)",
+          rel="orchestrator/seam/planted.py"),
+    Plant("token_inside_the_seam", "CACHE = SEAL", "hands the seal token on (Assign)", rel="orchestrator/seam/planted.py"),
+    Plant("token_inside_the_seam", "callback(SEAL)", "hands the seal token on (Call)", rel="orchestrator/seam/planted.py"),
+    Plant("token_inside_the_seam", "make = functools.partial(ScopedToolRegistry, seal=SEAL)",
+          "hands the seal token on (keyword)", rel="orchestrator/seam/planted.py"),
+    # Re-sealing through a constructor or replace().
+    Plant("seal_keyword", "ex = dataclasses.replace(execution, tools=mine, seal=token)", "passes seal="),
+    Plant("seal_keyword", "ScopedToolRegistry.__init__(reg, tools={}, prompt_sections=(), seal=s)", "passes seal="),
+    Plant("seal_keyword", "ex = replace(execution, **{'seal': token, 'tools': mine})", "passes seal="),
+    Plant("seal_keyword", "ex = replace(execution, **{'se' + 'al': token})", "passes seal="),
+    # The token's hiding places: function globals, closures, frames, the collector, raw memory.
+    Plant("introspection", "token = ResolvedAgentExecution.__post_init__.__globals__['SEAL']", "reaches __globals__"),
+    Plant("introspection", "g = getattr(ScopedToolRegistry.__init__, '__glob' + 'als__')", "reaches __globals__"),
+    Plant("introspection", "import sys\nseal = sys._getframe(1).f_locals['seal']", "reaches f_locals"),
+    Plant("introspection", "import inspect\ng = inspect.currentframe().f_back.f_globals", "reaches f_globals"),
+    Plant("introspection", "import gc\nholders = gc.get_referrers(SealViolation)", "reaches get_referrers"),
+    Plant("introspection", "import ctypes\nobj = ctypes.cast(address, ctypes.py_object).value", "reaches py_object"),
+    Plant("introspection", "cell = check.__closure__[0].cell_contents", "reaches __closure__"),
+    Plant("introspection", "defaults = ScopedToolRegistry.__init__.__kwdefaults__", "reaches __kwdefaults__"),
+    # Code from strings.
+    Plant("dynamic_code", "exec('from orchestrator.seam._seal import SEAL')", "runs code from a string (exec)"),
+    Plant("dynamic_code", "value = eval(compile(text, 'x', 'eval'))", "runs code from a string (eval)"),
+    Plant("dynamic_code", "run = exec\nrun(code)", "runs code from a string (exec)"),
+    Plant("dynamic_code", "import builtins\ngetattr(builtins, 'ex' + 'ec')(code)", "runs code from a string (exec)"),
+    Plant("dynamic_code", "import builtins\nbuiltins.eval(code)", "runs code from a string (eval)"),
+    Plant("dynamic_code", "import marshal, types\nf = types.FunctionType(marshal.loads(blob), {})", "imports marshal"),
+    Plant("dynamic_code", "import runpy", "imports runpy"),
+    # Writing a frozen object's fields past its own __setattr__.
+    Plant("setattr_bypass", "object.__setattr__(execution, 'tools', mine)", "reaches __setattr__"),
+    Plant("setattr_bypass", "object.__setattr__(runtime.execution.approvals, '_autonomy', 'full')", "reaches __setattr__"),
+    Plant("setattr_bypass", "s = object.__setattr__\ns(execution, 'tools', mine)", "reaches __setattr__"),
+    Plant("setattr_bypass", "type.__setattr__(ResolvedAgentExecution, '__post_init__', noop)", "reaches __setattr__"),
+    Plant("setattr_bypass", "super(ScopedToolRegistry, reg).__setattr__('_by_name', {})", "reaches __setattr__"),
+    Plant("setattr_bypass", "class T:\n    def f(self, other):\n        object.__setattr__(other, 'x', 1)",
+          "reaches __setattr__"),
+    Plant("setattr_bypass", "getattr(object, '__set' + 'attr__')(execution, 'tools', mine)", "reaches __setattr__"),
+    Plant("setattr_bypass", "object.__delattr__(execution, 'tools')", "reaches __delattr__"),
+    Plant("setattr_bypass", "import operator\noperator.methodcaller('__setattr__', 'tools', mine)(execution)",
+          "reaches __setattr__"),
+    Plant("slot_descriptors", "ScopedToolRegistry._by_name.__set__(reg, {'shell': tool})", "(__set__)"),
+    Plant("slot_descriptors", "import inspect\ninspect.getattr_static(ApprovalManager, 'autonomy').__set__(m, 'full')",
+          "(getattr_static)"),
+    Plant("slot_descriptors", "ResolvedAgentExecution.tools.__delete__(execution)", "(__delete__)"),
+    Plant("instance_dicts", "agents = config.__dict__['agents']", "reaches __dict__"),
+    Plant("instance_dicts", "vars(execution)['tools'] = mine", "calls vars()"),
+    Plant("instance_dicts", "execution.security.__dict__.update(autonomy='full')", "reaches __dict__"),
+    Plant("class_swaps", "forged.__class__ = ResolvedAgentExecution", "reaches __class__"),
+    Plant("class_swaps", "setattr(forged, '__cl' + 'ass__', ResolvedAgentExecution)", "reaches __class__"),
+    Plant("class_swaps", "base = reg.__class__.__mro__[1]", "reaches __mro__"),
+    Plant("class_swaps", "twin = execution.__class__(**fields)", "reaches __class__"),
+    # Building a sealed object outside the seam.
+    Plant("constructs_sealed", "reg = ScopedToolRegistry(tools={})", "constructs ScopedToolRegistry"),
+    Plant("constructs_sealed", "Reg = ScopedToolRegistry\nreg = Reg(tools={}, prompt_sections=(), seal=s)",
+          "constructs ScopedToolRegistry"),
+    Plant("constructs_sealed", "from orchestrator.seam import ScopedToolRegistry as Tools\nreg = Tools(tools={})",
+          "constructs ScopedToolRegistry"),
+    Plant("constructs_sealed", "twin = type(execution)(**fields)", "constructs through type(...)"),
+    Plant("constructs_sealed", "forged = ResolvedAgentExecution.__new__(ResolvedAgentExecution)", "reaches __new__"),
+    Plant("constructs_sealed", "forged = object.__new__(ResolvedAgentExecution)", "reaches __new__"),
+    Plant("constructs_sealed", "ApprovalManager.__init__(manager, agent='a', autonomy='full')",
+          "calls __init__ on an existing object"),
+    Plant("constructs_sealed", "import functools\nmake = functools.partial(ApprovalManager, agent='a')",
+          "hands on the class ApprovalManager"),
+    # Cloning a sealed value.
+    Plant("copies", "import copy\ntwin = copy.copy(execution)", "imports copy"),
+    Plant("copies", "import pickle\ntwin = pickle.loads(pickle.dumps(execution))", "imports pickle"),
+    Plant("copies", "import copyreg\ncopyreg.pickle(ResolvedAgentExecution, reducer)", "imports copyreg"),
+    Plant("copies", "from copy import deepcopy as clone", "imports copy"),
+    Plant("copies", "state = execution.__reduce_ex__(4)", "reaches __reduce_ex__"),
+    Plant("copies", "execution.__setstate__((None, {'tools': mine}))", "reaches __setstate__"),
+    Plant("subclasses_sealed", "class Mine(ScopedToolRegistry):\n    pass", "subclasses ScopedToolRegistry"),
+    Plant("subclasses_sealed", "Mine = type('Mine', (ApprovalManager,), {})", "subclasses ApprovalManager"),
+    Plant("subclasses_sealed", "from orchestrator import seam\nclass Mine(seam.ResolvedAgentExecution): ...",
+          "subclasses seam.ResolvedAgentExecution"),
+    Plant("subclasses_sealed", "import types\nMine = types.new_class('Mine', (ScopedToolRegistry,))",
+          "subclasses ScopedToolRegistry"),
+    # Rebinding what the engine's check, the constructors or the seam look up.
+    Plant("patches", "from orchestrator.engine import loop\nloop.ResolvedAgentExecution = Impostor", "rebinds"),
+    Plant("patches", "import orchestrator.seam.execution as ex\nex.SEAL = mine", "rebinds ex.SEAL"),
+    Plant("patches", "from orchestrator.seam import ResolvedAgentExecution\n"
+          "ResolvedAgentExecution.__post_init__ = lambda self, seal: None", "rebinds"),
+    Plant("patches", "from orchestrator.seam import ApprovalManager\nsetattr(ApprovalManager, 'rule_for', allow_all)",
+          "rebinds"),
+    Plant("patches", "import orchestrator.engine.loop\ndel orchestrator.engine.loop.SealViolation", "rebinds"),
+    Plant("patches", "from orchestrator.engine import loop as engine\nengine.run_tool_call_loop = mine", "rebinds"),
+    Plant("patches", "from orchestrator.seam import PATH_PROFILES\nPATH_PROFILES[path] = wide", "rebinds"),
+    Plant("computed_lookups", "import codecs\nagents = getattr(config, codecs.decode('ntragf', 'rot13'))",
+          "looks up a computed name on config"),
+    Plant("computed_lookups", "from orchestrator import seam\ndef f(name):\n    return getattr(seam, name)",
+          "looks up a computed name on seam"),
+    Plant("computed_lookups", "def __getattr__(name):\n    if name in ALLOWED:\n        pass\n"
+          "    return getattr(library, name)\nfrom orchestrator import library", "looks up a computed name on library"),
+    # Agent policy read outside the seam.
+    Plant("policy_reads", "policy = config.agents['ops'].excluded_tools", "indexes"),
+    Plant("policy_reads", "policy = runtime.config.agents[name]", "indexes"),
+    Plant("policy_reads", "agent = config.agents.get('ops')", "agents.get()"),
+    Plant("policy_reads", "for name, agent in cfg.agents.items(): pass", "agents.items()"),
+    Plant("policy_reads", "for agent in config.agents.values(): print(agent.tools)", "agents.values()"),
+    Plant("policy_reads", "agents = dict(config.agents)", "passes config.agents to dict()"),
+    Plant("policy_reads", "a = getattr(self.config.agents, 'ops')", "passes config.agents to getattr()"),
+    Plant("policy_reads", "a = next(iter(config.agents)); print(a.mcp_bundles)", "reads .mcp_bundles"),
+    Plant("policy_reads", "from orchestrator.config.models import AgentConfig", "imports AgentConfig"),
+    Plant("policy_reads", "from ..config import AgentConfig", "imports AgentConfig"),
+    Plant("policy_reads", "x = [a.budget for a in config.agents]", "reads .budget"),
+    Plant("policy_reads", "agents = getattr(config, 'agents')", "reads 'agents' through getattr()"),
+    Plant("policy_reads", "agents = getattr(config, 'ag' + 'ents')", "reads 'agents' through getattr()"),
+    Plant("policy_reads", "agents = getattr(config, f\"{'ag'}ents\")", "reads 'agents' through getattr()"),
+    Plant("policy_reads", "agents = getattr(config, ''.join(['ag', 'ents']))", "reads 'agents' through getattr()"),
+    Plant("policy_reads", "agents = getattr(config, '\uff41gents')", "reads 'agents' through getattr()"),
+    Plant("policy_reads", "import operator\nagents = operator.attrgetter('agents')(config)",
+          "reads 'agents' through .attrgetter()"),
+    Plant("policy_reads", "from operator import attrgetter\ntools = attrgetter('agents.ops.tools')(config)",
+          "reads 'agents' through attrgetter()"),
+    Plant("policy_reads", "agents = config.__getattribute__('agents')", "reads 'agents' through .__getattribute__()"),
+    Plant("policy_reads", "agents = config.__dict__['agents']", "indexes ['agents']"),
+    Plant("policy_reads", "agents = config.model_dump()['agents']", "indexes ['agents']"),
+    Plant("policy_reads", "ops = runtime.config.model_dump().get('agents')", "reads 'agents' through .get()"),
+    Plant("policy_reads", "for key, value in config.model_dump().items():\n    pass", "dumps the config (model_dump)"),
+    Plant("policy_reads", "raw = dict(config)", "dumps the config (dict(...))"),
+    Plant("policy_reads", "for key, value in cfg:\n    pass", "iterates over the config"),
+    Plant("policy_reads", "wide = config.model_copy(update={'agents': {}})", "dumps the config (model_copy)"),
+    Plant("policy_reads", "helper(agents=config.agents)", "passes config.agents as agents="),
+    Plant("policy_reads", "helper(x, agents=self.runtime.config.agents)", "passes config.agents as agents="),
+    Plant("policy_reads", "c = runtime.config\nhelper(agents=c.agents)", "passes config.agents as agents="),
+    Plant("policy_reads", "def f(c: Config) -> None:\n    helper(agents=c.agents)", "passes config.agents as agents="),
+    Plant("policy_reads", "from orchestrator.daemon.runtime import live\nt = live.agents['ops'].tools",
+          "indexes config.agents"),
+    Plant("policy_reads", "tools = (a := config.agents)['ops']", "uses config.agents (NamedExpr)"),
+    Plant("policy_reads", "match config.agents:\n    case {'ops': a}:\n        pass", "uses config.agents (Match)"),
+    # resolve() held, imported or looked up instead of called through the path's builder.
+    Plant("reaches_resolve", "ex = resolve(config, 'a', path=p, services=s)", "calls resolve()"),
+    Plant("reaches_resolve", "ex = seam.resolve(config, 'a')", "calls resolve()"),
+    Plant("reaches_resolve", "from orchestrator.seam import resolve as build", "imports resolve"),
+    Plant("reaches_resolve", "from orchestrator import seam\nf = seam.resolve", "reaches resolve()"),
+    Plant("reaches_resolve", "import functools\nfrom orchestrator import seam as s\nf = functools.partial(s.resolve, config)",
+          "reaches resolve()"),
+    Plant("reaches_resolve", "import orchestrator.seam.resolve as r\nex = r.resolve(config, 'a')", "imports resolve"),
+    Plant("reaches_resolve", "from orchestrator import seam\nex = getattr(seam, 'res' + 'olve')(config, 'a')",
+          "reaches resolve()"),
+    Plant("channel_imports", "from orchestrator.policy import SecurityPolicy", "imports orchestrator.policy",
+          rel="channels/planted.py"),
+    Plant("channel_imports", "from ..orchestrator.seam import build_channel", "imports orchestrator.seam",
+          rel="channels/planted.py"),
+    Plant("channel_imports", "import importlib\nt = importlib.import_module('orchestrator.' + 'tools')",
+          "imports orchestrator.tools", rel="channels/planted.py"),
+)
 
 
-def seal_violations(rel: str, tree: ast.Module) -> list[str]:
-    """Return every `object.__setattr__` on another object and every call passing `seal=`."""
-    bad = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        where = f"{rel}:{node.lineno}"
-        func = node.func
-        if (
-            isinstance(func, ast.Attribute) and func.attr == "__setattr__"
-            and isinstance(func.value, ast.Name) and func.value.id == "object"
-            and node.args and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "self")
-        ):
-            bad.append(f"{where}: object.__setattr__ on {ast.unparse(node.args[0])}")
-        if any(k.arg == "seal" for k in node.keywords):
-            bad.append(f"{where}: passes seal= to {ast.unparse(func)}()")
-    return bad
+def _id(plant: Plant) -> str:
+    first = plant.source.splitlines()[-1] if isinstance(plant.source, str) else "coding cookie"
+    return f"{plant.rule}: {first[:60]!s}"
 
 
-def policy_violations(rel: str, tree: ast.Module) -> list[str]:
-    """Return every place `tree` reads agent policy: imports, `.agents` lookups, policy fields."""
-    bad: list[str] = []
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    tainted: set[str] = set()
-    modules_here = {  # `handlers.agents` is a module's function, not a config's agents
-        (a.asname or a.name).split(".")[0]
-        for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names
-    }
-    for node in ast.walk(tree):  # names bound from anything derived from `.agents`
-        if isinstance(node, (ast.For, ast.comprehension)) and _mentions_agents(node.iter):
-            tainted |= _bound_names(node.target)
-        elif isinstance(node, ast.Assign) and _mentions_agents(node.value):
-            for target in node.targets:
-                tainted |= _bound_names(target)
-    for node in ast.walk(tree):
-        where = f"{rel}:{getattr(node, 'lineno', 0)}"
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("orchestrator.config"):
-            bad += [f"{where}: imports {a.name}" for a in node.names if a.name in AGENT_POLICY_MODELS]
-        if isinstance(node, ast.Attribute) and node.attr in POLICY_FIELDS and (
-            _mentions_agents(node.value) or (isinstance(node.value, ast.Name) and node.value.id in tainted)
-        ):
-            bad.append(f"{where}: reads .{node.attr} of an agent's config")
-        bad += _agents_by_name(node, where)
-        if not _is_agents(node) or (isinstance(node.value, ast.Name) and node.value.id in modules_here):
-            continue
-        parent = parents.get(node)
-        if isinstance(parent, ast.Subscript) and parent.value is node:
-            bad.append(f"{where}: indexes config.agents")
-        elif isinstance(parent, ast.Attribute) and parent.value is node:
-            bad.append(f"{where}: reads config.agents.{parent.attr}()")
-        elif isinstance(parent, ast.Call) and node in parent.args:
-            func = parent.func.id if isinstance(parent.func, ast.Name) else ast.unparse(parent.func)
-            if func not in NAME_ONLY_CALLS:
-                bad.append(f"{where}: passes config.agents to {func}()")
-        elif isinstance(parent, ast.keyword) and _is_config(node.value):
-            bad.append(f"{where}: passes config.agents as {parent.arg}=")
-        elif not (
-            (isinstance(parent, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops))
-            or (isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node)
-            or isinstance(parent, ast.keyword)
-        ):
-            bad.append(f"{where}: uses config.agents ({type(parent).__name__})")
-    return bad
+@pytest.mark.parametrize("plant", PLANTED, ids=_id)
+def test_the_rules_catch_planted_violations(plant: Plant) -> None:
+    """Each planted bypass is reported by its rule, at its line."""
+    check, binds = RULES[plant.rule]
+    assert binds(plant.rel), plant.rel
+    found = check(Source.parse(plant.rel, plant.source))
+    assert any(plant.expected in line and line.startswith(f"{plant.rel}:") for line in found), found
 
 
-def _agents_by_name(node: ast.AST, where: str) -> list[str]:
-    """`getattr(config, "agents")`, `dump["agents"]`, `dump.get("agents")`: the agents by their key."""
-    if isinstance(node, ast.Subscript) and _is_agents_key(node.slice):
-        return [f"{where}: indexes ['agents']"]
-    if not isinstance(node, ast.Call) or not any(_is_agents_key(a) for a in node.args):
-        return []
-    if isinstance(node.func, ast.Name) and node.func.id in {"getattr", "setattr", "hasattr", "attrgetter"}:
-        return [f"{where}: reads 'agents' through {node.func.id}()"]
-    if isinstance(node.func, ast.Attribute) and node.func.attr in {"get", "pop", "setdefault", "__getitem__"}:
-        return [f"{where}: reads 'agents' through .{node.func.attr}()"]
-    return []
+# (rule, module path, source): code each rule must let pass.
+ALLOWED = (
+    ("policy_reads", OUTSIDE, "n = len(config.agents)\nnames = sorted(self.config.agents)\nok = name in config.agents\n"
+     "for name in sorted(config.agents): print(name)\nstore.recall(q, agents=self.agents)\n"
+     "print(json.dumps({'agents': grids}))\nfrom orchestrator.gateway import handlers\napp.add(handlers.agents)\n"),
+    ("private_modules", SEAM + "planted.py", IMPORT_SEAL),
+    ("private_modules", OUTSIDE, "from orchestrator.config import Config, SecretRef"),
+    ("token_inside_the_seam", SEAM + "planted.py",
+     "reg = ScopedToolRegistry(tools={}, prompt_sections=(), seal=SEAL)\nif seal is not SEAL:\n    raise SealViolation('x')"),
+    ("setattr_bypass", OUTSIDE, "class T:\n    def __post_init__(self) -> None:\n        object.__setattr__(self, '_wire', 1)\n"),
+    ("constructs_sealed", OUTSIDE, "ok = isinstance(execution, ResolvedAgentExecution)\nsuper().__init__(message)\n"),
+    ("dynamic_imports", "channels/__init__.py", "import importlib\nADAPTERS = MappingProxyType({'t': 'channels.telegram'})\n"
+     "m = importlib.import_module(ADAPTERS[kind])"),
+    ("dynamic_code", OUTSIDE, "import re\npattern = re.compile('x')\nproc = await asyncio.create_subprocess_exec(*argv)"),
+    ("computed_lookups", OUTSIDE, "from orchestrator import library\ndef __getattr__(name):\n"
+     "    if name in ('Agent', 'Attachment'):\n        return getattr(library, name)\n"),
+    ("patches", OUTSIDE, "self.state = 1\nsymbols.link = ''\nsetattr(symbols, f'heading_{n}', '')"),
+    ("reaches_resolve", OUTSIDE, "root = path.resolve()\nex = build_channel(config, 'a', services)"),
+    ("channel_imports", "channels/planted.py", "from orchestrator.config import Config\nfrom orchestrator.seamless import x"),
+)
 
 
-def _is_agents_key(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value == AGENTS_KEY
+@pytest.mark.parametrize(("rule", "rel", "source"), ALLOWED, ids=[f"{r}: {s.splitlines()[0][:50]}" for r, _, s in ALLOWED])
+def test_the_rules_let_allowed_code_pass(rule: str, rel: str, source: str) -> None:
+    check, _ = RULES[rule]
+    assert check(Source.parse(rel, source)) == []
 
 
-def _is_config(node: ast.AST) -> bool:
-    """`config`, `cfg`, `self.config`, `runtime.config`: what holds the agents' raw config."""
-    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return "config" in name.lower() or name.lower() in {"cfg", "conf"}
+def test_every_rule_has_planted_violations() -> None:
+    assert {p.rule for p in PLANTED} == set(RULES)
+    assert len(PLANTED) >= 15
 
 
-def _is_agents(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == "agents"
-
-
-def _mentions_agents(node: ast.AST) -> bool:
-    return any(_is_agents(n) for n in ast.walk(node))
-
-
-def _bound_names(target: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-
-
-def _calls_seam_resolve(func: ast.expr) -> bool:
-    """`resolve(...)` or `seam.resolve(...)` (a path's `.resolve()` is a method of something else)."""
-    if isinstance(func, ast.Name):
-        return func.id == "resolve"
-    return isinstance(func, ast.Attribute) and func.attr == "resolve" and "seam" in ast.unparse(func.value)
+def test_the_source_checks_catch_what_the_interpreter_would_read_otherwise(tmp_path: Path) -> None:
+    assert scan.unreadable("x.py", b"# -*- coding: utf-7 -*-\nx = 1\n") == ["x.py:1: declares coding utf-7"]
+    assert scan.unreadable("x.py", b"# -*- coding: utf-8 -*-\nx = 1\n") == []
+    assert scan.foreign_module("orchestrator/seam/evil.pyc") == ["orchestrator/seam/evil.pyc: a module the scanner cannot read"]
+    assert scan.foreign_module("orchestrator/x.pth") != []
+    assert scan.foreign_module("orchestrator/seam/__pycache__/x.cpython-311.pyc") == []
