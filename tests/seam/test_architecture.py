@@ -1,6 +1,7 @@
 """Architecture rules, checked on the source: policy is read and sealed objects built only in the seam.
 
-The rules live in `tests/seam/seal_scan.py`, one per way around the seam. Each is applied to
+The rules live in `tests/seam/seal_scan.py` and `policy_scan.py` (over a module as
+`scan_source.Source` reads it), one per way around the seam. Each is applied to
 the real tree here, and each has planted violations it must catch (`PLANTED`) and allowed
 code it must pass (`ALLOWED`). What a source scanner cannot see (a copy, a pickle, `__new__`,
 a subclass, an object made around its constructor) the sealed classes refuse at run time:
@@ -17,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.seam import seal_scan as scan
-from tests.seam.seal_scan import POLICY_OWNERS, ROOT, SEAM, SEALED, Source
+from tests.seam import policy_scan, seal_scan as scan
+from tests.seam.policy_scan import POLICY_OWNERS
+from tests.seam.scan_source import OUR_PACKAGES, ROOT, Source
+from tests.seam.seal_scan import SEAM, SEALED
 
 __all__ = ["POLICY_OWNERS", "modules"]
 
@@ -41,7 +44,7 @@ def sources() -> tuple[Source, ...]:
     """Every module of orchestrator/ and channels/, parsed from its bytes as the interpreter reads it."""
     return tuple(
         Source.parse(path.relative_to(ROOT).as_posix(), path.read_bytes())
-        for folder in scan.OUR_PACKAGES
+        for folder in OUR_PACKAGES
         for path in sorted((ROOT / folder).rglob("*.py"))
     )
 
@@ -68,9 +71,9 @@ RULES: dict[str, tuple[scan.Rule, Callable[[str], bool]]] = {
     "subclasses_sealed": (scan.subclasses_sealed, _outside_seam),
     "patches": (scan.patches, _outside_seam),
     "computed_lookups": (scan.computed_lookups, _outside_seam),
-    "reaches_resolve": (scan.reaches_resolve, _outside_seam),
-    "policy_reads": (scan.policy_reads, lambda rel: not rel.startswith(POLICY_OWNERS)),
-    "channel_imports": (scan.channel_imports, lambda rel: rel.startswith("channels/")),
+    "reaches_resolve": (policy_scan.reaches_resolve, _outside_seam),
+    "policy_reads": (policy_scan.policy_reads, lambda rel: not rel.startswith(POLICY_OWNERS)),
+    "channel_imports": (policy_scan.channel_imports, lambda rel: rel.startswith("channels/")),
 }
 
 
@@ -97,7 +100,7 @@ def test_production_enters_resolve_only_through_the_path_builders() -> None:
 def test_every_module_is_read_as_the_interpreter_reads_it() -> None:
     """UTF-8 sources only, and no module the scanner cannot read (bytecode, extensions, .pth files)."""
     bad = []
-    for folder in scan.OUR_PACKAGES:
+    for folder in OUR_PACKAGES:
         for path in sorted((ROOT / folder).rglob("*")):
             rel = path.relative_to(ROOT).as_posix()
             if path.suffix == ".py":
