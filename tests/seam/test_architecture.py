@@ -267,12 +267,11 @@ PLANTED = (
           "calls __init__ on an existing object"),
     Plant("constructs_sealed", "import functools\nmake = functools.partial(ApprovalManager, agent='a')",
           "hands on the class ApprovalManager"),
-    # Cloning a sealed value.
-    Plant("copies", "import copy\ntwin = copy.copy(execution)", "imports copy"),
-    Plant("copies", "import pickle\ntwin = pickle.loads(pickle.dumps(execution))", "imports pickle"),
+    # Cloning a sealed value around its own refusal (copy and pickle: tests/seam/test_seal_runtime.py).
     Plant("copies", "import copyreg\ncopyreg.pickle(ResolvedAgentExecution, reducer)", "imports copyreg"),
-    Plant("copies", "from copy import deepcopy as clone", "imports copy"),
+    Plant("copies", "from copyreg import dispatch_table\ndispatch_table[ResolvedAgentExecution] = reducer", "imports copyreg"),
     Plant("copies", "state = execution.__reduce_ex__(4)", "reaches __reduce_ex__"),
+    Plant("copies", "twin = ResolvedAgentExecution.__copy__(execution)", "reaches __copy__"),
     Plant("copies", "execution.__setstate__((None, {'tools': mine}))", "reaches __setstate__"),
     Plant("subclasses_sealed", "class Mine(ScopedToolRegistry):\n    pass", "subclasses ScopedToolRegistry"),
     Plant("subclasses_sealed", "Mine = type('Mine', (ApprovalManager,), {})", "subclasses ApprovalManager"),
