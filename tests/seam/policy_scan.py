@@ -169,6 +169,14 @@ def reaches_resolve(src: Source) -> list[str]:
     for node in src.nodes:
         if isinstance(node, ast.Import | ast.ImportFrom) and src.imported(node) & RESOLVE_NAMES:
             bad.add(f"{src.where(node)}: imports resolve")
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names) and (
+            src.absolute(node) == "orchestrator.seam" or src.absolute(node).startswith("orchestrator.seam.")
+        ):
+            bad.add(f"{src.where(node)}: imports resolve (with *)")
+        if isinstance(node, ast.Call) and {q.rsplit(".", 1)[-1] for q in src.qualnames(node.func)} & {
+            "attrgetter", "methodcaller"
+        } and any(src.fold(a) in {"resolve", "_resolve"} for a in node.args):
+            bad.add(f"{src.where(node)}: reaches resolve() by its name")
         elif isinstance(node, ast.Name | ast.Attribute | ast.Call) and src.qualnames(node) & RESOLVE_NAMES:
             parent = src.parents.get(node)
             if not (isinstance(parent, ast.Attribute) and src.qualnames(parent) & RESOLVE_NAMES):

@@ -19,7 +19,7 @@ from typing import Final
 ROOT: Final = Path(__file__).resolve().parents[2]
 OUR_PACKAGES: Final = ("orchestrator", "channels")
 DYNAMIC_IMPORTS: Final = frozenset({
-    "importlib.import_module", "__import__", "importlib.__import__", "importlib.reload", "importlib.util.find_spec",
+    "importlib.import_module", "__import__", "importlib.__import__", "builtins.__import__", "importlib.reload", "importlib.util.find_spec",
     "importlib.util.spec_from_file_location", "importlib.machinery.SourceFileLoader", "runpy.run_module",
     "runpy.run_path", "pkgutil.resolve_name", "zipimport.zipimporter",
 })
@@ -195,9 +195,13 @@ class Source:
         if isinstance(node, ast.Attribute):
             return {f"{q}.{node.attr}" for q in self.qualnames(node.value, d)}
         if isinstance(node, ast.Call):
-            if self.qualnames(node.func, d) & {"getattr"} and len(node.args) >= 2:
+            func = self.qualnames(node.func, d)
+            if func & {"getattr", "inspect.getattr_static", "object.__getattribute__"} and len(node.args) >= 2:
                 name = self.fold(node.args[1])
                 return {f"{q}.{name}" for q in self.qualnames(node.args[0], d)} if name else set()
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "__getattribute__" and node.args:
+                name = self.fold(node.args[0])
+                return {f"{q}.{name}" for q in self.qualnames(node.func.value, d)} if name else set()
             if self.qualnames(node.func, d) & DYNAMIC_IMPORTS and node.args:
                 return self.candidates(node.args[0]) or set()
         if isinstance(node, ast.Subscript) and self.qualnames(node.value, d) & {"sys.modules"}:

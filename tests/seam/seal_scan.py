@@ -76,15 +76,28 @@ def private_modules(src: Source) -> list[str]:
     return sorted(set(bad))
 
 
+# The import machinery: where a module's file is looked for, and what a package's namespace holds.
+IMPORT_MACHINERY: Final = frozenset({
+    "__path__", "meta_path", "path_hooks", "path_importer_cache", "__loader__", "__spec__",
+})
+
+
 def dynamic_imports(src: Source) -> list[str]:
-    """An import by a computed name must fold to constants (or a table of them); `sys.modules` is not read."""
+    """An import by a computed name must fold to constants (or a table of them); the machinery is left alone.
+
+    `sys.modules`, `sys.path`, a package's `__path__` and the finders decide which file an
+    import runs: a module put under `orchestrator.seam` from elsewhere is a seam module the
+    scanner never reads.
+    """
     bad = []
     for call, names in src.calls():
         if names & DYNAMIC_IMPORTS and (not call.args or src.candidates(call.args[0]) is None):
             bad.append(f"{src.where(call)}: imports a module by a computed name")
     for node in src.nodes:
-        if isinstance(node, ast.Name | ast.Attribute | ast.Call) and src.qualnames(node) & {"sys.modules"}:
-            bad.append(f"{src.where(node)}: reads sys.modules")
+        if isinstance(node, ast.Name | ast.Attribute | ast.Call):
+            for name in sorted(src.qualnames(node) & {"sys.modules", "sys.path"}):
+                bad.append(f"{src.where(node)}: reads {name}")
+    bad += [f"{src.where(node)}: reaches the import machinery ({name})" for node, name in src.mentions(IMPORT_MACHINERY)]
     return bad
 
 
