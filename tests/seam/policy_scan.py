@@ -117,14 +117,27 @@ def _agents_by_key(src: Source, node: ast.AST, where: str) -> list[str]:
     """`getattr(config, "ag" + "ents")`, `dump["agents"]`, `attrgetter("agents")`: the agents by their key."""
     if isinstance(node, ast.Subscript) and _is_agents_key(src, node.slice):
         return [f"{where}: indexes ['agents']"]
-    if not isinstance(node, ast.Call) or not any(_is_agents_key(src, a) for a in node.args):
+    if not isinstance(node, ast.Call):
         return []
-    getters = {q.rsplit(".", 1)[-1] for q in src.qualnames(node.func)} & GETTERS
-    if isinstance(node.func, ast.Attribute) and node.func.attr in GETTERS:
-        return [f"{where}: reads 'agents' through .{node.func.attr}()"]
-    if getters:
-        return [f"{where}: reads 'agents' through {sorted(getters)[0]}()"]
+    if any(_is_agents_key(src, a) for a in node.args):
+        getters = {q.rsplit(".", 1)[-1] for q in src.qualnames(node.func)} & GETTERS
+        if isinstance(node.func, ast.Attribute) and node.func.attr in GETTERS:
+            return [f"{where}: reads 'agents' through .{node.func.attr}()"]
+        if getters:
+            return [f"{where}: reads 'agents' through {sorted(getters)[0]}()"]
+    # A getter handed to another call with the key among the data: `reduce(getattr, ["agents", ...], config)`.
+    handed = {q.rsplit(".", 1)[-1] for a in node.args if isinstance(a, ast.Name | ast.Attribute) for q in src.qualnames(a)}
+    if handed & GETTERS and any(_is_agents_key(src, n) for a in node.args for n in _data_of(src, a)):
+        return [f"{where}: reads 'agents' through {sorted(handed & GETTERS)[0]} handed to {ast.unparse(node.func)}()"]
     return []
+
+
+def _data_of(src: Source, node: ast.expr) -> list[ast.AST]:
+    """The nodes of `node`, and of what a name in it is bound to."""
+    found = list(ast.walk(node))
+    for name in [n for n in found if isinstance(n, ast.Name)]:
+        found += [d for value in src._bound.get(name.id, []) for d in ast.walk(value)]
+    return found
 
 
 def _is_agents_key(src: Source, node: ast.AST) -> bool:
@@ -137,9 +150,9 @@ def _config_dumped(src: Source, node: ast.AST, where: str, holds_config: Callabl
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in CONFIG_DUMPS and holds_config(func.value):
-            return [f"{where}: dumps the config ({func.attr})"]
+            return [f"{where}: dumps or rebuilds the config ({func.attr})"]
         if src.qualnames(func) & {"dict", "vars", "iter", "list", "tuple"} and node.args and holds_config(node.args[0]):
-            return [f"{where}: dumps the config ({ast.unparse(func)}(...))"]
+            return [f"{where}: dumps or rebuilds the config ({ast.unparse(func)}(...))"]
     if isinstance(node, ast.For | ast.comprehension) and holds_config(node.iter):
         return [f"{where}: iterates over the config"]
     return []

@@ -33,7 +33,7 @@ INTROSPECTION: Final = frozenset({
     "__globals__", "__closure__", "cell_contents", "__code__", "__defaults__", "__kwdefaults__", "__builtins__",
     "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "_getframe",
     "getclosurevars", "get_referrers", "get_referents", "get_objects", "pythonapi", "py_object", "PyDLL",
-    "from_address", "memmove",
+    "from_address", "memmove", "getmembers", "getmembers_static",
 })
 DYNAMIC_CODE: Final = frozenset({"exec", "eval", "compile", "breakpoint"})
 CODE_MODULES: Final = frozenset({"runpy", "code", "codeop", "marshal"})
