@@ -212,8 +212,8 @@ CHANNEL_FORBIDDEN: Final = ("orchestrator.seam", "orchestrator.policy", "orchest
 def channel_imports(src: Source) -> list[str]:
     """`channels/` imports nothing of policy, seam or tools (statically, relatively or dynamically)."""
     bad = set()
-    for node in src.nodes:
-        for name in src.imported(node):
+    for node, imported in src.imports():
+        for name in imported:
             if any(name == f or name.startswith(f"{f}.") for f in CHANNEL_FORBIDDEN):
                 bad.add(f"{src.where(node)}: imports {name}")
     return sorted(bad)

@@ -45,6 +45,7 @@ class Source:
     _bound: dict[str, list[ast.expr]] = field(default_factory=dict)
     _said: list[tuple[ast.AST, frozenset[str]]] | None = None
     _calls: list[tuple[ast.Call, set[str]]] | None = None
+    _imports: list[tuple[ast.AST, set[str]]] | None = None
     _qualnames: dict[int, set[str]] = field(default_factory=dict)
 
     @classmethod
@@ -98,6 +99,18 @@ class Source:
         if isinstance(node, ast.Call) and self.qualnames(node.func) & DYNAMIC_IMPORTS and node.args:
             return self.candidates(node.args[0]) or set()
         return set()
+
+    def imports(self) -> list[tuple[ast.AST, set[str]]]:
+        """Every import statement and dynamic import, with the modules it names."""
+        if self._imports is None:
+            self._imports = [(n, names) for n in self.nodes if (names := self.imported(n))]
+        return self._imports
+
+    def strings(self) -> Iterator[tuple[ast.AST, str]]:
+        """Every identifier and constant-built string, with the node that says it."""
+        for node, said in self._said_list():
+            for text in said:
+                yield node, text
 
     def fold(self, node: ast.AST | None, depth: int = 0) -> str | None:
         """The string `node` always evaluates to, when constants alone build it (NFKC-normalised)."""
@@ -211,11 +224,14 @@ class Source:
 
     def mentions(self, names: frozenset[str]) -> Iterator[tuple[ast.AST, str]]:
         """Each identifier, attribute, imported name or constant-built string that is one of `names`."""
-        if self._said is None:
-            self._said = [(node, said) for node in self.nodes if (said := self._says(node))]
-        for node, said in self._said:
+        for node, said in self._said_list():
             for name in sorted(said & names):
                 yield node, name
+
+    def _said_list(self) -> list[tuple[ast.AST, frozenset[str]]]:
+        if self._said is None:
+            self._said = [(node, said) for node in self.nodes if (said := self._says(node))]
+        return self._said
 
     def _says(self, node: ast.AST) -> frozenset[str]:
         said: set[str] = set()

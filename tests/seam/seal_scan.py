@@ -63,17 +63,13 @@ Rule = Callable[[Source], list[str]]
 
 def private_modules(src: Source) -> list[str]:
     """Nobody outside its package names a private module: by import (aliased, relative, `*`, dynamic) or string."""
-    bad = []
-    for node in src.nodes:
-        names = src.imported(node)
-        if isinstance(node, ast.Constant | ast.JoinedStr | ast.BinOp | ast.Call) and not names:
-            if not isinstance(src.parents.get(node), ast.BinOp | ast.JoinedStr | ast.FormattedValue):
-                folded = src.fold(node)
-                names = {folded} if folded else set()
+    bad = set()
+    named = [*src.imports(), *((node, {text}) for node, text in src.strings())]
+    for node, names in named:
         for private in sorted({p for n in names if (p := _names_private(n))}):
             if not src.inside(PRIVATE_MODULES[private]):
-                bad.append(f"{src.where(node)}: imports {private}")
-    return sorted(set(bad))
+                bad.add(f"{src.where(node)}: imports {private}")
+    return sorted(bad)
 
 
 # The import machinery: where a module's file is looked for, and what a package's namespace holds.
@@ -150,8 +146,8 @@ def dynamic_code(src: Source) -> list[str]:
         via_builtins = isinstance(node, ast.Attribute) and src.qualnames(node.value) & {"builtins"}
         if is_builtin or via_builtins or isinstance(node, ast.Constant | ast.Call | ast.BinOp | ast.JoinedStr):
             bad.add(f"{src.where(node)}: runs code from a string ({name})")
-    for node in src.nodes:
-        for module in sorted({n.split(".")[0] for n in src.imported(node)} & CODE_MODULES):
+    for node, imported in src.imports():
+        for module in sorted({n.split(".")[0] for n in imported} & CODE_MODULES):
             bad.add(f"{src.where(node)}: imports {module}")
     return sorted(bad)
 
@@ -227,8 +223,8 @@ def copies(src: Source) -> list[str]:
     `copy` and `pickle` themselves are refused by the sealed values at run time.
     """
     bad = set()
-    for node in src.nodes:
-        for module in sorted({n.split(".")[0] for n in src.imported(node)} & COPY_MODULES):
+    for node, imported in src.imports():
+        for module in sorted({n.split(".")[0] for n in imported} & COPY_MODULES):
             bad.add(f"{src.where(node)}: imports {module}")
     for node, name in src.mentions(COPY_DUNDERS):
         bad.add(f"{src.where(node)}: reaches {name}")
