@@ -153,11 +153,21 @@ def dynamic_code(src: Source) -> list[str]:
 
 
 def setattr_bypass(src: Source) -> list[str]:
-    """No `__setattr__`/`__delattr__` of object, type or super on another object, aliased or looked up."""
+    """No `__setattr__`/`__delattr__` of object, type or super, aliased or looked up.
+
+    Allowed: `object.__setattr__(self, ...)` in a class's own `__init__` or `__post_init__`,
+    on its first parameter, never rebound there (a frozen value filling in its own field).
+    Calling those methods on another object is refused by `constructs_sealed`.
+    """
     allowed: set[ast.AST] = set()
     for node in src.nodes:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.args.args:
+        if (
+            isinstance(node, ast.FunctionDef) and node.name in {"__init__", "__post_init__"} and node.args.args
+            and isinstance(src.parents.get(node), ast.ClassDef)
+        ):
             own = node.args.args[0].arg
+            if any(isinstance(n, ast.Name) and n.id == own and not isinstance(n.ctx, ast.Load) for n in ast.walk(node)):
+                continue
             for call in ast.walk(node):
                 if (
                     isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
@@ -198,9 +208,15 @@ def constructs_sealed(src: Source) -> list[str]:
             bad.add(f"{src.where(node)}: constructs {sorted(sealed)[0]}")
         if isinstance(node.func, ast.Call) and src.qualnames(node.func.func) & {"type"}:
             bad.add(f"{src.where(node)}: constructs through type(...)")
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
-            if not (isinstance(node.func.value, ast.Call) and src.qualnames(node.func.value.func) == {"super"}):
-                bad.add(f"{src.where(node)}: calls __init__ on an existing object")
+    for found, name in src.mentions(frozenset({"__init__", "__post_init__"})):
+        parent = src.parents.get(found)
+        own_super = (
+            isinstance(found, ast.Attribute) and isinstance(found.value, ast.Call)
+            and src.qualnames(found.value.func) == {"super"} and not found.value.args
+            and isinstance(parent, ast.Call) and parent.func is found
+        )
+        if not own_super:
+            bad.add(f"{src.where(found)}: calls {name} on an existing object")
     for found, name in src.mentions(frozenset({"__new__", "__init_subclass__"})):
         bad.add(f"{src.where(found)}: reaches {name}")
     for found in src.nodes:

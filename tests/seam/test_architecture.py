@@ -249,6 +249,11 @@ PLANTED = (
     Plant("setattr_bypass", "super(ScopedToolRegistry, reg).__setattr__('_by_name', {})", "reaches __setattr__"),
     Plant("setattr_bypass", "class T:\n    def f(self, other):\n        object.__setattr__(other, 'x', 1)",
           "reaches __setattr__"),
+    Plant("setattr_bypass", "def poke(execution):\n    object.__setattr__(execution, 'tools', mine)", "reaches __setattr__"),
+    Plant("setattr_bypass", "class T:\n    def poke(self):\n        object.__setattr__(self, 'tools', mine)\n"
+          "T.poke(execution)", "reaches __setattr__"),
+    Plant("setattr_bypass", "class T:\n    def __post_init__(self):\n        self = execution\n"
+          "        object.__setattr__(self, 'tools', mine)", "reaches __setattr__"),
     Plant("setattr_bypass", "getattr(object, '__set' + 'attr__')(execution, 'tools', mine)", "reaches __setattr__"),
     Plant("setattr_bypass", "object.__delattr__(execution, 'tools')", "reaches __delattr__"),
     Plant("setattr_bypass", "import operator\noperator.methodcaller('__setattr__', 'tools', mine)(execution)",
@@ -275,6 +280,9 @@ PLANTED = (
     Plant("constructs_sealed", "forged = object.__new__(ResolvedAgentExecution)", "reaches __new__"),
     Plant("constructs_sealed", "ApprovalManager.__init__(manager, agent='a', autonomy='full')",
           "calls __init__ on an existing object"),
+    Plant("constructs_sealed", "class T:\n    def __post_init__(self):\n        object.__setattr__(self, 'tools', mine)\n"
+          "T.__post_init__(execution)", "calls __post_init__ on an existing object"),
+    Plant("constructs_sealed", "init = super(ApprovalManager, manager).__init__", "calls __init__ on an existing object"),
     Plant("constructs_sealed", "import functools\nmake = functools.partial(ApprovalManager, agent='a')",
           "hands on the class ApprovalManager"),
     # Cloning a sealed value around its own refusal (copy and pickle: tests/seam/test_seal_runtime.py).
