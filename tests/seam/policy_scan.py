@@ -26,6 +26,7 @@ AGENTS_KEY: Final = "agents"
 # What turns a whole config into data or a changed copy, so the agents come out by their key.
 CONFIG_DUMPS: Final = frozenset({
     "model_dump", "model_dump_json", "model_copy", "model_construct", "dict", "copy", "json", "__iter__",
+    "__repr_args__", "__rich_repr__", "__pretty__", "__getstate__",
 })
 CONFIG_SOURCES: Final = frozenset({"load_config", "parse_config", "read_config", "validate_config"})
 

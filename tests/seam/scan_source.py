@@ -10,6 +10,7 @@ are, so a name spelled another way is still seen.
 from __future__ import annotations
 
 import ast
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,11 +18,12 @@ from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parents[2]
+_DOTTED: Final = re.compile(r"[\w]+(?:[.:][\w]+)+")
 OUR_PACKAGES: Final = ("orchestrator", "channels")
 DYNAMIC_IMPORTS: Final = frozenset({
     "importlib.import_module", "__import__", "importlib.__import__", "builtins.__import__", "importlib.reload", "importlib.util.find_spec",
     "importlib.util.spec_from_file_location", "importlib.machinery.SourceFileLoader", "runpy.run_module",
-    "runpy.run_path", "pkgutil.resolve_name", "zipimport.zipimporter",
+    "runpy.run_path", "pkgutil.resolve_name", "zipimport.zipimporter", "pydoc.locate",
 })
 _STR_METHODS: Final = frozenset({
     "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix",
@@ -248,6 +250,8 @@ class Source:
                 folded = self.fold(node)
                 if folded is not None and not (isinstance(node, ast.Call) and folded == ""):
                     said.add(folded)
+                    if _DOTTED.fullmatch(folded):  # "pkg.module:NAME", "a.b.c": each part is a name too
+                        said |= set(re.split(r"[.:]", folded))
         return frozenset(said)
 
     def calls(self) -> list[tuple[ast.Call, set[str]]]:

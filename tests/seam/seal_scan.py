@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from tests.seam.scan_source import DYNAMIC_IMPORTS, OUR_PACKAGES, Source
+from tests.seam.scan_source import DYNAMIC_IMPORTS, OUR_PACKAGES, ROOT, Source
 
 SEAM: Final = "orchestrator/seam/"
 SEALED: Final = frozenset({"ScopedToolRegistry", "ResolvedAgentExecution", "ApprovalManager"})
@@ -33,7 +33,7 @@ INTROSPECTION: Final = frozenset({
     "__globals__", "__closure__", "cell_contents", "__code__", "__defaults__", "__kwdefaults__", "__builtins__",
     "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "_getframe",
     "getclosurevars", "get_referrers", "get_referents", "get_objects", "pythonapi", "py_object", "PyDLL",
-    "from_address", "memmove", "getmembers", "getmembers_static",
+    "from_address", "memmove", "getmembers", "getmembers_static", "getmodule",
 })
 DYNAMIC_CODE: Final = frozenset({"exec", "eval", "compile", "breakpoint"})
 CODE_MODULES: Final = frozenset({"runpy", "code", "codeop", "marshal"})
@@ -276,9 +276,32 @@ def patches(src: Source) -> list[str]:
             holder = target.args[0] if isinstance(target, ast.Call) else target
             if isinstance(target, ast.Attribute | ast.Subscript):
                 holder = target.value
-            if holder is not target and any(_ours(q) for q in src.qualnames(holder)):
+            through_type = isinstance(holder, ast.Call) and src.qualnames(holder.func) & {"type"}
+            if holder is not target and (through_type or any(_ours(q) for q in src.qualnames(holder))):
                 bad.append(f"{src.where(node)}: rebinds {ast.unparse(target)} in one of our modules or classes")
+    modules = _our_module_names(src)
+    for node in src.nodes:
+        if isinstance(node, ast.Name) and node.id in modules and isinstance(node.ctx, ast.Load):
+            parent = src.parents.get(node)
+            looked_up = isinstance(parent, ast.Attribute) or (
+                isinstance(parent, ast.Call) and parent.args[:1] == [node] and src.qualnames(parent.func) & LOOKUPS
+            )
+            if not looked_up:
+                bad.append(f"{src.where(node)}: hands the module {node.id} on (only its attributes are used)")
     return bad
+
+
+def _our_module_names(src: Source) -> set[str]:
+    """Local names bound to one of our modules (`import orchestrator.x as m`, `from orchestrator import m`)."""
+    names = set()
+    for local, targets in src.aliases.items():
+        for target in targets:
+            if _ours(target) and (
+                (ROOT / target.replace(".", "/")).with_suffix(".py").is_file()
+                or (ROOT / target.replace(".", "/") / "__init__.py").is_file()
+            ):
+                names.add(local)
+    return names
 
 
 def _stored(node: ast.AST) -> bool:
