@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,13 @@ from orchestrator.seam._seal import SEAL
 SEALED_CLASSES = (ResolvedAgentExecution, ScopedToolRegistry, ApprovalManager)
 # The one model server address nothing listens on: a forged execution that got past the
 # engine's check would end in a provider error, not in SealViolation.
-CONFIG = '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n'
+CONFIG = (
+    '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n'
+    'tools = ["file_read", "file_write", "shell", "http_fetch"]\n'
+    '[agents.a.approval]\nalways_ask = ["shell"]\n[agents.a.http_fetch]\nallowed_hosts = ["example.com"]\n'
+)
+# The execution's live services: state by design (the action ledger, the usage meter, the client).
+SERVICES = frozenset({"provider", "ledger", "usage"})
 COPIES: dict[str, Callable[[object], object]] = {
     "copy.copy": copy.copy,
     "copy.deepcopy": copy.deepcopy,
@@ -117,3 +124,35 @@ def test_even_the_token_cannot_wrap_a_forged_registry(execution: ResolvedAgentEx
     fields = {f.name: getattr(execution, f.name) for f in dataclasses.fields(ResolvedAgentExecution)}
     with pytest.raises(SealViolation, match="unsealed parts"):
         ResolvedAgentExecution(**{**fields, "tools": forged_registry}, seal=SEAL)
+
+
+def _mutable_parts(value: object, where: str, seen: set[int]) -> list[str]:
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if isinstance(value, list | dict | set | bytearray):
+        return [f"{where}: {type(value).__name__}"]
+    found = []
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if not type(value).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            found.append(f"{where}: {type(value).__name__} is not frozen")
+        for f in dataclasses.fields(value):
+            if not (where == "execution" and f.name in SERVICES):
+                found += _mutable_parts(getattr(value, f.name), f"{where}.{f.name}", seen)
+    elif isinstance(value, tuple | frozenset):
+        for i, item in enumerate(value):
+            found += _mutable_parts(item, f"{where}[{i}]", seen)
+    elif isinstance(value, types.MappingProxyType):
+        for key, item in value.items():
+            found += _mutable_parts(item, f"{where}[{key!r}]", seen)
+    return found
+
+
+def test_every_part_of_an_execution_is_frozen(execution: ResolvedAgentExecution) -> None:
+    """No list, dict or unfrozen dataclass to change in place: altering a part takes a bypass the scanner refuses."""
+    tools = tuple(execution.tools.get(name) for name in execution.tools.names)
+    rules = {n: getattr(execution.approvals, n) for n in ApprovalManager.__slots__ if n not in {"__weakref__", "audit"}}
+    assert {"file_read", "shell", "http_fetch"} <= set(execution.tools.names) and rules["always_ask"] == ("shell",)
+    assert _mutable_parts(execution, "execution", set()) == []
+    assert _mutable_parts(tools, "execution.tools", set()) == []
+    assert _mutable_parts(tuple(rules.values()), "execution.approvals", set()) == []
