@@ -22,7 +22,7 @@ SEALED: Final = frozenset({"ScopedToolRegistry", "ResolvedAgentExecution", "Appr
 SEAL_NAMES: Final = frozenset({"SEAL", "_seal", "_MINTED", "vouch", "vouched", "sealed_class"})
 # Private modules and the only package that may import them.
 PRIVATE_MODULES: Final = {"orchestrator.seam._seal": SEAM, "orchestrator.config.models": "orchestrator/config/"}
-# Attribute lookups by name; the name is the second argument (the first for the *getter factories).
+# Attribute lookups by name; the name is the second argument.
 LOOKUPS: Final = frozenset({"getattr", "setattr", "delattr", "hasattr", "__getattribute__", "getattr_static"})
 # Calls that take a key or an attribute name: the agents are not reached by their key through them.
 GETTERS: Final = LOOKUPS | frozenset({

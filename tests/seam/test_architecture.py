@@ -434,6 +434,17 @@ def test_the_rules_let_allowed_code_pass(rule: str, rel: str, source: str) -> No
     assert check(Source.parse(rel, source)) == []
 
 
+def test_the_scanner_knows_every_name_the_seal_module_holds() -> None:
+    """A name added to orchestrator/seam/_seal.py is refused outside the seam like the token."""
+    tree = next(s.tree for s in sources() if s.rel == f"{SEAM}_seal.py")
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)} | {
+        t.id for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)
+    }
+    assert "SEAL" in defined
+    assert defined - {"_Class"} <= scan.SEAL_NAMES  # _Class: the module's TypeVar
+
+
 def test_every_rule_has_planted_violations() -> None:
     assert {p.rule for p in PLANTED} == set(RULES)
     assert len(PLANTED) >= 15
