@@ -196,7 +196,19 @@ def instance_dicts(src: Source) -> list[str]:
 def class_swaps(src: Source) -> list[str]:
     """No `__class__`, `__bases__` or `__mro__`: an object keeps the class its constructor gave it."""
     names = frozenset({"__class__", "__bases__", "__mro__"})
-    return sorted({f"{src.where(node)}: reaches {name}" for node, name in src.mentions(names)})
+    return sorted({
+        f"{src.where(node)}: reaches {name}" for node, name in src.mentions(names) if not _names_the_class(src, node)
+    })
+
+
+def _names_the_class(src: Source, node: ast.AST) -> bool:
+    """`x.__class__.__name__` (or `__qualname__`, `__module__`): the class's name in a message, nothing more."""
+    parent = src.parents.get(node)
+    return (
+        isinstance(node, ast.Attribute) and node.attr == "__class__" and isinstance(node.ctx, ast.Load)
+        and isinstance(parent, ast.Attribute) and parent.attr in {"__name__", "__qualname__", "__module__"}
+        and not isinstance(src.parents.get(parent), ast.Call)
+    )
 
 
 def constructs_sealed(src: Source) -> list[str]:
@@ -210,12 +222,7 @@ def constructs_sealed(src: Source) -> list[str]:
             bad.add(f"{src.where(node)}: constructs through type(...)")
     for found, name in src.mentions(frozenset({"__init__", "__post_init__"})):
         parent = src.parents.get(found)
-        own_super = (
-            isinstance(found, ast.Attribute) and isinstance(found.value, ast.Call)
-            and src.qualnames(found.value.func) == {"super"} and not found.value.args
-            and isinstance(parent, ast.Call) and parent.func is found
-        )
-        if not own_super:
+        if not (name == "__init__" and _initialises_itself(src, found, parent)):
             bad.add(f"{src.where(found)}: calls {name} on an existing object")
     for found, name in src.mentions(frozenset({"__new__", "__init_subclass__"})):
         bad.add(f"{src.where(found)}: reaches {name}")
@@ -227,6 +234,33 @@ def constructs_sealed(src: Source) -> list[str]:
             ):
                 bad.add(f"{src.where(found)}: hands on the class {found.id}")
     return sorted(bad)
+
+
+def _initialises_itself(src: Source, found: ast.AST, call: ast.AST | None) -> bool:
+    """`super().__init__(...)`, or `Base.__init__(self, ...)` / `super(C, self).__init__(...)` in a method on its own `self`."""
+    if not (isinstance(found, ast.Attribute) and isinstance(call, ast.Call) and call.func is found):
+        return False
+    holder = found.value
+    if isinstance(holder, ast.Call) and src.qualnames(holder.func) == {"super"} and not holder.args:
+        return True
+    own = _own_parameter(src, found)
+    if own is None:
+        return False
+    if isinstance(holder, ast.Call) and src.qualnames(holder.func) == {"super"}:
+        return len(holder.args) == 2 and isinstance(holder.args[1], ast.Name) and holder.args[1].id == own
+    return bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == own
+
+
+def _own_parameter(src: Source, node: ast.AST) -> str | None:
+    """The first parameter of the method `node` is in, when that method belongs to a class and never rebinds it."""
+    function = src.parents.get(node)
+    while function is not None and not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        function = src.parents.get(function)
+    if function is None or not function.args.args or not isinstance(src.parents.get(function), ast.ClassDef):
+        return None
+    own = function.args.args[0].arg
+    rebound = any(isinstance(n, ast.Name) and n.id == own and not isinstance(n.ctx, ast.Load) for n in ast.walk(function))
+    return None if rebound else own
 
 
 def _type_check(src: Source, call: ast.Call) -> bool:

@@ -274,6 +274,7 @@ PLANTED = (
     Plant("class_swaps", "setattr(forged, '__cl' + 'ass__', ResolvedAgentExecution)", "reaches __class__"),
     Plant("class_swaps", "base = reg.__class__.__mro__[1]", "reaches __mro__"),
     Plant("class_swaps", "twin = execution.__class__(**fields)", "reaches __class__"),
+    Plant("class_swaps", "twin = execution.__class__.__name__.__class__", "reaches __class__"),
     # Building a sealed object outside the seam.
     Plant("constructs_sealed", "reg = ScopedToolRegistry(tools={})", "constructs ScopedToolRegistry"),
     Plant("constructs_sealed", "Reg = ScopedToolRegistry\nreg = Reg(tools={}, prompt_sections=(), seal=s)",
@@ -288,6 +289,10 @@ PLANTED = (
     Plant("constructs_sealed", "class T:\n    def __post_init__(self):\n        object.__setattr__(self, 'tools', mine)\n"
           "T.__post_init__(execution)", "calls __post_init__ on an existing object"),
     Plant("constructs_sealed", "init = super(ApprovalManager, manager).__init__", "calls __init__ on an existing object"),
+    Plant("constructs_sealed", "class T:\n    def m(self, execution):\n        ResolvedAgentExecution.__init__(execution, seal=s)",
+          "calls __init__ on an existing object"),
+    Plant("constructs_sealed", "class T:\n    def m(self):\n        self = execution\n        Base.__init__(self)",
+          "calls __init__ on an existing object"),
     Plant("constructs_sealed", "import functools\nmake = functools.partial(ApprovalManager, agent='a')",
           "hands on the class ApprovalManager"),
     # Cloning a sealed value around its own refusal (copy and pickle: tests/seam/test_seal_runtime.py).
@@ -416,7 +421,9 @@ ALLOWED = (
     ("token_inside_the_seam", SEAM + "planted.py",
      "reg = ScopedToolRegistry(tools={}, prompt_sections=(), seal=SEAL)\nif seal is not SEAL:\n    raise SealViolation('x')"),
     ("setattr_bypass", OUTSIDE, "class T:\n    def __post_init__(self) -> None:\n        object.__setattr__(self, '_wire', 1)\n"),
-    ("constructs_sealed", OUTSIDE, "ok = isinstance(execution, ResolvedAgentExecution)\nsuper().__init__(message)\n"),
+    ("constructs_sealed", OUTSIDE, "ok = isinstance(execution, ResolvedAgentExecution)\nsuper().__init__(message)\n"
+     "class E(Base):\n    def __init__(self, x):\n        Base.__init__(self, x)\n        super(E, self).__init__(x)\n"),
+    ("class_swaps", OUTSIDE, "shown = f'{self.__class__.__name__}: {exc.__class__.__qualname__}'"),
     ("dynamic_imports", "channels/__init__.py", "import importlib\nADAPTERS = MappingProxyType({'t': 'channels.telegram'})\n"
      "m = importlib.import_module(ADAPTERS[kind])"),
     ("dynamic_code", OUTSIDE, "import re\npattern = re.compile('x')\nproc = await asyncio.create_subprocess_exec(*argv)"),
