@@ -106,7 +106,7 @@ async def run_tool_call_loop(
     Cancellation propagates after the transcript has been closed
     cleanly (every tool call answered).
     """
-    if type(execution) is not ResolvedAgentExecution:
+    if not ResolvedAgentExecution.minted(execution):
         raise SealViolation("the engine's execution argument")
     for observer in _observers:
         observer(execution)

@@ -23,7 +23,7 @@ from orchestrator.policy import (
     Verdict,
     approval_rule,
 )
-from orchestrator.seam._seal import SEAL
+from orchestrator.seam._seal import SEAL, sealed_class, vouch
 from orchestrator.tools import ToolSpec
 
 __all__ = ["ApprovalManager"]
@@ -31,10 +31,11 @@ __all__ = ["ApprovalManager"]
 _ALLOWED = ApprovalDecision(verdict=Verdict.APPROVED, decided_by="policy", reason="allowed by policy")
 
 
+@sealed_class("ApprovalManager")
 class ApprovalManager:
     """Decides whether one tool call may run; fails closed on every error path."""
 
-    __slots__ = ("agent", "always_ask", "audit", "auto_approve", "autonomy", "interactivity", "timeout_s")
+    __slots__ = ("__weakref__", "agent", "always_ask", "audit", "auto_approve", "autonomy", "interactivity", "timeout_s")
 
     agent: str
     autonomy: Autonomy
@@ -68,6 +69,7 @@ class ApprovalManager:
             ("audit", audit),
         ):
             object.__setattr__(self, name, value)
+        vouch(self)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ApprovalManager is immutable")

@@ -8,7 +8,7 @@ from orchestrator.media import NO_MEDIA, MediaPolicy
 from orchestrator.providers import ModelBinding, Provider
 from orchestrator.errors import SealViolation
 from orchestrator.policy import SecurityPolicy
-from orchestrator.seam._seal import SEAL
+from orchestrator.seam._seal import SEAL, sealed_class, vouch, vouched
 from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.ledger import ActionLedger
 from orchestrator.seam.paths import ConstructionPath, ScopedAssembly
@@ -100,7 +100,8 @@ class MemoryScope:
     read_from: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@sealed_class("ResolvedAgentExecution")
+@dataclass(frozen=True, slots=True, kw_only=True, weakref_slot=True)
 class ResolvedAgentExecution:
     """One agent's complete execution contract on one path; only `resolve()` mints it."""
 
@@ -130,10 +131,21 @@ class ResolvedAgentExecution:
     def __post_init__(self, seal: object) -> None:
         if seal is not SEAL:
             raise SealViolation("ResolvedAgentExecution")
-        if not isinstance(self.tools, ScopedToolRegistry) or not isinstance(
-            self.approvals, ApprovalManager
+        if not (
+            type(self.tools) is ScopedToolRegistry and vouched(self.tools)
+            and type(self.approvals) is ApprovalManager and vouched(self.approvals)
         ):
             raise SealViolation("ResolvedAgentExecution (unsealed parts)")
+        vouch(self)
+
+    @staticmethod
+    def minted(candidate: object) -> bool:
+        """Return whether `candidate` is an execution `resolve()` minted, itself.
+
+        Not a copy, nor an instance made around the constructor (`object.__new__`, a
+        `__class__` swapped in, state from a forged pickle): the engine runs only these.
+        """
+        return type(candidate) is ResolvedAgentExecution and vouched(candidate)
 
     def tool_rows(self) -> list[dict[str, object]]:
         """One row per registered tool (`orchestrator tools`, the gateway's tool listing).

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from orchestrator.errors import SealViolation
-from orchestrator.seam._seal import SEAL
+from orchestrator.seam._seal import SEAL, sealed_class, vouch
 from orchestrator.tools import Tool
 
 __all__ = ["PromptSection", "ScopedToolRegistry", "TurnContext"]
@@ -33,6 +33,7 @@ class TurnContext(Protocol):
     async def read(self) -> Sequence[tuple[str, str]]: ...
 
 
+@sealed_class("ScopedToolRegistry")
 class ScopedToolRegistry:
     """The only tools one execution may run; minted by `assemble()` alone.
 
@@ -41,7 +42,9 @@ class ScopedToolRegistry:
     through `tool_search`, which searches exactly these.
     """
 
-    __slots__ = ("_by_name", "_deferred", "_names", "_specs", "_unavailable", "prompt_sections", "turn_context")
+    __slots__ = (
+        "__weakref__", "_by_name", "_deferred", "_names", "_specs", "_unavailable", "prompt_sections", "turn_context",
+    )
 
     _by_name: Mapping[str, Tool]
     _deferred: frozenset[str]
@@ -73,6 +76,7 @@ class ScopedToolRegistry:
         object.__setattr__(self, "prompt_sections", prompt_sections)
         object.__setattr__(self, "turn_context", turn_context)
         object.__setattr__(self, "_unavailable", unavailable)
+        vouch(self)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ScopedToolRegistry is immutable")

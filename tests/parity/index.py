@@ -289,6 +289,13 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="seal", setting="sealed objects refuse construction without the seam's token", owner=_H,
               tracking="DESIGN.md §3, issue #7 item 3",
               evidence="tests/seam/test_architecture.py::test_sealed_objects_refuse_construction_without_the_seam_token"),
+    ParityRow(surface="seal", setting="sealed values refuse subclasses, copies, pickles and __new__; the engine runs "
+              "only an execution a sealed constructor finished (not one forged around it)", owner=_H,
+              tracking="issue #24 item 6",
+              evidence="tests/seam/test_seal_runtime.py::test_the_engine_refuses_an_execution_made_around_the_constructor"),
+    ParityRow(surface="seal", setting="the source scanner catches every planted bypass of the seal", owner=_H,
+              tracking="issue #24 item 6",
+              evidence="tests/seam/test_architecture.py::test_the_rules_catch_planted_violations"),
     ParityRow(surface="seal", setting="no module outside the seam reads agent policy from config", owner=_H,
               tracking="issue #7 item 3",
               evidence="tests/seam/test_architecture.py::test_agent_policy_is_read_only_in_the_seam"),
