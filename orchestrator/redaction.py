@@ -182,7 +182,7 @@ def _cut_windows(text: str, windows: ahocorasick_rs.AhoCorasick) -> str:
         return text
     spans: list[list[int]] = []
     for start, end in sorted((start, end) for _, start, end in hits):
-        if spans and start <= spans[-1][1]:  # overlapping or touching: one run
+        if spans and start < spans[-1][1]:  # overlapping: one run (two secrets side by side stay two)
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
