@@ -12,7 +12,7 @@ What is matched, for each secret (its UTF-8 bytes for the encodings):
   case; percent-encoded as `quote` and `quote_plus` write it and with every byte encoded,
   each with upper and lower case hex digits;
 - in a form, any run of `WINDOW_CHARS` or more consecutive characters' worth (12 characters
-  of the value, 16 base64 characters, 24 hex digits, 36 fully percent-encoded), with any
+  of the value, 15 base64 characters, 24 hex digits, 36 fully percent-encoded), with any
   whitespace between its characters: a prefix the text itself was cut to, a key split by a
   newline, `base64` output wrapped at 76 columns or `od`/`xxd` hex in groups is found too;
 - a form shorter than its window, whole and literally (a value of 4 to 11 characters).
@@ -33,12 +33,10 @@ secret is registered. `bench/redaction.py` has the figures.
 from __future__ import annotations
 
 import base64
-import bisect
 import json
 import re
 import threading
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Final
 from urllib.parse import quote, quote_plus
 
@@ -65,11 +63,15 @@ WINDOW_CHARS: Final = 12
 
 # Not a lookbehind: a pattern that starts with a literal lets the regex engine skip ahead fast.
 _BOT_TOKEN: Final = re.compile(r"(/bot)\d+:[A-Za-z0-9_-]+")
-_SPACES: Final = re.compile(r"(\s+)")  # what str.split() splits at (str.isspace), kept
+_NON_SPACE: Final = re.compile(r"\S")  # what str.split() keeps (not str.isspace)
 _PERCENT: Final = re.compile(r"%[0-9A-F]{2}")
 _URLSAFE: Final = str.maketrans("+/", "-_")
-# Window length per kind of form, in that form's characters: WINDOW_CHARS bytes' worth.
-_PLAIN, _BASE64, _HEX, _PERCENT_ALL = WINDOW_CHARS, -(-WINDOW_CHARS * 4 // 3), WINDOW_CHARS * 2, WINDOW_CHARS * 3
+# Window length per kind of form, in that form's characters, so that what a form's windows leave
+# never decodes to WINDOW_CHARS bytes of the secret: 24 hex digits, 36 `%XX`, and 15 base64
+# characters (14 left, 84 bits, with the two edge characters beside them, up to 4 bits each,
+# make 11 bytes; 15 left would make 12).
+_PLAIN, _HEX, _PERCENT_ALL = WINDOW_CHARS, WINDOW_CHARS * 2, WINDOW_CHARS * 3
+_BASE64 = -(-(8 * WINDOW_CHARS - 8) // 6)
 
 
 def _forms(value: str) -> dict[str, int]:
@@ -186,16 +188,8 @@ def _cut_windows(text: str, windows: ahocorasick_rs.AhoCorasick) -> str:
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
-    if len(squeezed) != len(text):  # back to the text's own offsets, word by word
-        parts = _SPACES.split(text)  # words at the even indexes, the whitespace between at the odd
-        origins = list(accumulate(map(len, parts), initial=0))[::2]  # where each word starts in `text`
-        starts = list(accumulate(map(len, parts[::2]), initial=0))  # ... and in `squeezed`
-
-        def where(index: int) -> int:
-            k = bisect.bisect_right(starts, index) - 1
-            return origins[k] + index - starts[k]
-
-        spans = [[where(start), where(end - 1) + 1] for start, end in spans]
+    if len(squeezed) != len(text):
+        spans = _in_text(text, spans)
     pieces: list[str] = []
     done = 0
     for start, end in spans:
@@ -204,6 +198,28 @@ def _cut_windows(text: str, windows: ahocorasick_rs.AhoCorasick) -> str:
         done = end
     pieces.append(text[done:])
     return "".join(pieces)
+
+
+def _in_text(text: str, spans: list[list[int]]) -> list[list[int]]:
+    """Map sorted spans of the whitespace-free text back to `text`'s own offsets.
+
+    A cursor walks forward once: each step jumps as many characters as are still missing and
+    counts the non-whitespace among them in C (`str.split`), so a text of sparse whitespace
+    takes a few steps per span, never a Python step per word.
+    """
+    at = seen = 0  # `seen`: the non-whitespace characters in text[:at]
+
+    def seek(target: int) -> int:  # where the target-th non-whitespace character is
+        nonlocal at, seen
+        while seen < target:
+            missing = target - seen
+            seen += sum(map(len, text[at : at + missing].split()))
+            at += missing
+        found = _NON_SPACE.search(text, at)
+        at = found.start() if found is not None else len(text)
+        return at
+
+    return [[seek(start), seek(end - 1) + 1] for start, end in spans]
 
 
 _REDACTOR: Final = Redactor()
