@@ -228,10 +228,12 @@ class _Turn:
                 await self._emit(ToolCallStarted(call_id=call.id, tool=call.name, arguments=call.arguments))
                 ran_before = len(self.executed)
                 output, source = await self._execute(call)
-                result = shape_for_model(output, cap=knobs.max_tool_result_chars, untrusted=source)
+                ran = len(self.executed) > ran_before
+                # What a tool gave (or raised) is cut to the cap; the engine's own refusals are not.
+                cap = knobs.max_tool_result_chars if ran else None
+                result = shape_for_model(output, cap=cap, untrusted=source)
                 self.pending.pop(0)
                 self.transcript.append({"role": "tool", "tool_call_id": call.id, "content": result})
-                ran = len(self.executed) > ran_before
                 await self._emit(ToolCallFinished(call_id=call.id, tool=call.name, ran=ran, output=result))
                 signature = (call.name, call.arguments, result)
                 repeats = repeats + 1 if signature == last else 1

@@ -21,7 +21,9 @@ def cut_to(text: str, cap: int) -> str:
     return f"{text[:cap]}\n[truncated {len(text) - cap} characters]"
 
 
-def shape_for_model(text: str, *, cap: int, untrusted: str | None = None) -> str:
-    """Return `text` as the model may see it: redacted, cut to `cap`, wrapped when `untrusted` names its source."""
-    shown = cut_to(redact(text), cap)
+def shape_for_model(text: str, *, cap: int | None, untrusted: str | None = None) -> str:
+    """Return `text` as the model may see it: redacted, cut to `cap` (None: uncut), framed if `untrusted` names a source."""
+    shown = redact(text)
+    if cap is not None:
+        shown = cut_to(shown, cap)
     return wrap_untrusted(untrusted, shown) if untrusted is not None else shown
