@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
@@ -10,7 +11,7 @@ from typing import Final, TextIO
 
 from loguru import logger
 
-from orchestrator.redaction import redact
+from orchestrator.redaction import redact, touches_secret
 
 __all__ = ["RedactingStream", "ScreenPainter", "configure_logging", "share_screen"]
 
@@ -63,17 +64,20 @@ class RedactingStream:
     """A loguru sink writing each finished line to `out` with every secret redacted.
 
     It sees the line as loguru formatted it, exception text and traceback included, so
-    what any library logged, at any level, passes through the one `redact`. While a chat
-    shares the screen (`share_screen`), the line goes through its painter.
+    what any library logged, at any level, passes through the one `redact`. A JSON line
+    (`serialized`) is redacted as the text it encodes: a secret that a newline split is
+    two characters `\\n` apart in the JSON, whole again once decoded. While a chat shares
+    the screen (`share_screen`), the line goes through its painter.
     """
 
-    __slots__ = ("_out",)
+    __slots__ = ("_out", "_redact")
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, *, serialized: bool = False) -> None:
         self._out = out
+        self._redact = _redact_json_line if serialized else redact
 
     def write(self, message: str) -> None:
-        text = redact(message)
+        text = self._redact(message)
         with _screen_lock:
             painter = _painter
             if painter is not None:
@@ -85,13 +89,37 @@ class RedactingStream:
         self._out.flush()
 
 
+def _redact_json_line(line: str) -> str:
+    """Redact one serialized record: decoded, each string redacted, encoded again as loguru does."""
+    # Most lines hold no secret: the decode is paid only when the line, with its escaped
+    # whitespace taken as whitespace, touches one.
+    probe = line.replace("\\n", "\n").replace("\\r", "\n").replace("\\t", "\n")
+    if not touches_secret(probe):
+        return line
+    try:
+        record = json.loads(line)
+    except ValueError:  # not one of loguru's lines: redact it as text
+        return redact(line)
+    return json.dumps(_redacted(record), default=str, ensure_ascii=False) + "\n"
+
+
+def _redacted(value: object) -> object:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(key): _redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
+
+
 def configure_logging(*, level: str, fmt: str, sink: TextIO | None = None) -> None:
     """Send logs to stderr (or `sink`), redacted, as text (journald adds timestamps) or JSON lines.
 
     `fmt` is "text", "json" (one object per line) or "cli" (`LEVEL: message`, for commands).
     """
     logger.remove()
-    out = RedactingStream(sink if sink is not None else sys.stderr)
+    out = RedactingStream(sink if sink is not None else sys.stderr, serialized=fmt == "json")
     # diagnose=False: loguru would otherwise print local variables' values in tracebacks.
     if fmt == "json":
         logger.add(out, level=level, serialize=True, diagnose=False)

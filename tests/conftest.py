@@ -26,9 +26,9 @@ def _secrets_of_this_test_only() -> Iterator[None]:
     """Forget the secrets a test resolved: the registry is per process, and one test's
     token ("x" * 32) must not redact another test's file contents."""
     registry = redaction._REDACTOR
-    saved = (registry._values, registry._ordered)
+    saved = (registry._values, registry._matcher)
     yield
-    registry._values, registry._ordered = saved
+    registry._values, registry._matcher = saved
 from tests.fakes.openai_server import FakeOpenAI
 
 WriteConfig = Callable[..., Path]

@@ -21,6 +21,7 @@ from channels import (
     StreamingAdapter,
 )
 from orchestrator.daemon.runtime import Runtime
+from orchestrator.redaction import redact
 
 __all__ = [
     "CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "fit_reply", "park_reply", "resume_reply",
@@ -34,7 +35,11 @@ CONTINUED: Final = "This reply was interrupted by a restart; it follows in full 
 
 
 def fit_reply(text: str, limit: int) -> str:
-    """Return `text`, or its first `limit` characters (cut at a line or word) and a note."""
+    """Return `text` redacted, or its first `limit` characters (cut at a line or word) and a note.
+
+    Redacted before the cut: a cut inside a secret would leave a part the redactor could miss.
+    """
+    text = redact(text)
     if len(text) <= limit:
         return text
     head = text[:limit]

@@ -18,6 +18,7 @@ from loguru import logger
 
 from channels import ReplyStream, StreamStatus
 from orchestrator.engine import TextDelta, ToolCallStarted, TurnEvent
+from orchestrator.redaction import redact
 
 __all__ = ["THINKING", "StreamFeed", "tool_line"]
 
@@ -128,7 +129,7 @@ class StreamFeed:
                 self._shown = text
                 self._updating = True
                 try:
-                    await self.stream.update(text)
+                    await self.stream.update(redact(text))  # the whole text so far: a secret split across deltas too
                 except Exception as exc:  # the stream must not raise here; a bug in one costs the preview only
                     logger.opt(exception=exc).warning("a streamed reply update failed")
                 finally:

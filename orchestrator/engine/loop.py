@@ -18,7 +18,7 @@ from orchestrator.engine.context import Assembled, ContextOverflow, assemble, ca
 from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
 from orchestrator.engine.tokens import TokenAccount, TurnUsage
 from orchestrator.engine.transcript import Transcript
-from orchestrator.engine.untrusted import wrap_untrusted
+from orchestrator.engine.shaping import shape_for_model
 from orchestrator.errors import OrchestratorError, ProviderError, SealViolation, ToolFailure
 from orchestrator.policy import Approver, Verdict
 from orchestrator.redaction import redact
@@ -227,10 +227,13 @@ class _Turn:
                 call = self.pending[0]
                 await self._emit(ToolCallStarted(call_id=call.id, tool=call.name, arguments=call.arguments))
                 ran_before = len(self.executed)
-                result = redact(await self._execute(call))
+                output, source = await self._execute(call)
+                ran = len(self.executed) > ran_before
+                # What a tool gave (or raised) is cut to the cap; the engine's own refusals are not.
+                cap = knobs.max_tool_result_chars if ran else None
+                result = shape_for_model(output, cap=cap, untrusted=source)
                 self.pending.pop(0)
                 self.transcript.append({"role": "tool", "tool_call_id": call.id, "content": result})
-                ran = len(self.executed) > ran_before
                 await self._emit(ToolCallFinished(call_id=call.id, tool=call.name, ran=ran, output=result))
                 signature = (call.name, call.arguments, result)
                 repeats = repeats + 1 if signature == last else 1
@@ -307,7 +310,7 @@ class _Turn:
                 logger.opt(exception=exc).error("turn context failed for {}", ex.identity.agent)
                 continue
             cap = ex.knobs.max_tool_result_chars
-            parts.extend(wrap_untrusted(source, redact(_capped(text, cap))) for source, text in pieces)
+            parts.extend(shape_for_model(text, cap=cap, untrusted=source) for source, text in pieces)
         return parts
 
     def _answered(self, completion: Completion) -> None:
@@ -320,8 +323,10 @@ class _Turn:
 
     def result(self, text: str, stop: StopReason, *, error: str | None = None, incident: str | None = None) -> TurnResult:
         provider, model = self.answered_by or (None, None)
+        # The reply leaves the daemon (a chat, the gateway, an editor, a caller): a model that
+        # learned a secret some other way, or decoded one, does not get to repeat it there.
         return TurnResult(
-            text=text, stop=stop, executed=tuple(self.executed), error=error, incident=incident,
+            text=redact(text), stop=stop, executed=tuple(self.executed), error=error, incident=incident,
             provider=provider, model=model, failed_over=self.failed_over, tokens=self.tokens.used,
             usage=self.tokens.usage,
         )
@@ -340,7 +345,9 @@ class _Turn:
         text = _PROVIDER_FAILED.format(incident=incident)
         return self.result(text, StopReason.PROVIDER_ERROR, error=str(exc), incident=incident)
 
-    async def _execute(self, call: ToolCall) -> str:
+    async def _execute(self, call: ToolCall) -> tuple[str, str | None]:
+        # What the call gave, before any shaping, and the source to frame it as untrusted
+        # data (None: not outside content); the loop redacts it first, then cuts and wraps.
         ex = self.execution
         tool = ex.tools.get(call.name)
         if tool is None:
@@ -349,51 +356,45 @@ class _Turn:
                 return (
                     f"Error: MCP server {server!r} is not available right now (starting up or down); "
                     f"{call.name!r} was not run. Try again later."
-                )
+                ), None
             logger.warning("{} asked for tool {!r} outside its registry", ex.identity.agent, call.name)
-            return f"Error: tool {call.name!r} is not available to this agent. It was not run."
+            return f"Error: tool {call.name!r} is not available to this agent. It was not run.", None
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
-            return f"Error: the arguments for {call.name!r} are not valid JSON. It was not run."
+            return f"Error: the arguments for {call.name!r} are not valid JSON. It was not run.", None
         if not isinstance(arguments, dict):
-            return f"Error: the arguments for {call.name!r} must be a JSON object. It was not run."
+            return f"Error: the arguments for {call.name!r} must be a JSON object. It was not run.", None
         spec = tool.spec
         decision = await ex.approvals.authorize(
             spec, arguments, session=self.transcript.session, approver=self.approver
         )
         if decision.verdict is not Verdict.APPROVED:
-            return decision.model_message(call.name)
+            return decision.model_message(call.name), None
         # One budget per (agent, person): one busy sender cannot spend everyone else's.
         budget_key = f"{ex.identity.agent}:{self.actor or '-'}"
         if not ex.ledger.try_consume(budget_key, ex.knobs.max_actions_per_hour):
             return (
                 f"Error: the action budget of {ex.knobs.max_actions_per_hour} tool calls per hour "
                 f"is spent. {call.name!r} was not run."
-            )
+            ), None
         self.executed.append(call.name)
         try:
             async with asyncio.timeout(ex.knobs.tool_timeout_s):
                 output = await tool.invoke(arguments)
         except TimeoutError:
-            return f"Error: {call.name!r} timed out after {ex.knobs.tool_timeout_s:g}s."
+            return f"Error: {call.name!r} timed out after {ex.knobs.tool_timeout_s:g}s.", None
         except ToolFailure as exc:
-            return f"Error: {exc.reason}"
+            return f"Error: {exc.reason}", None
         except OrchestratorError as exc:
-            return f"Error: {exc}"
+            return f"Error: {exc}", None
         except Exception as exc:  # a tool bug is the model's error message, never a dead turn
             logger.opt(exception=exc).error("tool {} crashed", call.name)
-            return f"Error: {call.name!r} failed unexpectedly ({type(exc).__name__})."
-        output = _capped(output, ex.knobs.max_tool_result_chars)
-        return wrap_untrusted(call.name, output) if spec.untrusted_output else output
+            return f"Error: {call.name!r} failed unexpectedly ({type(exc).__name__}).", None
+        return output, call.name if spec.untrusted_output else None
 
 
 def _reported_input(completion: Completion) -> int | None:
     """Return the prompt tokens the provider reported for this call (None: it reported none)."""
     return completion.usage.input_tokens if completion.usage is not None else None
 
-
-def _capped(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    return f"{text[:cap]}\n[truncated {len(text) - cap} characters]"

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
-from orchestrator.redaction import redact
+from orchestrator.redaction import Redactor, redact
 
 __all__ = ["READ_GAP_S", "Endpoint", "OnText", "Take"]
 
@@ -55,7 +55,7 @@ class Endpoint:
 
     __slots__ = (
         "api", "key", "name", "overrides", "sdk_error", "timeout_s", "url",
-        "_broken", "_read_timeout", "_status_error", "_status_failure", "_timed_out", "_unreachable", "_what",
+        "_broken", "_own", "_read_timeout", "_status_error", "_status_failure", "_timed_out", "_unreachable", "_what",
     )
 
     def __init__(
@@ -83,6 +83,11 @@ class Endpoint:
         self._broken: type[Exception] = httpx2.HTTPError
         self._read_timeout: type[Exception] = httpx2.TimeoutException
         self._status_failure = status_failure
+        # The key this client was given, redacted in its errors even when no config registered it.
+        self._own: Redactor | None = None
+        if key:
+            self._own = Redactor()
+            self._own.register(key)
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -184,11 +189,16 @@ class Endpoint:
         )
 
     def shorten(self, text: str) -> str:
-        """Return foreign error text on one line, at most 200 characters, with no secret in it."""
+        """Return foreign error text on one line, at most 200 characters, with no secret in it.
+
+        Redacted first, then collapsed and cut: a key split by a newline or cut off at the
+        end is still whole (or long enough) for the redactor, in every form it matches.
+        """
         # A proxy may echo the key: the redactor knows keys from the config, a bare client its own.
-        text = " ".join(redact(text).split())
-        if self.key:
-            text = text.replace(self.key, "***")
+        text = redact(text)
+        if self._own is not None:
+            text = self._own.redact(text)
+        text = " ".join(text.split())
         return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"
 
 

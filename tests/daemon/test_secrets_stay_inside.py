@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from urllib.parse import quote
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from orchestrator.redaction import MARKER
 from tests.conftest import WriteConfig
 from tests.daemon.platforms import daemon, echo_model
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, status
 from tests.fakes.telegram_api import FakeTelegram
 
 TOKEN = "333333:CCC-secret-bot-token"
@@ -98,3 +99,23 @@ async def test_a_provider_echoing_its_key_never_reaches_the_chat_or_the_store(
     [line] = [ln for ln in log.splitlines() if ln.startswith("WARNING") and f"incident {found.group(1)}" in ln]
     assert fake_llm.base_url in line and "HTTP 401" in line and f"Incorrect API key provided: {MARKER}" in line
     assert f"by ops: provider_error (incident {found.group(1)}) in " in log  # the turn's one INFO line
+
+
+async def test_a_401_body_with_the_key_url_encoded_and_split_logs_no_part_of_it(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram, debug_log: io.StringIO,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The key once percent-encoded (as a proxy quoting a query string does) and once split by a
+    # newline: redacted literally, and the newline collapsed after, both reached the log.
+    key = "sk-echoed/0123456789+abcdef"  # characters a URL encodes
+    monkeypatch.setenv("FAKE_LLM_KEY", key)
+    body = f"bad key {quote(key, safe='')} in {key[:13]}\n{key[13:]}"
+    fake_llm.script(status(401, message=body, should_retry=False))
+    async with daemon(write_config(bot_toml(fake_llm, tg))):
+        tg.push_message(10, 10, "hi", token=TOKEN)
+        await tg.wait_for(lambda: len(replies(tg)) == 1, timeout=20)
+    log = debug_log.getvalue()
+    [line] = [ln for ln in log.splitlines() if ln.startswith("WARNING") and "incident" in ln]
+    assert "HTTP 401" in line and f"bad key {MARKER} in {MARKER}" in line
+    for part in (key[:13], key[13:], quote(key, safe="")):
+        assert part not in log, part

@@ -383,6 +383,24 @@ async def test_a_secret_in_a_tool_result_reaches_the_model_redacted(
     assert key not in str(transcript.messages) and "AAH-bot-secret_x" not in str(transcript.messages)
 
 
+async def test_a_secret_the_result_cap_cuts_through_reaches_the_model_as_none_of_it(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Cut first, redacted after, the model saw all of the key but its last character.
+    key = "sk-cut-through-4f8a2b9c1d7e6f30"
+    monkeypatch.setenv("ORCH_TEST_CUT_KEY", key)
+    body = 'autonomy = "full"\ntools = ["file_read"]\n[agents.a.budget]\nmax_tool_result_chars = 100\n'
+    config = load(agent(fake_llm, body).replace("max_retries = 0\n", 'max_retries = 0\napi_key = "env:ORCH_TEST_CUT_KEY"\n'))
+    (workspace(config) / "notes.txt").write_text("n" * 90 + key + "\n" + "m" * 50)  # the cap falls at key[10]
+    fake_llm.script(tool_call("file_read", {"path": "notes.txt"}), text(f"the key is {key}"))
+    result = await turn(config, services)
+    [seen] = tool_results(fake_llm.requests[1])
+    assert seen.startswith("n" * 90 + "[redacted]"[:10]) and "[truncated" in seen
+    assert key[:4] not in seen
+    # The model repeating a secret (learned some other way) does not get it into the reply.
+    assert result.text == "the key is [redacted]"
+
+
 async def test_a_truncated_provider_answer_is_a_provider_error_not_a_crash(
     fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
 ) -> None:

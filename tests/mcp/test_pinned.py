@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from orchestrator.config import Config
+import pytest
+
+from orchestrator.config import Config, SecretRef, resolve_secret
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.seam import ConstructionPath
 from tests.conftest import provider_toml
@@ -45,3 +47,25 @@ async def test_pinned_resources_are_read_each_turn_wrapped_and_gated(
     # Once per turn (two turns, three model requests), never for the unpinned agent.
     assert counts["read:memo://notes"] == 2 and "read:memo://private" not in counts
     assert acp.turn_context == ()  # connect_mcp=False withholds pinned resources too
+
+
+async def test_a_pinned_resource_cut_inside_a_secret_shows_none_of_it(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Cut to max_tool_result_chars first and redacted after, the model saw the secret but its last character.
+    secret = "tok-pinned-9d3e7a1f5b2c8e4d"
+    monkeypatch.setenv("ORCH_TEST_PINNED_SECRET", secret)
+    resolve_secret(SecretRef("env:ORCH_TEST_PINNED_SECRET"))  # resolved, so registered
+    notes = "n" * 90 + secret + " and more notes"  # the cap (100) falls at the secret's 11th character
+    config = load(
+        provider_toml(fake_llm.base_url)
+        + stdio_kit(env={"KIT_NOTES": notes})
+        + bundle("pins", servers={"kit": ["echo"]}, pinned={"kit": ["memo://notes"]})
+        + agent_toml("pinned", bundles=["pins"], extra="[agents.pinned.budget]\nmax_tool_result_chars = 100\n")
+    )
+    async with mcp_services(config, "pinned") as services:
+        fake_llm.script(text("ok"))
+        await run_tool_call_loop(execution(config, services, "pinned"), Transcript(session="s"), "hi")
+    system = fake_llm.requests[0]["messages"][0]["content"]
+    assert '<untrusted-data source="mcp:kit:memo://notes">\n' + "n" * 90 + "[redacted]" in system
+    assert "[truncated" in system and secret[:4] not in system

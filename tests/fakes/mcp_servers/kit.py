@@ -114,7 +114,7 @@ def build(name: str = "kit") -> MCPServer:
     def pinned_notes() -> str:
         """The team's notes."""
         calls["read:memo://notes"] += 1
-        return NOTES
+        return os.environ.get("KIT_NOTES", NOTES)  # a test may give the notes their text
 
     @app.resource("memo://private", mime_type="text/plain")
     def private_notes() -> str:
