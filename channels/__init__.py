@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from channels.approval_codec import (
     APPROVAL_COMMANDS,
+    SHOW_COMMAND,
     approval_command,
     encode_approval_button,
     parse_approval_button,
     parse_approval_command,
+    parse_show_command,
+    show_command,
 )
 from channels.base import (
     Attachment,
@@ -54,6 +57,7 @@ __all__ = [
     "StreamingAdapter",
     "StreamStatus",
     "APPROVAL_COMMANDS",
+    "SHOW_COMMAND",
     "ApprovalAnswer",
     "ApprovalPrompt",
     "ChannelAdapter",
@@ -74,6 +78,8 @@ __all__ = [
     "looks_like",
     "parse_approval_button",
     "parse_approval_command",
+    "parse_show_command",
+    "show_command",
     "supervise",
 ]
 
