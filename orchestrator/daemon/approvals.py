@@ -166,7 +166,9 @@ class ChannelApprover:
     async def _not_shown(self, request: ApprovalRequest, tool: str, exc: Exception) -> ApprovalDecision:
         """Deny a call whose prompt could not be posted, and say so (the audit row keeps the reason)."""
         reason = shown_name(exc.reason if isinstance(exc, ChannelError) else f"{type(exc).__name__}: {exc}")
-        logger.opt(exception=exc).warning("approval {} ({}) could not be shown: {}", request.request_id, tool, reason)
+        # a platform's refusal is one line; anything else is a bug here, logged with its traceback
+        log = logger if isinstance(exc, ChannelError) else logger.opt(exception=exc)
+        log.warning("approval {} ({}) could not be shown: {}", request.request_id, tool, reason)
         await self._say(f"Approval {request.request_id} ({tool}) could not be shown in this chat ({reason}): it was not run.")
         return ApprovalDecision(
             verdict=Verdict.NO_DECISION, decided_by=None, asked=True,
