@@ -39,6 +39,7 @@ from channels.base import (
     Ready,
     ReplyProgress,
 )
+from channels.chunking import chunk_text
 from channels.file_kinds import IMAGE_MIMES, acceptable_mime, looks_like
 from channels.supervisor import supervise
 
@@ -73,6 +74,7 @@ __all__ = [
     "SecretResolver",
     "acceptable_mime",
     "approval_command",
+    "chunk_text",
     "create_adapter",
     "encode_approval_button",
     "looks_like",

@@ -9,8 +9,7 @@ from typing import Any, Final
 
 from loguru import logger
 
-from channels import ApprovalAnswer, ApprovalPrompt, ChannelAdapter, ChannelError, Inbound, Outbound
-from channels.chunking import chunk_text
+from channels import ApprovalAnswer, ApprovalPrompt, ChannelAdapter, ChannelError, Inbound, Outbound, chunk_text
 from orchestrator.daemon.channels import ChannelSet
 from orchestrator.policy import ApprovalArguments, ApprovalDecision, ApprovalRequest, Verdict, shown_name
 

@@ -129,7 +129,7 @@ async def test_show_sends_the_whole_call_in_pieces_and_only_to_who_may_answer(
         assert buttons(prompt)["Show all"] == f"ap:{request}:s"
         assert f"/show {request}" in prompt["text"]
 
-        tg.push_message(GROUP, BOB, f"/show {request}", chat_type="group")  # BOB may not answer it
+        tg.push_message(GROUP, BOB, f"/show@ops_bot {request}", chat_type="group")  # BOB may not answer it
         await tg.wait_for(lambda: any("can see its whole call" in t for t in said(tg)), timeout=10)
         assert not any(DANGER in t for t in said(tg))
 
