@@ -43,7 +43,10 @@ _IGNORABLE: Final = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u2800]")
 _LETTER: Final = regex.compile(r"\p{L}")
 _NEUTRAL: Final = regex.compile(r"[\p{sc=Zyyy}\p{sc=Zinh}\p{sc=Zzzz}]")
 _BLANK: Final = regex.compile(r"[\s\p{Z}\p{Default_Ignorable_Code_Point}\u2800]+")
+# A word shown exactly as written: printable, no mark, nothing the JSON-like text escapes.
+_PLAIN: Final = regex.compile(r"(?:(?![\p{Default_Ignorable_Code_Point}\u2800\"\\])[\p{L}\p{N}\p{P}\p{S}])*")
 _NAMED_ESCAPES: Final = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+_LONG_ASCII_BLANKS: Final = regex.compile(rf"[\t\n\v\f\r\x1c-\x1f ]{{{_MAX_BLANKS + 1},}}")
 # Scripts by the Unicode Script property of each letter. Common and Inherited letters count
 # for none; a letter of a script not listed here counts as "another script".
 _SCRIPTS: Final = (
@@ -109,6 +112,9 @@ def _render(value: Any, mixed: list[bool]) -> Iterator[str]:
 
 
 def _string(text: str, mixed: list[bool]) -> Iterator[str]:
+    if text.isascii():  # most calls: no script to tell, few characters to escape
+        yield '"' + "".join(_ascii(text)) + '"'
+        return
     yield '"'
     start = 0
     for blanks in _BLANK.finditer(text) if text else ():
@@ -121,11 +127,28 @@ def _string(text: str, mixed: list[bool]) -> Iterator[str]:
     yield '"'
 
 
+def _ascii(text: str) -> Iterator[str]:
+    start = 0
+    for run in _LONG_ASCII_BLANKS.finditer(text):
+        yield _json_ascii(text[start:run.start()])
+        yield _counted(run.group())
+        start = run.end()
+    yield _json_ascii(text[start:])
+
+
+def _json_ascii(text: str) -> str:
+    """Return ASCII `text` escaped as in a JSON string (the C encoder; DEL escaped as well)."""
+    return json.dumps(text)[1:-1].replace("\x7f", "\\u007f")
+
+
 def _word(word: str, mixed: list[bool]) -> Iterator[str]:
     scripts = _scripts_of(word)
     if len(scripts) > 1 and not any(scripts <= system for system in _ONE_SYSTEM):
         mixed.append(True)
         yield f"[mixed scripts: {'+'.join(sorted(scripts))}]"
+    if _PLAIN.fullmatch(word):  # the common case: nothing to escape, no mark to count
+        yield word
+        return
     marks = -1  # marks on the current base so far; -1: no base (the word's start, an escape)
     for char in word:
         if _IGNORABLE.match(char):
