@@ -17,9 +17,14 @@ import pytest
 from orchestrator.store import AuditLog
 from tests.conftest import WriteConfig
 from tests.daemon.chats import (
-    SLACK_ALICE, SLACK_BOB, SLACK_DM, TELEGRAM_TOKEN, TelegramChat, slack_prompts, slack_toml, texts,
+    DISCORD_ALICE, DISCORD_CHANNEL, DISCORD_GUILD, SLACK_ALICE, SLACK_BOB, SLACK_DM, TELEGRAM_TOKEN, TelegramChat,
+    discord_click, discord_mention, discord_prompts, discord_request_of, discord_toml, slack_prompts, slack_toml,
+    texts, wait_post,
 )
+from tests.daemon.chats import posts as discord_posts
 from tests.daemon.platforms import daemon
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_payloads import custom_ids
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.fakes.slack_api import FakeSlack, block_actions
 from tests.fakes.telegram_api import FakeTelegram
@@ -186,3 +191,24 @@ async def test_slack_show_all_button_sends_the_whole_call_to_the_requester_only(
 
 def posted(slack: FakeSlack) -> list[str]:
     return [str(m.get("text", "")) for m in slack.posted if not m.get("blocks")]
+
+
+async def test_discord_show_all_button_sends_the_whole_call_in_messages_discord_carries(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, discord: FakeDiscord
+) -> None:
+    content = "A" * 3000 + DANGER + "B" * 3000
+    async with daemon(write_config(discord_toml(fake_llm, discord, autonomy="supervised"))):
+        fake_llm.script(tool_call("file_write", {"path": "long.txt", "content": content}), text("finished"))
+        await discord_mention(discord, "please write")
+        await discord.wait_until(lambda: bool(discord_prompts(discord)))
+        (prompt,) = discord_prompts(discord)
+        request = discord_request_of(prompt)
+        assert sorted(custom_ids(prompt)) == sorted(f"ap:{request}:{flag}" for flag in "yns")
+        await discord.click(f"ap:{request}:s", DISCORD_ALICE, DISCORD_CHANNEL, guild_id=DISCORD_GUILD)
+        await discord.wait_until(lambda: complete(pieces([m["content"] for m in discord_posts(discord)], request)))
+        await discord_click(discord, request, DISCORD_ALICE, approve=False)
+        await wait_post(discord, "finished")
+    shown = pieces([m["content"] for m in discord_posts(discord)], request)
+    assert len(shown) >= 4 and all(len(t) <= 2000 for t in shown)
+    body = re.sub(r"\s|```", "", "".join(t.split("\n", 1)[1] for t in shown))
+    assert body == re.sub(r"\s", "", '"path": "long.txt"\n"content": ' + json.dumps(content))
