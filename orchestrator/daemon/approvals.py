@@ -112,7 +112,7 @@ class ChannelApprover:
         tool = shown_name(request.tool)
         if not allowed:
             await self._say(
-                f"Approval {request.request_id} ({request.tool}) is for agent {request.agent!r}: only a route "
+                f"Approval {request.request_id} ({tool}) is for agent {request.agent!r}: only a route "
                 "approver may answer it and this route has none, so it was not run."
             )
             return ApprovalDecision(
