@@ -4,7 +4,8 @@ A character is shown as itself only when it is a letter, a combining mark on a l
 digit (at most `_MAX_MARKS` in a row), a digit, punctuation, a symbol, or the plain space,
 and is not default-ignorable (Unicode's Default_Ignorable_Code_Point: the Hangul fillers
 U+3164 / U+115F / U+1160 / U+FFA0, the combining grapheme joiner U+034F, variation
-selectors, zero-width and bidi controls, tags) nor the blank braille pattern U+2800.
+selectors, zero-width and bidi controls, tags) nor the blank braille pattern U+2800, nor a
+styled or width variant that would pass for ASCII (fullwidth `ｒ`, mathematical `𝚛`, `ℌ`).
 Everything else is escaped as `\\uXXXX` (`\\UXXXXXXXX` past the BMP; `\\n`, `\\t`, `\\r`
 for those): control and format characters, every space but U+0020 (U+3000, U+00A0, ...),
 line and paragraph separators, surrogates, private use and unassigned code points. The
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,7 +46,11 @@ _LETTER: Final = regex.compile(r"\p{L}")
 _NEUTRAL: Final = regex.compile(r"[\p{sc=Zyyy}\p{sc=Zinh}\p{sc=Zzzz}]")
 _BLANK: Final = regex.compile(r"[\s\p{Z}\p{Default_Ignorable_Code_Point}\u2800]+")
 # A word shown exactly as written: printable, no mark, nothing the JSON-like text escapes.
-_PLAIN: Final = regex.compile(r"(?:(?![\p{Default_Ignorable_Code_Point}\u2800\"\\])[\p{L}\p{N}\p{P}\p{S}])*")
+_PLAIN: Final = regex.compile(
+    r"(?:(?![\p{Default_Ignorable_Code_Point}\u2800\"\\\p{dt=Font}\p{dt=Wide}\p{dt=Narrow}])[\p{L}\p{N}\p{P}\p{S}])*"
+)
+# Styled and width variants: escaped when their compatibility form is ASCII (`ｒ`, `𝚛`, `ℌ`).
+_STYLED: Final = regex.compile(r"[\p{dt=Font}\p{dt=Wide}\p{dt=Narrow}]")
 _NAMED_ESCAPES: Final = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 _LONG_ASCII_BLANKS: Final = regex.compile(rf"[\t\n\v\f\r\x1c-\x1f ]{{{_MAX_BLANKS + 1},}}")
 # Scripts by the Unicode Script property of each letter. Common and Inherited letters count
@@ -160,12 +166,16 @@ def _word(word: str, mixed: list[bool]) -> Iterator[str]:
                 yield char
             else:
                 yield _escaped(char)
-        elif _PRINTABLE.match(char):
+        elif _PRINTABLE.match(char) and not _passes_for_ascii(char):
             marks = 0
             yield _NAMED_ESCAPES.get(char, char)
         else:
             marks = -1
             yield _escaped(char)
+
+
+def _passes_for_ascii(char: str) -> bool:
+    return _STYLED.match(char) is not None and unicodedata.normalize("NFKC", char).isascii()
 
 
 def _scripts_of(word: str) -> frozenset[str]:

@@ -93,3 +93,7 @@ def test_one_writing_system_is_not_flagged_but_a_look_alike_inside_a_path_is() -
 
 def test_a_long_blank_run_of_several_kinds_is_counted_by_kind() -> None:
     assert render_arguments({"v": "a" + " \u3000" * 6 + "b\x7f"}) == '{"v": "a[12 blanks: 6 spaces, 6 x \\u3000]b\\u007f"}'
+
+
+def test_styled_and_fullwidth_letters_that_pass_for_ascii_are_escaped() -> None:
+    assert render_arguments({"v": "ｒｍ -𝚛𝚏 ℌome ｶﾀｶﾅ"}) == '{"v": "\\uff52\\uff4d -\\U0001d69b\\U0001d68f \\u210come ｶﾀｶﾅ"}'
