@@ -167,8 +167,9 @@ def _word(word: str, mixed: list[bool]) -> Iterator[str]:
             else:
                 yield _escaped(char)
         elif _PRINTABLE.match(char) and not _passes_for_ascii(char):
-            marks = 0
-            yield _NAMED_ESCAPES.get(char, char)
+            named = _NAMED_ESCAPES.get(char)
+            marks = 0 if named is None else -1  # no mark sits on an escape's backslash or quote
+            yield char if named is None else named
         else:
             marks = -1
             yield _escaped(char)
