@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from channels.approval_codec import (
     APPROVAL_COMMANDS,
+    SHOW_COMMAND,
     approval_command,
     encode_approval_button,
     parse_approval_button,
     parse_approval_command,
+    parse_show_command,
+    show_command,
 )
 from channels.base import (
     Attachment,
@@ -37,6 +40,7 @@ from channels.base import (
     Ready,
     ReplyProgress,
 )
+from channels.chunking import chunk_text
 from channels.file_kinds import IMAGE_MIMES, acceptable_mime, looks_like
 from channels.supervisor import supervise
 
@@ -55,6 +59,7 @@ __all__ = [
     "StreamingAdapter",
     "StreamStatus",
     "APPROVAL_COMMANDS",
+    "SHOW_COMMAND",
     "ApprovalAnswer",
     "ApprovalPrompt",
     "ChannelAdapter",
@@ -71,11 +76,14 @@ __all__ = [
     "SecretResolver",
     "acceptable_mime",
     "approval_command",
+    "chunk_text",
     "create_adapter",
     "encode_approval_button",
     "looks_like",
     "parse_approval_button",
     "parse_approval_command",
+    "parse_show_command",
+    "show_command",
     "supervise",
 ]
 

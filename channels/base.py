@@ -111,12 +111,19 @@ class PromptArguments(Protocol):
         """Return every argument name, long values visibly cut, in at most `limit` characters."""
         ...
 
+    @property
+    def whole(self) -> str:
+        """Return the arguments uncut (a prompt whose fitted text differs offers Show all)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalPrompt:
     """Ask a chat whether a tool call may run; answered by an `ApprovalAnswer` with `request_id`.
 
-    `arguments` is the whole call: the adapter fits it to what its platform's message holds.
+    `arguments` is the whole call: the adapter fits it to what its platform's message holds,
+    and when it had to cut, adds a Show all button (`ap:<id>:s`) where the platform has buttons.
+    Every text here is already escaped for display (no surrogate, no invisible character).
     """
 
     request_id: str

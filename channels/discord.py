@@ -51,8 +51,12 @@ from channels.base import (
 from channels.approval_codec import (
     approval_command,
     encode_approval_button,
+    encode_show_button,
     parse_approval_button,
     parse_approval_command,
+    parse_show_button,
+    parse_show_command,
+    show_command,
 )
 from channels.chunking import chunk_text
 from channels.discord_stream import close_abandoned_stream, open_edit_stream
@@ -258,6 +262,9 @@ class DiscordAdapter:
             return ApprovalAnswer(
                 channel=self.name, request_id=request_id, sender=str(message.author.id), approved=approved, chat=chat
             )
+        show = parse_show_command(text)
+        if show is not None:  # like an answer, `/show ID` about our own prompt needs no mention
+            text, mentioned = show_command(show), True
         attachments = discord_files.attachments_of(message)
         if (not text and not attachments) or (not is_direct and self._mention_only and not mentioned):
             return None
@@ -323,7 +330,8 @@ class DiscordAdapter:
         """Post the approval question with Approve / Deny buttons in the prompt's chat or thread."""
         channel = self._channel(prompt.chat, prompt.thread)
         self._pacers.pacer(str(channel.id)).posted_by_other()
-        await self._call("post an approval prompt", channel.send(_prompt_text(prompt), view=_buttons(prompt.request_id)))
+        text, cut = _prompt_text(prompt)
+        await self._call("post an approval prompt", channel.send(text, view=_buttons(prompt.request_id, show=cut)))
 
     async def typing(self, chat: str, thread: str | None) -> None:
         """Show "typing..." once (Discord keeps it for about 10 s or until the bot posts)."""
@@ -444,19 +452,28 @@ class _GatewayClient(discord.Client):
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
         if interaction.type is not discord.InteractionType.component or interaction.data is None:
             return
-        button = parse_approval_button(str(interaction.data.get("custom_id", "")))
-        if button is None:
-            return
-        request_id, approved = button
+        custom_id = str(interaction.data.get("custom_id", ""))
+        button, show = parse_approval_button(custom_id), parse_show_button(custom_id)
         channel_id = interaction.channel_id
-        chat = None if channel_id is None else _chat_and_thread(interaction.channel, channel_id)[0]
-        answer = ApprovalAnswer(
-            channel=self._orc_adapter.name,
-            request_id=request_id,
-            sender=str(interaction.user.id),
-            approved=approved,
-            chat=chat,
-        )
+        where = None if channel_id is None else _chat_and_thread(interaction.channel, channel_id)
+        answer: Inbound | ApprovalAnswer
+        if show is not None and where is not None:  # Show all: the presser's `/show ID`
+            answer = Inbound(
+                channel=self._orc_adapter.name, chat=where[0], thread=where[1], sender=str(interaction.user.id),
+                text=show_command(show), event_id=str(interaction.id),
+                is_direct=isinstance(interaction.channel, discord.DMChannel),
+            )
+        elif button is not None:
+            request_id, approved = button
+            answer = ApprovalAnswer(
+                channel=self._orc_adapter.name,
+                request_id=request_id,
+                sender=str(interaction.user.id),
+                approved=approved,
+                chat=None if where is None else where[0],
+            )
+        else:
+            return
         # Acknowledge at once (a deferred update, type 6): Discord fails an interaction not
         # answered within 3 s (10062), and what the press leads to (a reply in the chat, a
         # turn resuming) may take longer. An approval answer is not durable state to lose.
@@ -536,8 +553,9 @@ def _chat_and_thread(channel: object, channel_id: int) -> tuple[str, str | None]
     return str(channel_id), None
 
 
-def _prompt_text(prompt: ApprovalPrompt) -> str:
-    """Return the question, the arguments fitted to what one message's content holds."""
+def _prompt_text(prompt: ApprovalPrompt) -> tuple[str, bool]:
+    """Return the question, the arguments fitted to what one message's content holds, and
+    whether they had to be cut."""
     head = f"**Approval needed** — <@{prompt.requester}> wants to run `{prompt.tool[:_NAME_CHARS]}`:\n```\n"
     tail = (
         f"\n```\n"
@@ -545,9 +563,11 @@ def _prompt_text(prompt: ApprovalPrompt) -> str:
         f"`{approval_command(prompt.request_id, approved=True)}` / "
         f"`{approval_command(prompt.request_id, approved=False)}`."
     )
-    room = MAX_MESSAGE_CHARS - len(head) - len(tail)
+    hint = f" The arguments are cut: press Show all or send `{show_command(prompt.request_id)}`."
+    room = MAX_MESSAGE_CHARS - len(head) - len(tail) - len(hint)
     preview = fit_arguments(prompt.arguments, room, size=lambda text: len(_in_code_block(text)))
-    return head + _in_code_block(preview) + tail
+    cut = preview != prompt.arguments.whole
+    return head + _in_code_block(preview) + tail + (hint if cut else ""), cut
 
 
 def _in_code_block(text: str) -> str:
@@ -555,13 +575,17 @@ def _in_code_block(text: str) -> str:
     return text.replace("``", "`\u200b`")  # no run of three backticks survives, however long
 
 
-def _buttons(request_id: str) -> discord.ui.View:
-    """Build the Approve / Deny row; clicks arrive through `on_interaction`, not the View."""
+def _buttons(request_id: str, *, show: bool) -> discord.ui.View:
+    """Build the Approve / Deny (/ Show all) row; clicks arrive through `on_interaction`, not the View."""
     view = discord.ui.View(timeout=None)
     approve, deny = (encode_approval_button(request_id, approved=flag) for flag in (True, False))
     if len(approve) <= _CUSTOM_ID_MAX:
         view.add_item(discord.ui.Button(style=discord.ButtonStyle.success, label="Approve", custom_id=approve))
         view.add_item(discord.ui.Button(style=discord.ButtonStyle.danger, label="Deny", custom_id=deny))
+        if show:
+            view.add_item(
+                discord.ui.Button(style=discord.ButtonStyle.secondary, label="Show all", custom_id=encode_show_button(request_id))
+            )
     # A stopped view is not stored by discord.py: clicks are handled by on_interaction, which
     # also works for prompts posted before a restart.
     view.stop()

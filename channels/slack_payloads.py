@@ -22,13 +22,16 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, TypedDict
 
-from channels.approval_codec import approval_command, parse_approval_command
+from channels.approval_codec import (
+    approval_command, encode_show_button, parse_approval_command, parse_show_button, show_command,
+)
 from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound, fit_arguments
 from channels.slack_files import attachments_from_event
 
 __all__ = [
     "APPROVE",
     "DENY",
+    "SHOW",
     "ApprovalMessage",
     "approval_message",
     "escape",
@@ -38,6 +41,7 @@ __all__ = [
 
 APPROVE: Final = "approve"
 DENY: Final = "deny"
+SHOW: Final = "show"  # its value is the codec's `ap:<id>:s`
 
 _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
 _USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
@@ -120,8 +124,9 @@ def _strip_leading_mention(text: str, bot_user_id: str | None) -> str:
     return text[mention.end():] if mention else text
 
 
-def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnswer | None:
-    """Return the approval answer a `block_actions` payload carries, or None for other buttons."""
+def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnswer | Inbound | None:
+    """Return the approval answer a `block_actions` payload carries (Show all: the presser's
+    `/show ID` as a message), or None for other buttons."""
     if payload.get("type") != "block_actions":
         return None
     sender = _str(_map(payload, "user"), "id")
@@ -133,6 +138,14 @@ def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnsw
         if not isinstance(action, Mapping):
             continue
         action_id, request_id = action.get("action_id"), _str(action, "value")
+        shown = parse_show_button(request_id) if action_id == SHOW else None
+        if shown is not None and chat is not None:
+            message, container = _map(payload, "message"), _map(payload, "container")
+            return Inbound(
+                channel=channel, chat=chat, sender=sender, text=show_command(shown),
+                event_id=f"show-{_str(payload, 'trigger_id') or _str(action, 'action_ts')}",
+                thread=_str(message, "thread_ts") or _str(container, "thread_ts"), is_direct=chat.startswith("D"),
+            )
         if action_id in (APPROVE, DENY) and request_id is not None:
             return ApprovalAnswer(
                 channel=channel, request_id=request_id, sender=sender, approved=action_id == APPROVE, chat=chat
@@ -149,16 +162,20 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
     room = _SECTION_LIMIT - len(head) - 6
     shown = fit_arguments(prompt.arguments, room, size=lambda text: len(_in_code_block(text)))
     section = head + "```" + _in_code_block(shown) + "```"
+    cut = shown != prompt.arguments.whole
     ident = escape(prompt.request_id)
     approve, deny = (escape(approval_command(prompt.request_id, approved=flag)) for flag in (True, False))
     hint = (
         f"Or reply `{approve}` or `{deny}`. "
         f"No answer within {_duration(prompt.timeout_s)} counts as deny."
+        + (f" The arguments are cut: press Show all or reply `{escape(show_command(prompt.request_id))}`." if cut else "")
     )
     buttons = [
         _button("Approve", APPROVE, prompt.request_id, style="primary"),
         _button("Deny", DENY, prompt.request_id, style="danger"),
     ]
+    if cut:
+        buttons.append(_button("Show all", SHOW, encode_show_button(prompt.request_id), style=None))
     return ApprovalMessage(
         text=f"Approval needed: {tool} (request {ident}). Reply {approve} or {deny}.",
         blocks=[
@@ -174,14 +191,11 @@ def _in_code_block(raw: str) -> str:
     return escape(raw).replace("``", "`\u200b`")  # no run of three backticks survives, however long
 
 
-def _button(label: str, action_id: str, value: str, *, style: str) -> dict[str, Any]:
-    return {
-        "type": "button",
-        "action_id": action_id,
-        "text": {"type": "plain_text", "text": label},
-        "style": style,
-        "value": value,
-    }
+def _button(label: str, action_id: str, value: str, *, style: str | None) -> dict[str, Any]:
+    button: dict[str, Any] = {"type": "button", "action_id": action_id, "text": {"type": "plain_text", "text": label}}
+    if style is not None:  # Slack refuses a style other than primary or danger
+        button["style"] = style
+    return button | {"value": value}
 
 
 def _duration(seconds: float) -> str:

@@ -56,8 +56,12 @@ from channels.base import (
 from channels.approval_codec import (
     approval_command,
     encode_approval_button,
+    encode_show_button,
     parse_approval_button,
     parse_approval_command,
+    parse_show_button,
+    parse_show_command,
+    show_command,
 )
 from channels.streaming import PacerBook
 from channels.telegram_format import Rendered, plain, render
@@ -85,6 +89,7 @@ _REQUEST_TIMEOUT_S: Final = 10.0
 _SEND_CONNECTIONS: Final = 100  # as aiohttp's default (Slack); replies beyond wait FIFO for one
 _CALLBACK_DATA_MAX_BYTES: Final = 64
 _NAME_CHARS: Final = 200  # a tool or user name in the prompt (the arguments get the rest)
+_SHOW_HINT: Final = "\nThe arguments are cut: press Show all or reply {} for the whole call."
 
 class TelegramAdapter:
     """One Telegram bot; build it with `create`.
@@ -210,10 +215,13 @@ class TelegramAdapter:
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
         """Post the approval question with Approve / Deny buttons in the prompt's chat."""
         yes, no = (encode_approval_button(prompt.request_id, approved=flag) for flag in (True, False))
+        text, cut = _approval_text(prompt)
         markup = None
         if len(yes.encode()) <= _CALLBACK_DATA_MAX_BYTES:
-            approve = InlineKeyboardButton("Approve", callback_data=yes)
-            markup = InlineKeyboardMarkup(((approve, InlineKeyboardButton("Deny", callback_data=no)),))
+            row = [InlineKeyboardButton("Approve", callback_data=yes), InlineKeyboardButton("Deny", callback_data=no)]
+            if cut:
+                row.append(InlineKeyboardButton("Show all", callback_data=encode_show_button(prompt.request_id)))
+            markup = InlineKeyboardMarkup((tuple(row),))
         else:  # Telegram caps callback_data at 64 bytes; the text commands still work
             logger.warning("channel {}: request id too long for buttons; asking for /approve text", self.name)
         await self._call(
@@ -221,7 +229,7 @@ class TelegramAdapter:
             functools.partial(
                 self._bot.send_message,
                 chat_id=_chat_id(prompt.chat),
-                text=_approval_text(prompt),
+                text=text,
                 message_thread_id=_thread_id(prompt.thread),
                 reply_markup=markup,
             ),
@@ -389,7 +397,7 @@ class TelegramAdapter:
         last = max((i for i, item in enumerate(items) if isinstance(item, Inbound)), default=-1)
         for index, (update, item) in enumerate(zip(updates, items)):
             if update.callback_query is not None:
-                await self._handle_click(update.callback_query, deliver)
+                await self._handle_click(update.update_id, update.callback_query, deliver)
             elif item is not None:
                 await deliver(item, synced=index >= last)
             if index >= last:
@@ -397,7 +405,7 @@ class TelegramAdapter:
 
     async def _handle(self, update: Update, deliver: Deliver) -> None:
         if update.callback_query is not None:
-            await self._handle_click(update.callback_query, deliver)
+            await self._handle_click(update.update_id, update.callback_query, deliver)
         elif update.message is not None:
             item = self._inbound(update.update_id, update.message)
             if item is not None:
@@ -411,6 +419,9 @@ class TelegramAdapter:
             return None  # stickers, service messages, channel posts: nothing to answer
         text = text or ""
         chat, sender = str(message.chat.id), str(user.id)
+        show = parse_show_command(text, bot_username=self._username)
+        if show is not None:  # `/show@thisbot ID` in a group is the core's `/show ID`
+            text = show_command(show)
         command = parse_approval_command(text, bot_username=self._username)
         if command is not None:
             request_id, approved = command
@@ -433,10 +444,22 @@ class TelegramAdapter:
             attachments=attachments,
         )
 
-    async def _handle_click(self, query: CallbackQuery, deliver: Deliver) -> None:
+    async def _handle_click(self, update_id: int, query: CallbackQuery, deliver: Deliver) -> None:
         answer = parse_approval_button(query.data)
+        show = parse_show_button(query.data)
         toast = None
-        if answer is not None:
+        if show is not None and query.message is not None:  # Show all: the presser's `/show ID`
+            message = query.message
+            topic = getattr(message, "message_thread_id", None) if getattr(message, "is_topic_message", False) else None
+            await deliver(
+                Inbound(
+                    channel=self.name, chat=str(message.chat.id), sender=str(query.from_user.id),
+                    text=show_command(show), event_id=str(update_id), thread=str(topic) if topic else None,
+                    sender_name=query.from_user.full_name, is_direct=message.chat.type == ChatType.PRIVATE,
+                )
+            )
+            toast = "Showing the whole call"
+        elif answer is not None:
             request_id, approved = answer
             chat = str(query.message.chat.id) if query.message is not None else None
             sender = str(query.from_user.id)
@@ -491,8 +514,9 @@ def create(name: str, config: TelegramChannelConfig, *, secrets: Callable[[Secre
         raise ChannelAuthError(name, f"invalid bot token: {exc.message}") from exc
 
 
-def _approval_text(prompt: ApprovalPrompt) -> str:
-    """Return the question, the arguments fitted to what one message holds (UTF-16 units)."""
+def _approval_text(prompt: ApprovalPrompt) -> tuple[str, bool]:
+    """Return the question, the arguments fitted to what one message holds (UTF-16 units),
+    and whether they had to be cut."""
     head = f"Approval needed: the agent wants to run {prompt.tool[:_NAME_CHARS]}\nArguments: "
     tail = (
         f"\nRequested by user {prompt.requester[:_NAME_CHARS]}; answer within {prompt.timeout_s:g} s "
@@ -501,8 +525,11 @@ def _approval_text(prompt: ApprovalPrompt) -> str:
         f"{approval_command(prompt.request_id, approved=True)} or "
         f"{approval_command(prompt.request_id, approved=False)}"
     )
-    room = MAX_MESSAGE_CHARS - _utf16_units(head + tail)
-    return head + fit_arguments(prompt.arguments, room, size=_utf16_units) + tail
+    hint = _SHOW_HINT.format(show_command(prompt.request_id))
+    room = MAX_MESSAGE_CHARS - _utf16_units(head + tail + hint)
+    shown = fit_arguments(prompt.arguments, room, size=_utf16_units)
+    cut = shown != prompt.arguments.whole
+    return head + shown + tail + (hint if cut else ""), cut
 
 
 def _utf16_units(text: str) -> int:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import IO, Any, Final, TextIO
 
-from channels.approval_codec import approval_command, parse_approval_command
+from channels.approval_codec import approval_command, parse_approval_command, show_command
 from channels.base import (
     ApprovalAnswer,
     ApprovalPrompt,
@@ -234,11 +234,13 @@ class TerminalAdapter:
             progress.advance()
 
     async def prompt_approval(self, prompt: ApprovalPrompt) -> None:
+        shown = prompt.arguments.fit(_PREVIEW_CHARS)
+        cut = f"; {show_command(prompt.request_id)} prints the whole call" if shown != prompt.arguments.whole else ""
         self._write(
-            f"[approval {prompt.request_id}] {prompt.tool} {prompt.arguments.fit(_PREVIEW_CHARS)}\n"
+            f"[approval {prompt.request_id}] {prompt.tool} {shown}\n"
             f"  reply {approval_command(prompt.request_id, approved=True)} or "
             f"{approval_command(prompt.request_id, approved=False)} "
-            f"(within {prompt.timeout_s:g}s)"
+            f"(within {prompt.timeout_s:g}s){cut}"
         )
 
     async def typing(self, chat: str, thread: str | None) -> None:

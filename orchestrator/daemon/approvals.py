@@ -9,13 +9,16 @@ from typing import Any, Final
 
 from loguru import logger
 
-from channels import ApprovalAnswer, ApprovalPrompt, ChannelAdapter, ChannelError, Inbound, Outbound
+from channels import ApprovalAnswer, ApprovalPrompt, ChannelAdapter, ChannelError, Inbound, Outbound, chunk_text
 from orchestrator.daemon.channels import ChannelSet
-from orchestrator.policy import ApprovalDecision, ApprovalRequest, Verdict
+from orchestrator.policy import ApprovalArguments, ApprovalDecision, ApprovalRequest, Verdict, shown_name
 
-__all__ = ["REFUSED", "Approvals", "ChannelApprover", "PendingApproval", "answer_approval", "send"]
+__all__ = ["REFUSED", "Approvals", "ChannelApprover", "PendingApproval", "answer_approval", "send", "whole_call"]
 
 REFUSED: Final = "Only the person who asked, or a configured approver, can answer this approval."
+# `/show ID` sends at most this many messages; a longer call is refused whole rather than half shown.
+MAX_SHOW_MESSAGES: Final = 40
+_FENCE: Final = "```"
 
 
 @dataclass(eq=False)
@@ -28,6 +31,8 @@ class PendingApproval:
     allowed: frozenset[str]
     future: asyncio.Future[ApprovalDecision]
     refusal: str  # what a sender who may not answer it is told
+    tool: str  # as shown (escaped)
+    shown: ApprovalArguments  # the whole call, for `/show ID`
 
 
 class Approvals:
@@ -102,10 +107,12 @@ class ChannelApprover:
         await send(adapter, Outbound(chat=self.inbound.chat, thread=self.inbound.thread, text=text))
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask in the chat and wait; a prompt the chat could not be shown is denied, and the chat told why."""
         allowed = self.answerers(request)
+        tool = shown_name(request.tool)
         if not allowed:
             await self._say(
-                f"Approval {request.request_id} ({request.tool}) is for agent {request.agent!r}: only a route "
+                f"Approval {request.request_id} ({tool}) is for agent {request.agent!r}: only a route "
                 "approver may answer it and this route has none, so it was not run."
             )
             return ApprovalDecision(
@@ -122,33 +129,71 @@ class ChannelApprover:
                 allowed=allowed,
                 future=future,
                 refusal=self.refusal(request),
+                tool=tool,
+                shown=request.shown,
             ),
         )
+        shown = False
         try:
             if self.inbound.sender not in allowed:  # say who decides before the buttons appear
                 await self._say(
                     f"Approval {request.request_id} is for agent {request.agent!r}: only a route approver "
                     f"({', '.join(sorted(allowed))}) can answer it."
                 )
-            await self._adapter().prompt_approval(
-                ApprovalPrompt(
-                    request_id=request.request_id,
-                    chat=self.inbound.chat,
-                    thread=self.inbound.thread,
-                    requester=self.inbound.sender,
-                    tool=request.tool,
-                    arguments=request.shown,
-                    timeout_s=request.timeout_s,
-                )
+            prompt = ApprovalPrompt(
+                request_id=request.request_id,
+                chat=self.inbound.chat,
+                thread=self.inbound.thread,
+                requester=shown_name(self.inbound.sender),
+                tool=tool,
+                arguments=request.shown,
+                timeout_s=request.timeout_s,
             )
+            try:
+                await self._adapter().prompt_approval(prompt)
+            except Exception as exc:  # refused, or a text the platform cannot carry: never "no answer"
+                return await self._not_shown(request, tool, exc)
+            shown = True
             return await future
         finally:
             self.approvals.discard(request.request_id)
             if not future.done() or future.cancelled():  # awaiting it was cancelled: nobody answered
                 future.cancel()
-                self.spawn(
-                    self._say(f"No answer on approval {request.request_id} ({request.tool}) in time: it was not run.")
-                )
+                if shown:
+                    self.spawn(self._say(f"No answer on approval {request.request_id} ({tool}) in time: it was not run."))
+
+    async def _not_shown(self, request: ApprovalRequest, tool: str, exc: Exception) -> ApprovalDecision:
+        """Deny a call whose prompt could not be posted, and say so (the audit row keeps the reason)."""
+        reason = shown_name(exc.reason if isinstance(exc, ChannelError) else f"{type(exc).__name__}: {exc}")
+        # a platform's refusal is one line; anything else is a bug here, logged with its traceback
+        log = logger if isinstance(exc, ChannelError) else logger.opt(exception=exc)
+        log.warning("approval {} ({}) could not be shown: {}", request.request_id, tool, reason)
+        await self._say(f"Approval {request.request_id} ({tool}) could not be shown in this chat ({reason}): it was not run.")
+        return ApprovalDecision(
+            verdict=Verdict.NO_DECISION, decided_by=None, asked=True,
+            reason=f"the approval prompt could not be shown ({reason})",
+        )
+
+
+def whole_call(request_id: str, pending: PendingApproval, *, limit: int) -> list[str]:
+    """Return the messages that show `pending`'s whole call, one argument a line, each at most `limit`.
+
+    Each message is a code block headed `(i/n)`, so markup in a value is shown, never applied;
+    a run of backticks in a value is broken by an escaped one (`\\u0060`), so no value can
+    close the block. `limit` is the platform's message limit; with characters past the BMP
+    (two UTF-16 units each on Telegram) pieces take half of it.
+    """
+    body = "\n".join(pending.shown.lines()).replace(_FENCE[:2], "`\\u0060")
+    size = limit // 2 if any(ord(c) > 0xFFFF for c in body) else limit
+    head = f"Approval {request_id} ({pending.tool}), the whole call ({{}}/{{}}):\n{_FENCE}\n"
+    room = size - len(head.format(MAX_SHOW_MESSAGES, MAX_SHOW_MESSAGES)) - len(_FENCE) - 1
+    pieces = chunk_text(body, room)
+    if len(pieces) > MAX_SHOW_MESSAGES:
+        return [
+            f"Approval {request_id} ({pending.tool}): the whole call is {len(body):,} characters, more than "
+            f"{MAX_SHOW_MESSAGES} messages here, so it is not sent. Deny it unless you can check it another way."
+        ]
+    return [head.format(i, len(pieces)) + piece + "\n" + _FENCE for i, piece in enumerate(pieces, 1)]
 
 
 async def answer_approval(approvals: Approvals, channels: ChannelSet, answer: ApprovalAnswer) -> None:

@@ -1,4 +1,4 @@
-"""Chat commands (`/new`, `/stop`, `/usage`, `/help`, `/compact`, `/sop NAME`, a malformed `/approve`): one handler each, in `COMMANDS`."""
+"""Chat commands (`/new`, `/stop`, `/usage`, `/help`, `/compact`, `/sop NAME`, `/show ID`, a malformed `/approve`): one handler each, in `COMMANDS`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Final
 
 from loguru import logger
 
-from channels import Inbound, Outbound
+from channels import Inbound, Outbound, parse_show_command
 from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
-from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send
+from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send, whole_call
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.policy import ApprovalRequest, Interactivity
 from orchestrator.seam import (
@@ -115,6 +115,7 @@ _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     SOP_COMMAND: "NAME [context] - run an SOP",
     "/approve": "ID - allow a tool call you were asked about",
     "/deny": "ID - refuse it",
+    "/show": "ID - the whole call of an approval you may answer",
 })
 
 
@@ -122,6 +123,29 @@ async def _approval_usage(runtime: Runtime, inbound: Inbound, admitted: Admitted
     """A malformed `/approve` or `/deny` (no id, a bad id, extra words): a usage line, never the model."""
     _done(runtime, inbound)
     await _tell(runtime, inbound, "Usage: /approve ID or /deny ID, with the ID from the approval prompt.")
+
+
+async def _show(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
+    """`/show ID` (or Show all): the whole call of an approval waiting in this chat, to those who may answer it."""
+    _done(runtime, inbound)
+    request_id = parse_show_command(inbound.text)
+    if request_id is None:
+        await _tell(runtime, inbound, "Usage: /show ID, with the ID from the approval prompt.")
+        return
+    pending = runtime.approvals.get(request_id)
+    if pending is None or (pending.channel, pending.chat) != (inbound.channel, inbound.chat) or pending.future.done():
+        await _tell(runtime, inbound, f"There is no pending approval {request_id} in this chat.")
+        return
+    if not resolve_chat_commands(admitted.config, admitted.route).may_show(pending.allowed, inbound.sender):
+        logger.warning("{} may not see approval {}", inbound.sender, request_id)
+        await _tell(runtime, inbound, f"Only those who may answer approval {request_id} can see its whole call.")
+        return
+    adapter = runtime.channels.adapter(inbound.channel)
+    if adapter is None:
+        logger.warning("channel {} is not connected: /show {} was not answered", inbound.channel, request_id)
+        return
+    for piece in whole_call(request_id, pending, limit=adapter.max_message_chars):
+        await send(adapter, Outbound(chat=pending.chat, thread=pending.thread, text=piece))
 
 
 async def _sop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
@@ -209,6 +233,6 @@ async def _tell(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: str 
 
 COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
     "/new": _new, "/stop": _stop, "/usage": _usage, "/help": _help, COMPACT_COMMAND: _compact, SOP_COMMAND: _sop,
-    "/approve": _approval_usage, "/deny": _approval_usage,
+    "/approve": _approval_usage, "/deny": _approval_usage, "/show": _show,
 })
 assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"

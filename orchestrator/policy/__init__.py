@@ -1,6 +1,7 @@
 """Policy primitives: security limits, the tool filter and approval semantics."""
 
 from orchestrator.policy.approval_text import APPROVAL_PREVIEW_CHARS, ApprovalArguments, render_arguments
+from orchestrator.policy.printable import shown_name
 from orchestrator.policy.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -35,4 +36,5 @@ __all__ = [
     "is_granted",
     "matches_any",
     "render_arguments",
+    "shown_name",
 ]

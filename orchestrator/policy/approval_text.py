@@ -2,16 +2,19 @@
 
 The core hands each surface the whole call (`ApprovalArguments`); each fits it to its own
 room with `fit(limit)`: a chat platform to what its message holds, the CLI and the terminal
-to one line of `APPROVAL_PREVIEW_CHARS`.
+to one line of `APPROVAL_PREVIEW_CHARS`. `whole` is the call uncut (what `/show ID` sends,
+in pieces). Every name and value is shown through the printable set (`policy.printable`):
+invisible, filler and non-ASCII space characters escaped, long blank runs counted, words
+mixing scripts flagged.
 """
 
 from __future__ import annotations
 
-import json
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from orchestrator.policy.printable import shown_value
 
 __all__ = ["APPROVAL_PREVIEW_CHARS", "ApprovalArguments", "render_arguments"]
 
@@ -20,16 +23,18 @@ APPROVAL_PREVIEW_CHARS: Final = 500
 # Each value keeps at least this much (the cut marker and a few characters either side).
 _MIN_VALUE_CHARS: Final = 24
 _NAME_CHARS: Final = 64
-# Characters that would let a value fake a new line or reorder what the approver reads.
-_INVISIBLE: Final = frozenset({"Cc", "Cf", "Zl", "Zp"})
+# What heads a fitted line when a word in it mixes scripts (a cut could hide the word's own flag).
+_MIXED_NOTICE: Final = "[mixed scripts in: {}] "
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalArguments:
     """A tool call's arguments in full as an approver reads them: names in schema order,
-    values as JSON with invisible and control characters escaped (rendered once, fitted often)."""
+    values as JSON through the printable set (rendered once, fitted often)."""
 
     items: tuple[tuple[str, str], ...]
+    # the names (as shown) of the arguments with a word that mixes scripts
+    mixed: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> ApprovalArguments:
@@ -40,23 +45,45 @@ class ApprovalArguments:
         properties = schema.get("properties") if schema is not None else None
         declared = [k for k in properties if k in arguments] if isinstance(properties, Mapping) else []
         order = declared + [k for k in arguments if k not in declared]
-        return cls(tuple((_value(str(key)), _value(arguments[key])) for key in order))
+        items, mixed = [], []
+        for key in order:
+            name, value = shown_value(str(key)), shown_value(arguments[key])
+            items.append((name.text, value.text))
+            if name.mixed or value.mixed:
+                mixed.append(name.text)
+        return cls(tuple(items), tuple(mixed))
+
+    @property
+    def whole(self) -> str:
+        """Return the arguments uncut, as one line (what `fit` returns when nothing needs cutting)."""
+        return self._notice() + "{" + ", ".join(f"{name}: {value}" for name, value in self.items) + "}"
+
+    def lines(self) -> list[str]:
+        """Return the arguments uncut, one `name: value` line each (for `/show ID`)."""
+        head = [self._notice().rstrip()] if self.mixed else []
+        return head + [f"{name}: {value}" for name, value in self.items]
+
+    def _notice(self) -> str:
+        return _MIXED_NOTICE.format(", ".join(_elided(name, _NAME_CHARS) for name in self.mixed)) if self.mixed else ""
 
     def fit(self, limit: int) -> str:
         """Return the arguments as one JSON-like line of at most `limit` characters.
 
         Values are JSON (a value cannot start a line, invisible and control characters are
         escaped); a long one keeps its start and end around a visible `…[N chars cut]…`, the
-        values sharing equally what the names leave. Within `limit`, nothing is cut.
+        values sharing equally what the names leave. Within `limit`, nothing is cut. When a
+        word mixes scripts the line starts with `[mixed scripts in: NAMES]`, so no cut hides it.
         """
         if not self.items:
             return "{}"
+        notice = self._notice()[:limit]
+        limit -= len(notice)
         names = [_elided(name, _NAME_CHARS) for name, _ in self.items]
         values = [value for _, value in self.items]
         budget = limit - sum(len(n) + 4 for n in names)  # "{}" and ", " between, ": " in each
         caps = _shares(budget, [len(v) for v in values])
         items = [f"{name}: {_elided(value, cap)}" for name, value, cap in zip(names, values, caps)]
-        return _fitted(items, limit)
+        return notice + _fitted(items, limit)
 
 
 def render_arguments(
@@ -67,13 +94,6 @@ def render_arguments(
 ) -> str:
     """Return the arguments in `schema` order as one line of at most `limit` characters."""
     return ApprovalArguments.of(arguments, schema).fit(limit)
-
-
-def _value(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return "".join(
-        f"\\u{ord(c):04x}" if unicodedata.category(c) in _INVISIBLE else c for c in text
-    )
 
 
 def _shares(budget: int, lengths: Sequence[int]) -> list[int]:

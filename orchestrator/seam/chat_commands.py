@@ -6,7 +6,9 @@ nowhere else (dispatch asks, `orchestrator route` shows, `policy matrix` checks)
 - `/new`, `/stop` and `/compact` act only on the sender's own session, `/usage` shows only the
   sender's own usage with the routed agent, and `/help` lists what the route grants: every
   route has them.
-- `/approve ID` and `/deny ID` answer only a prompt the sender may answer (`answerers`).
+- `/approve ID` and `/deny ID` answer only a prompt the sender may answer (`answerers`), and
+  `/show ID` (or a prompt's Show all button) sends the whole call only to those same people
+  (`may_show`), in the chat the prompt waits in.
 - `/sop NAME` starts only an SOP the route lists in `sops` (none by default; an SOP the
   config lacks is never granted, whatever the list says).
 
@@ -33,7 +35,7 @@ SESSION_COMMANDS: Final = ("/new", "/stop", "/usage", "/help")
 # Folds the session's older messages into its summary now; it waits for a running turn.
 COMPACT_COMMAND: Final = "/compact"
 SOP_COMMAND: Final = "/sop"
-APPROVAL_COMMANDS: Final = ("/approve", "/deny")
+APPROVAL_COMMANDS: Final = ("/approve", "/deny", "/show")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +62,12 @@ class ChatCommands:
         if agent == self.agent:
             return frozenset({requester, *self.approvers})
         return self.approvers
+
+    @staticmethod
+    def may_show(answerers: frozenset[str], sender: str) -> bool:
+        """Return whether `sender` may see the whole call of a pending approval: exactly the
+        people who may answer it (`answerers`, as resolved when it was asked), nobody else."""
+        return sender in answerers
 
     def describe(self, requester: str) -> dict[str, object]:
         """Return the grant for `requester` as plain data (for `orchestrator route --json`)."""

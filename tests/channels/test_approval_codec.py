@@ -12,8 +12,10 @@ from channels import (
     encode_approval_button,
     parse_approval_button,
     parse_approval_command,
+    parse_show_command,
+    show_command,
 )
-from channels.approval_codec import MAX_REQUEST_ID_CHARS, is_request_id
+from channels.approval_codec import MAX_REQUEST_ID_CHARS, encode_show_button, is_request_id, parse_show_button
 from orchestrator.seam import APPROVAL_COMMANDS as CHAT_COMMANDS
 
 request_ids = st.text(
@@ -79,3 +81,20 @@ def test_an_impossible_id_is_never_encoded() -> None:
         assert not is_request_id(bad)
         with pytest.raises(ValueError, match="not a request id"):
             encode_approval_button(bad, approved=True)
+
+
+@given(request_ids)
+def test_show_all_and_show_round_trip_and_never_pass_for_an_answer(request_id: str) -> None:
+    button = encode_show_button(request_id)
+    assert parse_show_button(button) == request_id and parse_approval_button(button) is None
+    assert parse_show_command(show_command(request_id)) == request_id
+    assert parse_approval_command(show_command(request_id)) is None
+    assert parse_show_button(encode_approval_button(request_id, approved=True)) is None
+
+
+def test_show_wire_formats_and_who_it_is_addressed_to() -> None:
+    assert (encode_show_button("1a2b3c4d"), show_command("1a2b3c4d")) == ("ap:1a2b3c4d:s", "/show 1a2b3c4d")
+    assert parse_show_command("/SHOW@Ops_Bot 1a2b3c4d", bot_username="ops_bot") == "1a2b3c4d"
+    for text in ("/show@other_bot 1a2b3c4d", "/show", "/show a b", "/show a:b", "/shown 1a2b3c4d"):
+        assert parse_show_command(text, bot_username="ops_bot") is None, text
+    assert parse_show_button("ap:1a2b3c4d:x") is None and parse_show_button(None) is None

@@ -315,7 +315,7 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "42", "--config", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "routes[0]: matches -> agent 'ops', session per_sender, approvers ['7']",
-        "  commands: /new /stop /usage /help /compact /sop /approve /deny",
+        "  commands: /new /stop /usage /help /compact /sop /approve /deny /show",
         "  sop maint: steps run as ops; approvals: ops by ['42', '7']",
     ]
     # a stranger on the open route: only the SOP it lists; ops's step approvals are nobody's
@@ -323,18 +323,18 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert capsys.readouterr().out.splitlines() == [
         "routes[0]: skipped (sender '9' is not in its senders list)",
         "routes[1]: matches -> agent 'pub', session per_chat",
-        "  commands: /new /stop /usage /help /compact /sop /approve /deny",
+        "  commands: /new /stop /usage /help /compact /sop /approve /deny /show",
         "  sop faq: steps run as pub, ops; approvals: pub by ['9']; ops by nobody (the route has no approvers: denied)",
     ]
     assert cli.main(["route", "tg", "--chat", "c2", "--sender", "9", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["route"], shown["agent"], shown["commands"], shown["sops"]) == (
-        1, "pub", ["/new", "/stop", "/usage", "/help", "/compact", "/sop", "/approve", "/deny"], {"faq": {"agents": ["pub", "ops"], "answerers": {"pub": ["9"], "ops": []}}}
+        1, "pub", ["/new", "/stop", "/usage", "/help", "/compact", "/sop", "/approve", "/deny", "/show"], {"faq": {"agents": ["pub", "ops"], "answerers": {"pub": ["9"], "ops": []}}}
     )
     path.write_text(path.read_text().replace('sops = ["faq"]\n', ""))  # routes[1] lists no SOP now
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "9", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert (shown["route"], shown["commands"], shown["sops"]) == (1, ["/new", "/stop", "/usage", "/help", "/compact", "/approve", "/deny"], {})
+    assert (shown["route"], shown["commands"], shown["sops"]) == (1, ["/new", "/stop", "/usage", "/help", "/compact", "/approve", "/deny", "/show"], {})
     assert shown["explain"][-1] == '  sops: none (`/sop NAME` is answered "not available here")'
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--config", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "no route matches: the message would be ignored and logged"

@@ -186,6 +186,7 @@ async def test_help_lists_what_this_route_grants_and_nothing_more(
         "/sop NAME [context] - run an SOP",
         "/approve ID - allow a tool call you were asked about",
         "/deny ID - refuse it",
+        "/show ID - the whole call of an approval you may answer",
         "SOPs here: faq",
         "Anything else is a message to the agent.",
     ]

@@ -350,6 +350,21 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               tracking="issue #11 item 6",
               evidence="tests/daemon/test_dispatch.py::"
               "test_terminal_approval_prompt_shows_the_path_despite_a_long_first_argument"),
+    ParityRow(surface="approval", setting="approval prompt text: printable set (fillers, joiners, selectors, "
+              "non-ASCII spaces, surrogates escaped), blank runs counted, mixed scripts flagged",
+              owner="#32 Budgets, redaction and approval text", tracking="issue #32 item 4",
+              evidence="tests/daemon/test_approval_trust.py::"
+              "test_look_alikes_are_escaped_padding_counted_and_mixed_scripts_flagged"),
+    ParityRow(surface="chat commands", setting="`/show ID` and Show all: the whole call, to the approval's "
+              "answerers only (`ChatCommands.may_show`), in pieces the platform carries",
+              owner="#32 Budgets, redaction and approval text", tracking="issue #32 item 4",
+              evidence="tests/daemon/test_approval_trust.py::"
+              "test_show_sends_the_whole_call_in_pieces_and_only_to_who_may_answer"),
+    ParityRow(surface="approval", setting="a prompt the chat cannot be shown: denied, audited and told as not "
+              "shown, never as no answer", owner="#32 Budgets, redaction and approval text",
+              tracking="issue #32 item 4",
+              evidence="tests/daemon/test_approval_trust.py::"
+              "test_a_prompt_the_chat_refuses_is_denied_as_not_shown_never_as_no_answer"),
     ParityRow(surface="budget", setting="max_tokens_per_turn: every turn path stops before a call that would pass it "
               "(matrix row `budget.max_tokens_per_turn`)", owner="#16 Usage", tracking="issue #16 item 4",
               evidence="tests/parity/test_token_budget_parity.py::"

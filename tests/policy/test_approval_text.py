@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from orchestrator.policy import APPROVAL_PREVIEW_CHARS, render_arguments
 from orchestrator.tools import BUILTIN_TOOLS
 
@@ -58,3 +62,38 @@ def test_too_many_arguments_say_how_many_are_not_shown() -> None:
 def test_nested_values_and_no_arguments() -> None:
     assert render_arguments({"argv": ["ls", "-la"], "n": 2, "ok": True}) == '{"argv": ["ls", "-la"], "n": 2, "ok": true}'
     assert render_arguments({}) == "{}"
+
+
+# What an approver may never read unescaped: the spec of the printable set, in Unicode's terms.
+UNSHOWABLE = regex.compile(r"[\p{C}\p{Z}\p{Default_Ignorable_Code_Point}\u2800](?<! )")
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(codec=None), max_size=60))
+def test_no_text_reaches_the_approver_unescaped(value: str) -> None:
+    shown = render_arguments({"value": value}, limit=10_000)
+    shown.encode("utf-16-le")  # no surrogate is left to fail a platform's encoder
+    assert UNSHOWABLE.search(shown) is None, repr(shown)
+
+
+def test_marks_need_a_base_and_may_not_stack_past_four() -> None:
+    assert render_arguments({"v": "e\u0301\u0301\u0301\u0301\u0301 \u0301x"}) == (
+        '{"v": "e\u0301\u0301\u0301\u0301\\u0301 \\u0301x"}'
+    )
+
+
+def test_one_writing_system_is_not_flagged_but_a_look_alike_inside_a_path_is() -> None:
+    assert render_arguments({"v": "日本語のテキストとABC 한국어 text Tiếng Việt"}) == (
+        '{"v": "日本語のテキストとABC 한국어 text Tiếng Việt"}'
+    )
+    assert render_arguments({"v": "cat /home/user/сору"}) == (
+        '[mixed scripts in: "v"] {"v": "cat [mixed scripts: Cyrillic+Latin]/home/user/сору"}'
+    )
+
+
+def test_a_long_blank_run_of_several_kinds_is_counted_by_kind() -> None:
+    assert render_arguments({"v": "a" + " \u3000" * 6 + "b\x7f"}) == '{"v": "a[12 blanks: 6 spaces, 6 x \\u3000]b\\u007f"}'
+
+
+def test_styled_and_fullwidth_letters_that_pass_for_ascii_are_escaped() -> None:
+    assert render_arguments({"v": "ｒｍ -𝚛𝚏 ℌome ｶﾀｶﾅ"}) == '{"v": "\\uff52\\uff4d -\\U0001d69b\\U0001d68f \\u210come ｶﾀｶﾅ"}'
