@@ -14,10 +14,11 @@ from orchestrator.media.intake import (
     fetch_failed,
     take_in,
 )
-from orchestrator.media.policy import NO_MEDIA, MediaPolicy, Transcriber
+from orchestrator.media.policy import DEFAULT_PARSER_LIMITS, NO_MEDIA, MediaPolicy, ParserLimits, Transcriber
 from orchestrator.media.uploads import UPLOADS_DIR, safe_name, upload_target
 
 __all__ = [
+    "DEFAULT_PARSER_LIMITS",
     "DOWNLOAD_TIMEOUT_S",
     "IMAGE_BUDGET_BYTES",
     "IMAGE_MIMES",
@@ -29,6 +30,7 @@ __all__ = [
     "Intake",
     "MediaPolicy",
     "MediaRefused",
+    "ParserLimits",
     "Transcriber",
     "acceptable_mime",
     "bytes_fetch",

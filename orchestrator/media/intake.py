@@ -25,7 +25,7 @@ from loguru import logger
 
 from channels import IMAGE_MIMES, AttachmentTooLarge, acceptable_mime, looks_like
 from orchestrator.errors import OrchestratorError, ProviderError, WorkspaceEscape
-from orchestrator.media.pdf import extract_pdf_text
+from orchestrator.media.pdf import PdfTooCostly, extract_pdf_text
 from orchestrator.media.uploads import safe_name, sweep_leftovers, upload_target
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ async def take_in(
             if item.kind == "image":
                 notes.append(f"[image attached: {relative} ({mime}, {size:,} bytes); it is shown to you with this message]")
             elif item.kind == "document":
-                notes.append(await _document_note(relative, target, mime, size, ref, written))
+                notes.append(await _document_note(policy, relative, target, mime, size, ref, written))
             else:
                 spoken = await _transcribe(policy, target, mime, item.kind)
                 ref["transcribed"] = True
@@ -207,12 +207,15 @@ async def _fetch(
 
 
 async def _document_note(
-    relative: str, target: Path, mime: str, size: int, ref: dict[str, Any], written: list[Path]
+    policy: MediaPolicy, relative: str, target: Path, mime: str, size: int, ref: dict[str, Any], written: list[Path]
 ) -> str:
     note = f"[document attached: {relative} ({mime}, {size:,} bytes); read it with your file tools]"
     if mime != "application/pdf":
         return note
-    extracted = await extract_pdf_text(target)
+    try:
+        extracted = await extract_pdf_text(target, policy.pdf)
+    except PdfTooCostly as exc:  # a parse past its limits is an attack or a mistake: refused, nothing kept
+        raise MediaRefused(exc.reason) from exc
     if extracted is None:
         return f"[document attached: {relative} ({mime}, {size:,} bytes); its text could not be extracted]"
     text_path = target.with_name(target.name + ".txt")

@@ -16,7 +16,7 @@ from orchestrator.tools.reserved import (
     TOOL_SEARCH_NAME,
 )
 from orchestrator.tools.send_file import SEND_FILE_SPEC, ChatOutlet, SendFileTool, bind_outlet, current_outlet
-from orchestrator.tools.sandbox import bwrap_error, landlock_error
+from orchestrator.tools.sandbox import bwrap_error, landlock_error, launch
 from orchestrator.tools.shell import run_command
 
 __all__ = [
@@ -47,5 +47,6 @@ __all__ = [
     "bwrap_error",
     "fetch_url",
     "landlock_error",
+    "launch",
     "run_command",
 ]
