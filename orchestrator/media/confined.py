@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -110,12 +111,13 @@ def _readable() -> tuple[str, ...]:
     return tuple(path for path in wanted if not (path + "/").startswith(_SYSTEM_DIRS))
 
 
-def _spawn(key: _Key, *, max_pages: int, max_chars: int) -> _Child:
+def _spawn(key: _Key, *, source: str, args: Sequence[str]) -> _Child:
+    """Start `python -I -S -B -c source *args` confined as `key` says, its stdin a socket."""
     kind, cpu_seconds, memory_bytes = key
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     argv = (
-        os.path.realpath(sys.executable), "-I", "-S", "-B", "-c", _child_source(),
-        _pypdf_home(), str(max_pages), str(max_chars), f"orchestrator-pdf-child:{cpu_seconds}s:{memory_bytes}",
+        os.path.realpath(sys.executable), "-I", "-S", "-B", "-c", source,
+        *args, f"orchestrator-pdf-child:{cpu_seconds}s:{memory_bytes}",
     )
     limits = SandboxLimits(
         cpu_seconds=cpu_seconds + _IMPORT_CPU_S, address_space_bytes=memory_bytes, file_size_bytes=0
@@ -141,6 +143,10 @@ def _spawn(key: _Key, *, max_pages: int, max_chars: int) -> _Child:
     return _Child(process=process, control=ours, stdout=stdout)
 
 
+def _spawn_pdf(key: _Key, *, max_pages: int, max_chars: int) -> _Child:
+    return _spawn(key, source=_child_source(), args=(_pypdf_home(), str(max_pages), str(max_chars)))
+
+
 def _key(limits: ParserLimits) -> _Key:
     return (limits.sandbox, limits.cpu_seconds, limits.memory_bytes)
 
@@ -151,7 +157,7 @@ def _take(limits: ParserLimits, *, max_pages: int, max_chars: int) -> _Child:
         return child
     if child is not None:
         child.close()
-    return _spawn(_key(limits), max_pages=max_pages, max_chars=max_chars)
+    return _spawn_pdf(_key(limits), max_pages=max_pages, max_chars=max_chars)
 
 
 def _replenish(limits: ParserLimits, *, max_pages: int, max_chars: int) -> None:
@@ -160,7 +166,7 @@ def _replenish(limits: ParserLimits, *, max_pages: int, max_chars: int) -> None:
     if key in _spares:
         return
     try:
-        _spares[key] = _spawn(key, max_pages=max_pages, max_chars=max_chars)
+        _spares[key] = _spawn_pdf(key, max_pages=max_pages, max_chars=max_chars)
     except ParserFailed as exc:
         logger.warning("no spare PDF parser: {}", exc)
 
@@ -246,6 +252,8 @@ async def run_pdf_child(fd: int, limits: ParserLimits, *, max_pages: int, max_ch
                 child.control.sendmsg([b"d"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
             except OSError as exc:
                 raise ParserFailed(f"the child ended before its document arrived ({exc})") from exc
+            logger.info("reading a PDF in parser child {} ({}, {})", child.process.pid, limits.sandbox,
+                        ", ".join(limits.describe()[1:]))
             text, over = await _read_until_eof(child.stdout, cap)
             if over:
                 logger.info("the PDF parser wrote more than {} bytes; its text is cut there", cap)
