@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sqlite3
 import threading
@@ -12,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Final, TypeVar
+
+from orchestrator.threads import in_thread
 
 __all__ = ["MemoryRecord", "MemoryStore"]
 
@@ -145,4 +146,4 @@ class MemoryStore:
             with self._lock:
                 return work()
 
-        return await asyncio.to_thread(locked)
+        return await in_thread(locked)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from orchestrator.errors import ProviderError, ProviderOverrides
 from orchestrator.providers._transport import Endpoint
 from orchestrator.providers.base import Completion, ToolCall, Usage
+from orchestrator.threads import in_thread
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -150,9 +151,7 @@ class OpenAICompatProvider:
 
         Raises `ProviderUnavailable` or `ProviderError` like `complete`.
         """
-        import asyncio
-
-        data = await asyncio.to_thread(path.read_bytes)
+        data = await in_thread(path.read_bytes)
         try:
             result = await self._client.audio.transcriptions.create(
                 model=model, file=(path.name, data, mime), response_format="json"
