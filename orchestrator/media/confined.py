@@ -246,6 +246,7 @@ async def run_pdf_child(fd: int, limits: ParserLimits, *, max_pages: int, max_ch
     """
     cap = 4 * max_chars + 64 * max_pages
     child = _take(limits, max_pages=max_pages, max_chars=max_chars)
+    cancelled = False
     try:
         async with asyncio.timeout(limits.timeout_s):
             try:
@@ -257,17 +258,20 @@ async def run_pdf_child(fd: int, limits: ParserLimits, *, max_pages: int, max_ch
             text, over = await _read_until_eof(child.stdout, cap)
             if over:
                 logger.info("the PDF parser wrote more than {} bytes; its text is cut there", cap)
-                return text
-            code = await _exit_code(child.process)
+                code = 0
+            else:
+                code = await _exit_code(child.process)
     except TimeoutError as exc:
         logger.info("PDF parser {} killed at its {} s deadline", child.process.pid, limits.timeout_s)
         raise ParserOverLimit(what="time", limits=limits) from exc
     except asyncio.CancelledError:
         logger.info("PDF parser {} killed: its turn was cancelled", child.process.pid)
+        cancelled = True  # no spare then: a cancel is often the daemon stopping
         raise
     finally:
         child.close()
-        _replenish(limits, max_pages=max_pages, max_chars=max_chars)
+        if not cancelled:
+            _replenish(limits, max_pages=max_pages, max_chars=max_chars)
     if code == 0:
         return text
     if code == _OUT_OF_MEMORY:
