@@ -160,7 +160,7 @@ def _take(limits: ParserLimits, *, max_pages: int, max_chars: int) -> _Child:
     return _spawn_pdf(_key(limits), max_pages=max_pages, max_chars=max_chars)
 
 
-def _replenish(limits: ParserLimits, *, max_pages: int, max_chars: int) -> None:
+def _replenish(limits: ParserLimits, max_pages: int, max_chars: int) -> None:
     # Started once a document is done (not while it parses, on a small host's few cores).
     key = _key(limits)
     if key in _spares:
@@ -270,8 +270,8 @@ async def run_pdf_child(fd: int, limits: ParserLimits, *, max_pages: int, max_ch
         raise
     finally:
         child.close()
-        if not cancelled:
-            _replenish(limits, max_pages=max_pages, max_chars=max_chars)
+        if not cancelled:  # after this document's answer, not before it
+            asyncio.get_running_loop().call_soon(_replenish, limits, max_pages, max_chars)
     if code == 0:
         return text
     if code == _OUT_OF_MEMORY:
