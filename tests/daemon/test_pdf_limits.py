@@ -1,7 +1,7 @@
-"""A costly PDF sent to a real `orchestrator run` (fake Telegram): one line at its deadline, and SIGTERM still ends the daemon.
+"""A costly PDF sent to a real `orchestrator run` (fake Telegram): one line at its deadline, /stop and SIGTERM end its parse.
 
 One daemon, two bots: `quick`'s agent reads PDFs within 2 s, `patient`'s within 300 s,
-so SIGTERM arrives while a parse is under way and only the shutdown can end it.
+so `/stop`, then SIGTERM, arrive while a parse is under way and only they can end it.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def tagged(memory_mb: int) -> set[int]:
     return found
 
 
-async def test_a_costly_pdf_gets_one_line_and_sigterm_ends_the_daemon_mid_parse(
+async def test_a_costly_pdf_gets_one_line_stop_ends_its_parse_and_sigterm_ends_the_daemon_mid_parse(
     write_config: WriteConfig, fake_llm: FakeOpenAI
 ) -> None:
     async with FakeTelegram(token=QUICK, username="quick_bot") as tg:
@@ -78,8 +78,21 @@ async def test_a_costly_pdf_gets_one_line_and_sigterm_ends_the_daemon_mid_parse(
             await tg.wait_for(lambda: [p["text"] for p in tg.calls("sendMessage", token=QUICK)] == [line], timeout=60)
             assert fake_llm.requests == []  # refused before any turn ran
 
-            tg.push_document(8, 8, costly_pdf(), file_name="slow.pdf", mime_type="application/pdf", token=PATIENT)
+            # /stop reaches a PDF being read: the child is killed, the sender told, nothing kept
+            tg.push_document(9, 9, costly_pdf(), file_name="stopped.pdf", mime_type="application/pdf", token=PATIENT)
             await log_line("reading a PDF in parser child", count=2)
+            stopped = tagged(PATIENT_MEMORY_MB)
+            assert stopped
+            tg.push_message(9, 9, "/stop", token=PATIENT)
+            await log_line("killed: its turn was cancelled")
+            await tg.wait_for(lambda: [p["text"] for p in tg.calls("sendMessage", token=PATIENT)] == ["Stopped."],
+                              timeout=30)
+            async with asyncio.timeout(30):  # bwrap's sandboxed child dies with bwrap a moment later
+                while stopped & tagged(PATIENT_MEMORY_MB):
+                    await asyncio.sleep(0.01)
+
+            tg.push_document(8, 8, costly_pdf(), file_name="slow.pdf", mime_type="application/pdf", token=PATIENT)
+            await log_line("reading a PDF in parser child", count=3)
             busy = tagged(PATIENT_MEMORY_MB)
             assert busy
             proc.send_signal(signal.SIGTERM)

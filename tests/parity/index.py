@@ -61,10 +61,10 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               "the same line, no turn, nothing kept", owner=_P, tracking=_I24,
               evidence="tests/parity/test_parser_parity.py::"
               "test_a_costly_pdf_gets_the_same_line_on_library_and_gateway"),
-    ParityRow(surface="media", setting="channel: a PDF past its limits gets one line; SIGTERM mid-parse ends "
-              "the daemon and its parser", owner=_P, tracking=_I24,
+    ParityRow(surface="media", setting="channel: a PDF past its limits gets one line; /stop kills its parser; "
+              "SIGTERM mid-parse ends the daemon and its parser", owner=_P, tracking=_I24,
               evidence="tests/daemon/test_pdf_limits.py::"
-              "test_a_costly_pdf_gets_one_line_and_sigterm_ends_the_daemon_mid_parse"),
+              "test_a_costly_pdf_gets_one_line_stop_ends_its_parse_and_sigterm_ends_the_daemon_mid_parse"),
     ParityRow(surface="media", setting="schedule with deliver_to: send_file offered and posted into that chat",
               owner=_M, tracking=_I15,
               evidence="tests/scheduler/test_schedule_send_file.py::"
