@@ -24,6 +24,7 @@ from typing import BinaryIO
 
 UNREADABLE = 3
 OUT_OF_MEMORY = 4
+_PR_SET_PDEATHSIG = 1
 
 
 def _receive(control: socket.socket) -> int | None:
@@ -63,8 +64,19 @@ def _extract(source: BinaryIO, max_pages: int, max_chars: int, write: Callable[[
             size += len(text)
 
 
+def _die_with_the_daemon() -> None:
+    # Killed when the process that started it dies (the daemon; under bwrap, bwrap's init),
+    # even mid-parse: a SIGKILLed daemon leaves no parser burning its CPU limit.
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def main() -> int:
     """Import pypdf, wait for one descriptor, write its text; return the exit code."""
+    _die_with_the_daemon()
     sys.path.insert(0, sys.argv[1])
     max_pages, max_chars = int(sys.argv[2]), int(sys.argv[3])
     import logging
