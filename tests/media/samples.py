@@ -72,3 +72,16 @@ def costly_pdf(*, pages: int = 500, stream_bytes: int = 2_000_000) -> bytes:
         b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
     ] * pages
     return _assembled(objects)
+
+
+def greedy_pdf(*, text_bytes: int = 60_000_000) -> bytes:
+    """Return a PDF of about 60 KB whose one page shows a 60 MB string: its parse needs far more than 128 MiB."""
+    body = b"BT /F1 9 Tf 9 9 Td (" + b"a" * text_bytes + b") Tj ET"
+    stream = zlib.compress(body, 9)
+    return _assembled([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+        b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>",
+    ])

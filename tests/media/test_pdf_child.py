@@ -19,11 +19,11 @@ from loguru import logger
 from orchestrator.checks import load_config
 from orchestrator.media import Incoming, MediaRefused, ParserLimits, bytes_fetch, take_in
 from orchestrator.media import confined
-from orchestrator.media.pdf import extract_pdf_text
+from orchestrator.media.pdf import PdfTooCostly, extract_pdf_text
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, resolve
 from orchestrator.tools import bwrap_error, landlock_error
 from tests.conftest import WriteConfig
-from tests.media.samples import PDF, PDF_TEXT, costly_pdf
+from tests.media.samples import PDF, PDF_TEXT, costly_pdf, greedy_pdf
 
 TOML = """
 [providers.fake]
@@ -116,9 +116,18 @@ async def test_the_cpu_limit_kills_a_parse_before_the_wall_clock(tmp_path: Path)
     path = tmp_path / "costly.pdf"
     path.write_bytes(costly_pdf())
     limits = ParserLimits(sandbox="none", timeout_s=300, cpu_seconds=1, memory_bytes=400 * 2**20)
-    with pytest.raises(Exception) as stopped:
+    with pytest.raises(PdfTooCostly) as stopped:
         await extract_pdf_text(path, limits)
-    assert getattr(stopped.value, "reason", "") == "I could not read that PDF within 1 s of CPU; nothing was kept."
+    assert stopped.value.reason == "I could not read that PDF within 1 s of CPU; nothing was kept."
+
+
+async def test_the_memory_limit_stops_a_parse_that_needs_more(tmp_path: Path) -> None:
+    path = tmp_path / "greedy.pdf"
+    path.write_bytes(greedy_pdf())
+    limits = ParserLimits(sandbox=(KINDS or ["none"])[0], timeout_s=300, cpu_seconds=60, memory_bytes=128 * 2**20)  # type: ignore[arg-type]
+    with pytest.raises(PdfTooCostly) as stopped:
+        await extract_pdf_text(path, limits)
+    assert stopped.value.reason == "I could not read that PDF within 128 MiB of memory; nothing was kept."
 
 
 async def test_cancelling_the_intake_kills_the_child(execution: ResolvedAgentExecution, log_lines: list[str]) -> None:
