@@ -3,10 +3,11 @@
 The child (`pdf_child.py`, run as `python -I -S -B -c <its source>`) starts under the
 sandbox the seam chose (`ParserLimits.sandbox`, through `tools.launch` with the network
 off), with RLIMIT_CPU, RLIMIT_AS and RLIMIT_FSIZE 0, an empty scratch folder as its only
-writable place, and read access to the interpreter and pypdf alone. It gets the document
-as an open read-only descriptor over its stdin socket (SCM_RIGHTS) and answers on its
-stdout pipe. A spare is started for the next document when one is taken, so a document
-waits neither for the interpreter nor for pypdf's import (about 100 ms). The child is
+writable place, and read access to the system folders, the interpreter's prefix and the
+site-packages pypdf is in (no workspace, no state). It gets the document as an open
+read-only descriptor over its stdin socket (SCM_RIGHTS) and answers on its stdout pipe.
+A spare is started for the next document once one is done, so a document waits neither
+for the interpreter nor for pypdf's import (about 100 ms). The child is
 killed at the wall-clock deadline, when the awaiting task is cancelled (`/stop`, the
 daemon's shutdown), and past the output cap; a spare ends by itself when the daemon's end
 of its socket closes (the daemon exited), and at the daemon's exit (`atexit`).
