@@ -14,11 +14,10 @@ from orchestrator.media.intake import (
     fetch_failed,
     take_in,
 )
-from orchestrator.media.policy import DEFAULT_PARSER_LIMITS, NO_MEDIA, MediaPolicy, ParserLimits, Transcriber
+from orchestrator.media.policy import NO_MEDIA, MediaPolicy, ParserLimits, Transcriber
 from orchestrator.media.uploads import UPLOADS_DIR, safe_name, upload_target
 
 __all__ = [
-    "DEFAULT_PARSER_LIMITS",
     "DOWNLOAD_TIMEOUT_S",
     "IMAGE_BUDGET_BYTES",
     "IMAGE_MIMES",

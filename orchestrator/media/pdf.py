@@ -14,7 +14,7 @@ from loguru import logger
 
 from orchestrator.errors import OrchestratorError
 from orchestrator.media.confined import ParserFailed, ParserOverLimit, run_pdf_child
-from orchestrator.media.policy import DEFAULT_PARSER_LIMITS, ParserLimits
+from orchestrator.media.policy import ParserLimits
 
 __all__ = ["MAX_PDF_TEXT_CHARS", "PdfTooCostly", "extract_pdf_text"]
 
@@ -35,7 +35,7 @@ class PdfTooCostly(OrchestratorError):
         super().__init__(self.reason)
 
 
-async def extract_pdf_text(source: Path | int, limits: ParserLimits = DEFAULT_PARSER_LIMITS) -> str | None:
+async def extract_pdf_text(source: Path | int, limits: ParserLimits) -> str | None:
     """Return the text of the PDF `source` (a path, or a descriptor open for reading) page by page.
 
     None when it cannot be read. A path is opened without following a link; a descriptor

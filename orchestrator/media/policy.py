@@ -8,7 +8,7 @@ from typing import Final, Protocol
 
 from orchestrator.policy import SandboxKind
 
-__all__ = ["DEFAULT_PARSER_LIMITS", "NO_MEDIA", "MediaPolicy", "ParserLimits", "Transcriber"]
+__all__ = ["NO_MEDIA", "MediaPolicy", "ParserLimits", "Transcriber"]
 
 
 class Transcriber(Protocol):
@@ -48,8 +48,8 @@ class ParserLimits:
         return f"{self.cpu_seconds} s of CPU" if what == "cpu" else f"{self.timeout_s:g} s"
 
 
-# What a policy built without the seam's choice gets: the limits, and no sandbox beyond them.
-DEFAULT_PARSER_LIMITS: Final = ParserLimits(sandbox="none", timeout_s=30.0, cpu_seconds=20, memory_bytes=512 * 2**20)
+# NO_MEDIA's: it accepts nothing, so nothing is ever parsed under it (every other policy is the seam's).
+_NOTHING_PARSED: Final = ParserLimits(sandbox="none", timeout_s=1.0, cpu_seconds=1, memory_bytes=128 * 2**20)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,8 +70,8 @@ class MediaPolicy:
     transcription_model: str | None = None
     transcription_provider: str | None = None
     transcriber: Transcriber | None = None
+    pdf: ParserLimits  # no default: omission is never a grant, the seam always decides it
     send_file: bool = False
-    pdf: ParserLimits = DEFAULT_PARSER_LIMITS
 
     def accepts(self, kind: str) -> bool:
         """Return whether an attachment of `kind` may be taken in."""
@@ -102,5 +102,6 @@ class MediaPolicy:
 
 
 NO_MEDIA = MediaPolicy(
-    accept=frozenset(), max_bytes=1, max_message_bytes=1, image_detail="auto", vision=False, echo_transcript=False
+    accept=frozenset(), max_bytes=1, max_message_bytes=1, image_detail="auto", vision=False, echo_transcript=False,
+    pdf=_NOTHING_PARSED,
 )
