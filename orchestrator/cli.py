@@ -355,13 +355,13 @@ def _cmd_sop(args: argparse.Namespace) -> int:
 
 
 async def _tty_approver(request: ApprovalRequest) -> ApprovalDecision:
-    import asyncio
     import getpass
 
     from orchestrator.policy import ApprovalDecision, Verdict
+    from orchestrator.threads import in_thread
 
     print(f"approve {request.tool}?\n{request.preview}\n[y/N] ", end="", file=sys.stderr, flush=True)
-    answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+    answer = (await in_thread(sys.stdin.readline)).strip().lower()
     user = f"cli:{getpass.getuser()}"
     if answer in ("y", "yes"):
         return ApprovalDecision(verdict=Verdict.APPROVED, decided_by=user, reason="approved at the terminal")

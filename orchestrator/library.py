@@ -32,6 +32,7 @@ from orchestrator.media import Incoming, MediaRefused, bytes_fetch, take_in
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Interactivity, Verdict
 from orchestrator.seam import ConstructionPath, Services, build_library, open_services
 from orchestrator.sessions import MemoryTranscripts, Sessions
+from orchestrator.threads import in_thread
 
 __all__ = ["Agent", "AgentClosed", "Attachment", "AttachmentUnreadable", "LibraryApprover", "MediaRefused"]
 
@@ -122,7 +123,7 @@ def _path_fetch(source: Path) -> Callable[[BinaryIO, int], Awaitable[int]]:
 
     async def fetch(dest: BinaryIO, max_bytes: int) -> int:
         try:
-            return await asyncio.to_thread(copy, dest, max_bytes)
+            return await in_thread(copy, dest, max_bytes)
         except OSError as exc:  # the file went away or became unreadable after the check
             raise AttachmentUnreadable(source, exc.strerror or str(exc)) from None
 

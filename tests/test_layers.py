@@ -74,6 +74,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.sop",
     "orchestrator.store",  # `orchestrator usage` reads the usage table
     "orchestrator.text",
+    "orchestrator.threads",  # the TTY approver reads stdin on the blocking pool
 })
 
 

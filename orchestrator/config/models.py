@@ -200,6 +200,10 @@ class MediaConfig(_Model):
     image_detail: Literal["auto", "low", "high"] = "auto"
     # quote a voice note's transcription back to the sender before the answer
     echo_transcript: bool = Field(default=False, strict=True)
+    # the child that reads a PDF's text: wall clock, CPU seconds and address space, then killed
+    pdf_timeout_s: float = Field(default=30.0, gt=0, le=600, strict=True)
+    pdf_cpu_s: int = Field(default=20, ge=1, le=600, strict=True)
+    pdf_memory_mb: int = Field(default=512, ge=128, le=16384, strict=True)
 
 
 class AgentConfig(_Model):

@@ -28,6 +28,7 @@ from orchestrator.logs import configure_logging
 from orchestrator.providers import warm_provider_sdk
 from orchestrator.seam import sandbox_notices
 from orchestrator.store import hold_state_lock
+from orchestrator.threads import in_thread
 
 __all__ = ["log_level", "reload_config", "run_daemon", "serve"]
 
@@ -192,7 +193,7 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
         # provider SDK first (off the loop, but awaited): done beside those sends, the
         # import starves the loop of the CPU, a send the platform took is recorded
         # late, and a kill in that window sends it again.
-        await asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime))
+        await in_thread(warm_provider_sdk, _provider_kinds(runtime))
     await replay_unfinished(runtime, unfinished, held=held)
     runtime.store.prune_inbox()
     if runtime.config.schedules:  # else the scheduler is not even imported (reload starts it)
@@ -209,7 +210,7 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
     notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
     if runtime.config.providers:
         # the provider SDK is imported on the first turn; do it now, off the loop
-        runtime.spawn(asyncio.to_thread(warm_provider_sdk, _provider_kinds(runtime)), name="warm-provider")
+        runtime.spawn(in_thread(warm_provider_sdk, _provider_kinds(runtime)), name="warm-provider")
     interval = watchdog_interval_s()
     if interval:
         runtime.spawn(_watchdog(interval), name="watchdog")

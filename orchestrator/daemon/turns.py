@@ -56,7 +56,7 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
     if inbound.attachments:
         try:
             execution = build_channel(config, route.agent, runtime.services)
-            intake = await take_in_chat(channel.adapter, inbound, execution)
+            intake = await runtime.sessions.prepare(state, lambda: take_in_chat(channel.adapter, inbound, execution))
         except MediaRefused as refused:  # one clear line; nothing was kept
             runtime.sessions.release(state)
             await deliver_reply(runtime, inbound, refused.reason)
@@ -64,6 +64,10 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
         except BaseException:
             runtime.sessions.release(state)
             raise
+        if intake is None:  # `/stop` while its attachments were taken in (a PDF being read): nothing was kept
+            runtime.sessions.release(state)
+            await deliver_reply(runtime, inbound, "Stopped.", reply_to=False)
+            return Disposition.STOPPED
         text, media = intake.text, intake.media
         if intake.transcripts and execution.media.echo_transcript:
             await echo_transcripts(channel.adapter, inbound, intake.transcripts)

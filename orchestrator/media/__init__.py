@@ -14,7 +14,7 @@ from orchestrator.media.intake import (
     fetch_failed,
     take_in,
 )
-from orchestrator.media.policy import NO_MEDIA, MediaPolicy, Transcriber
+from orchestrator.media.policy import NO_MEDIA, MediaPolicy, ParserLimits, Transcriber
 from orchestrator.media.uploads import UPLOADS_DIR, safe_name, upload_target
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Intake",
     "MediaPolicy",
     "MediaRefused",
+    "ParserLimits",
     "Transcriber",
     "acceptable_mime",
     "bytes_fetch",

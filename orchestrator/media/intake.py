@@ -25,7 +25,7 @@ from loguru import logger
 
 from channels import IMAGE_MIMES, AttachmentTooLarge, acceptable_mime, looks_like
 from orchestrator.errors import OrchestratorError, ProviderError
-from orchestrator.media.pdf import extract_pdf_text
+from orchestrator.media.pdf import PdfTooCostly, extract_pdf_text
 from orchestrator.media.uploads import EXTRACT_SUFFIX, safe_name, sweep_leftovers, upload_target
 from orchestrator.threads import in_thread
 from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, WorkspaceFull, workspace_usage
@@ -186,7 +186,7 @@ async def _take_in(
                 if item.kind == "image":
                     notes.append(f"[image attached: {relative} ({mime}, {size:,} bytes); it is shown to you with this message]")
                 elif item.kind == "document":
-                    notes.append(await _document_note(relative, handle, mime, size, ref, written, workspace, security))
+                    notes.append(await _document_note(policy, relative, handle, mime, size, ref, written, workspace, security))
                 else:
                     audio = await in_thread(os.pread, handle.fileno(), size, 0)
                     spoken = await _transcribe(policy, audio, relative.rsplit("/", 1)[-1], mime, item.kind)
@@ -258,13 +258,21 @@ async def _fetch(
 
 
 async def _document_note(
-    relative: str, handle: BinaryIO, mime: str, size: int, ref: dict[str, Any], written: list[str],
-    workspace: WorkspaceDir, security: SecurityPolicy,
+    policy: MediaPolicy, relative: str, handle: BinaryIO, mime: str, size: int, ref: dict[str, Any],
+    written: list[str], workspace: WorkspaceDir, security: SecurityPolicy,
 ) -> str:
     note = f"[document attached: {relative} ({mime}, {size:,} bytes); read it with your file tools]"
     if mime != "application/pdf":
         return note
-    extracted = await extract_pdf_text(_descriptor_path(handle))
+    # The child gets a read-only descriptor of this very file (reopened through the open
+    # file, never through its workspace path), not the one the upload was written with.
+    readable = os.open(f"/proc/self/fd/{handle.fileno()}", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        extracted = await extract_pdf_text(readable, policy.pdf)
+    except PdfTooCostly as exc:  # a parse past its limits is an attack or a mistake: refused, nothing kept
+        raise MediaRefused(exc.reason) from exc
+    finally:
+        os.close(readable)
     if extracted is None:
         return f"[document attached: {relative} ({mime}, {size:,} bytes); its text could not be extracted]"
     text_path = relative + EXTRACT_SUFFIX
@@ -289,12 +297,6 @@ async def _document_note(
         f"[document attached: {relative} ({mime}, {size:,} bytes); its extracted text "
         f"({len(extracted):,} characters) is in {text_path}: read it with file_read]"
     )
-
-
-def _descriptor_path(handle: BinaryIO) -> Path:
-    """Return the name of the open file itself (`/proc/self/fd/N`): a reader given it opens this
-    very file, whatever has since been put at its workspace path."""
-    return Path(f"/proc/self/fd/{handle.fileno()}")
 
 
 async def _transcribe(policy: MediaPolicy, audio: bytes, name: str, mime: str, kind: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sqlite3
 import threading
@@ -14,6 +13,7 @@ from types import TracebackType
 from typing import Final, TypeVar
 
 from orchestrator.private import SIDE_FILES, private_dir, private_file
+from orchestrator.threads import in_thread
 
 __all__ = ["MemoryRecord", "MemoryStore"]
 
@@ -148,4 +148,4 @@ class MemoryStore:
             with self._lock:
                 return work()
 
-        return await asyncio.to_thread(locked)
+        return await in_thread(locked)

@@ -7,7 +7,6 @@ they are imported only when `[telemetry]` is configured, and their absence then 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.observability.classify import provider_error_class, turn_channel, turn_outcome
 from orchestrator.providers import ModelBinding
 from orchestrator.sessions import Turn
+from orchestrator.threads import in_thread
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -101,7 +101,7 @@ class Tracing:
 
     async def aclose(self) -> None:
         """Flush and stop the exporter (off the loop: it may wait for the collector)."""
-        await asyncio.to_thread(self.provider.shutdown)
+        await in_thread(self.provider.shutdown)
 
 
 class _ModelSpan:

@@ -24,6 +24,7 @@ from orchestrator.seam.execution import (
 )
 from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, ScopedAssembly
 from orchestrator.seam.assembly import assemble
+from orchestrator.seam.parsers import parser_limits
 from orchestrator.seam.sandbox import default_workspace, shell_sandbox
 from orchestrator.seam.services import Services
 from orchestrator.tools import SEND_FILE_NAME
@@ -326,6 +327,7 @@ def _media(config: Config, agent: AgentConfig, *, carried: bool, send_file: bool
         transcription_model=model,
         transcription_provider=agent.provider if model is not None else None,
         send_file=send_file,
+        pdf=parser_limits(agent),
     )
 
 

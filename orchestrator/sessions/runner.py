@@ -45,6 +45,8 @@ class SessionState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     users: int = 0
     current: asyncio.Future[Any] | None = None
+    # what a message waiting for its turn does first (its attachments' intake): `stop` reaches it too
+    preparing: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 @dataclass(eq=False, kw_only=True)
@@ -139,10 +141,12 @@ class Sessions:
     def stop(self, key: str) -> bool:
         """Cancel what runs in session `key`; False when nothing does (the turn reports it stopped)."""
         state = self._states.get(key)
-        if state is None or state.current is None or state.current.done():
+        if state is None:
             return False
-        state.current.cancel()
-        return True
+        running = [work for work in (state.current, *state.preparing) if work is not None and not work.done()]
+        for work in running:
+            work.cancel()
+        return bool(running)
 
     def stop_all(self) -> None:
         """Cancel what runs in every session."""
@@ -259,6 +263,24 @@ class Sessions:
                     self.transcripts.save(held, keep=keep)
         finally:
             self.release(state)
+
+    async def prepare(self, state: SessionState, work: Callable[[], Coroutine[Any, Any, _T]]) -> _T | None:
+        """Run `work()` for a message holding a place in `state` before its turn; None when `stop` cancelled it.
+
+        No lock is taken (it may run beside the session's current turn, as an intake does).
+        The caller's own cancellation is passed on to `work` and propagates.
+        """
+        task = asyncio.ensure_future(work())
+        state.preparing.add(task)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not task.cancelled() or (current is not None and current.cancelling()):
+                raise
+            return None
+        finally:
+            state.preparing.discard(task)
 
     async def run_task(
         self,

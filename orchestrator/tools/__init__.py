@@ -17,7 +17,7 @@ from orchestrator.tools.reserved import (
 )
 from orchestrator.tools.send_file import SEND_FILE_SPEC, ChatOutlet, SendFileTool, bind_outlet, current_outlet
 from orchestrator.tools.landlock import abi_version as landlock_abi
-from orchestrator.tools.sandbox import bwrap_error, bwrap_holes, landlock_error, landlock_holes
+from orchestrator.tools.sandbox import bwrap_error, bwrap_holes, landlock_error, landlock_holes, launch
 from orchestrator.tools.seccomp import seccomp_error
 from orchestrator.tools.shell import run_command
 
@@ -53,5 +53,6 @@ __all__ = [
     "landlock_error",
     "landlock_holes",
     "seccomp_error",
+    "launch",
     "run_command",
 ]

@@ -117,23 +117,26 @@ def landlock_holes(network: bool, *, seccomp: str | None, abi: int) -> tuple[str
 @contextmanager
 def launch(
     kind: SandboxKind, argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str],
-    limits: SandboxLimits, user_tasks: int = 0,
+    limits: SandboxLimits, user_tasks: int = 0, read_only: Sequence[str] = (),
 ) -> Iterator[Launch]:
     """Yield how to start `argv` under sandbox `kind` ("bwrap", "landlock" or "none").
 
     `user_tasks` is what the daemon's user runs now (`user_tasks()`), needed outside bwrap,
     where the kernel counts `limits.processes` per user rather than per sandbox.
+    `read_only` are further paths the command may read (e.g. an interpreter outside /usr).
 
     The parent's copies of any descriptors handed to the child are closed on exit, so
     leave the context only once the process has started. Raises `LandlockUnavailable`
     when the Landlock ruleset cannot be built.
     """
     if kind == "bwrap":
-        with _bwrap_launch(argv, workspace=workspace, network=network, env=env, limits=limits) as started:
+        with _bwrap_launch(argv, workspace=workspace, network=network, env=env, limits=limits,
+                           read_only=read_only) as started:
             yield started
     elif kind == "landlock":
         ruleset = build_ruleset(
-            read_only=(*_SYSTEM_DIRS, *_ETC_FILES, "/etc/localtime", *(_ETC_NETWORK if network else ()), *_DEVICES),
+            read_only=(*_SYSTEM_DIRS, *_ETC_FILES, "/etc/localtime", *(_ETC_NETWORK if network else ()), *_DEVICES,
+                       *read_only),
             writable=(str(workspace),),
             rw_files=("/dev/null",),
             network=network,
@@ -155,7 +158,8 @@ def launch(
 
 @contextmanager
 def _bwrap_launch(
-    argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits
+    argv: Sequence[str], *, workspace: Path, network: bool, env: Mapping[str, str], limits: SandboxLimits,
+    read_only: Sequence[str],
 ) -> Iterator[Launch]:
     uid, gid = os.getuid(), os.getgid()
     # A minimal passwd/group naming only the sandbox user: no other account is visible.
@@ -178,6 +182,7 @@ def _bwrap_launch(
             *_system_mounts(network=network),
             *data_args,
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+            *(arg for path in read_only for arg in ("--ro-bind", path, path)),
             "--bind", str(workspace), str(workspace),
             "--chdir", str(workspace),
         ]

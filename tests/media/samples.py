@@ -1,8 +1,9 @@
-"""Small real files for the media tests: a JPEG, a PNG, a one-page PDF with text, an OGG header."""
+"""Small real files for the media tests: a JPEG, a PNG, a one-page PDF with text, an OGG header, a costly PDF."""
 
 from __future__ import annotations
 
 import base64
+import zlib
 from typing import Final
 
 # A 1x1 white JPEG (baseline, JFIF).
@@ -28,6 +29,10 @@ def _pdf(text: str) -> bytes:
         b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    return _assembled(objects)
+
+
+def _assembled(objects: list[bytes]) -> bytes:
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -47,3 +52,36 @@ PDF: Final = _pdf(PDF_TEXT)
 def jpeg_of_size(size: int) -> bytes:
     """Return a JPEG-signed payload of exactly `size` bytes (for caps and benches)."""
     return (JPEG[:-2] + b"\x00" * max(0, size - len(JPEG)) + JPEG[-2:])[:size] if size >= len(JPEG) else JPEG
+
+
+def costly_pdf(*, pages: int = 500, stream_bytes: int = 2_000_000) -> bytes:
+    """Return a small PDF whose pages all draw one big shared stream of text operators that show nothing.
+
+    About 4 KB; pypdf spends a fraction of a CPU-second per page on it (minutes for the file)
+    and the text cut never triggers: the hostile upload of issue 24.
+    """
+    stream = zlib.compress(b"BT ET\n" * (stream_bytes // 6), 9)
+    kids = " ".join(f"{4 + page} 0 R" for page in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+    ]
+    objects += [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+        b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
+    ] * pages
+    return _assembled(objects)
+
+
+def greedy_pdf(*, text_bytes: int = 60_000_000) -> bytes:
+    """Return a PDF of about 60 KB whose one page shows a 60 MB string: its parse needs far more than 128 MiB."""
+    body = b"BT /F1 9 Tf 9 9 Td (" + b"a" * text_bytes + b") Tj ET"
+    stream = zlib.compress(body, 9)
+    return _assembled([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+        b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>",
+    ])

@@ -34,6 +34,8 @@ _X: Final = "#16 Context, providers and usage"
 _I16: Final = "issue #16 item 1"
 _M: Final = "#15 Pictures, files and voice"
 _I15: Final = "issue #15 items 2, 4 and 7"
+_P: Final = "#24 The daemon never trusts a workspace"
+_I24: Final = "issue #24 build item 2"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
     # Issue 15: media as a resolved surface (the matrix row `media`), on every path that takes uploads.
@@ -49,6 +51,20 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               "the same line, no turn, nothing kept", owner=_M, tracking=_I15,
               evidence="tests/parity/test_media_paths_parity.py::"
               "test_a_refused_attachment_gets_the_same_line_on_library_and_gateway"),
+    # Issue 24: the PDF parser child's limits and sandbox, one value on every path.
+    ParityRow(surface="media", setting="[agents.X.media] pdf_timeout_s / pdf_cpu_s / pdf_memory_mb and the "
+              "parser's sandbox (the host's strongest) on every path's builder, never narrowed",
+              owner=_P, tracking=_I24,
+              evidence="tests/parity/test_parser_parity.py::"
+              "test_every_path_resolves_the_written_parser_limits_under_the_strongest_sandbox"),
+    ParityRow(surface="media", setting="library, gateway JSON and gateway multipart: a PDF past its limits gets "
+              "the same line, no turn, nothing kept", owner=_P, tracking=_I24,
+              evidence="tests/parity/test_parser_parity.py::"
+              "test_a_costly_pdf_gets_the_same_line_on_library_and_gateway"),
+    ParityRow(surface="media", setting="channel: a PDF past its limits gets one line; /stop kills its parser; "
+              "SIGTERM mid-parse ends the daemon and its parser", owner=_P, tracking=_I24,
+              evidence="tests/daemon/test_pdf_limits.py::"
+              "test_a_costly_pdf_gets_one_line_stop_ends_its_parse_and_sigterm_ends_the_daemon_mid_parse"),
     ParityRow(surface="media", setting="schedule with deliver_to: send_file offered and posted into that chat",
               owner=_M, tracking=_I15,
               evidence="tests/scheduler/test_schedule_send_file.py::"

@@ -119,6 +119,7 @@ def test_every_path_resolves_the_written_media_policy_minus_its_declared_knobs(
         assert written.describe() == [
             "accept:document", "accept:image", "accept:voice", "max_bytes:123456", "max_message_bytes:654321",
             "image_detail:high", "vision:yes", "echo_transcript:yes", "transcription:fake/whisper-small", "send_file",
+            *written.pdf.describe(),
         ]
     else:
         assert written.accept == {"document"} and not written.vision and not written.send_file
