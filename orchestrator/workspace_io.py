@@ -42,6 +42,7 @@ __all__ = [
     "active_resolver",
     "copy_file",
     "using_resolver",
+    "reopen_read_only",
     "workspace_usage",
 ]
 
@@ -432,6 +433,16 @@ def copy_file(
     return offset
 
 
+def reopen_read_only(fd: int) -> int:
+    """Return a new read-only descriptor of the file open at `fd`, at offset 0 (the caller closes it).
+
+    It is reopened through the open file itself (`/proc/self/fd`), never through its
+    workspace path, so nothing put at that path since can be what is read; what it is given
+    to (a parser child) cannot write the file.
+    """
+    return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+
+
 class WorkspaceUsage:
     """What one workspace holds, for `workspace_max_bytes`, without a walk per write.
 
@@ -459,6 +470,13 @@ class WorkspaceUsage:
                 self._total = _measure(self.root, stop_after=limit)
                 self._measured_at = now
             return limit - self._total
+
+    def measure(self, limit: int) -> int:
+        """Measure now (what a command wrote counts at once) and return the total, exact up to past `limit`."""
+        with self._lock:
+            self._total = _measure(self.root, stop_after=limit)
+            self._measured_at = time.monotonic()
+            return self._total
 
     def require(self, limit: int | None, size: int) -> None:
         """Raise `WorkspaceFull` unless `size` more bytes fit under `limit`."""

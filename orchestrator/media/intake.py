@@ -18,7 +18,6 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from loguru import logger
@@ -28,7 +27,7 @@ from orchestrator.errors import OrchestratorError, ProviderError
 from orchestrator.media.pdf import PdfTooCostly, extract_pdf_text
 from orchestrator.media.uploads import EXTRACT_SUFFIX, safe_name, sweep_leftovers, upload_target
 from orchestrator.threads import in_thread
-from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, WorkspaceFull, workspace_usage
+from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, WorkspaceFull, reopen_read_only, workspace_usage
 
 if TYPE_CHECKING:
     from orchestrator.media.policy import MediaPolicy
@@ -266,7 +265,7 @@ async def _document_note(
         return note
     # The child gets a read-only descriptor of this very file (reopened through the open
     # file, never through its workspace path), not the one the upload was written with.
-    readable = os.open(f"/proc/self/fd/{handle.fileno()}", os.O_RDONLY | os.O_CLOEXEC)
+    readable = reopen_read_only(handle.fileno())
     try:
         extracted = await extract_pdf_text(readable, policy.pdf)
     except PdfTooCostly as exc:  # a parse past its limits is an attack or a mistake: refused, nothing kept

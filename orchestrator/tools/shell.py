@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Final
 from orchestrator.errors import ToolFailure
 from orchestrator.threads import in_thread
 from orchestrator.tools.base import BuiltinTool, ToolSpec
-from orchestrator.tools.disk_usage import disk_usage
 from orchestrator.tools.landlock import LandlockUnavailable
 from orchestrator.tools.sandbox import launch, resolve_command, user_tasks
+from orchestrator.workspace_io import workspace_usage
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
@@ -130,7 +130,7 @@ async def _check_workspace_size(command: str, policy: SecurityPolicy, tool: str)
     limit = policy.workspace_max_bytes
     if limit is None:
         return
-    used = await in_thread(disk_usage, policy.workspace)
+    used = await in_thread(workspace_usage(policy.workspace).measure, limit)
     if used > limit:
         mib = 1024**2
         raise ToolFailure(tool, f"command {command!r} refused: the workspace takes {used / mib:.1f} MiB, over its "
