@@ -26,6 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    if args.command == "run":  # before anything heavy is imported: see `_hold_hangups`
+        _hold_hangups()
     from orchestrator.errors import OrchestratorError
 
     _configure_logging(args.verbose)
@@ -208,16 +210,27 @@ def _load(args: argparse.Namespace) -> Config:
     return load_config(args.config)
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+_hangups: list[int] = []
+
+
+def _hold_hangups() -> None:
+    """Keep a SIGHUP that comes before the daemon's own handler (its default action would kill it).
+
+    systemd does not restart a daemon killed by SIGHUP, and `systemctl reload` right after a
+    start sends one while the config is still loading: it is remembered, and the daemon
+    reloads once it serves (the config it loaded may predate the edit the reload was for).
+    """
     import signal
+
+    signal.signal(signal.SIGHUP, lambda signum, frame: _hangups.append(signum))
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    # A SIGHUP before the daemon serves (config still loading) would kill it: there is nothing
-    # to reload yet, so it is ignored until the daemon's own handler takes over.
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     from orchestrator.daemon import run_daemon
 
-    return run_daemon(Path(args.config), verbose=args.verbose)
+    return run_daemon(Path(args.config), verbose=args.verbose, hangup_seen=lambda: bool(_hangups))
 
 
 def _cmd_route(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import faulthandler
 import gc
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -38,7 +38,7 @@ _T = TypeVar("_T")
 _RELOAD_READY_S: Final = 30.0
 
 
-def run_daemon(config_path: Path, *, verbose: bool = False) -> int:
+def run_daemon(config_path: Path, *, verbose: bool = False, hangup_seen: Callable[[], bool] = lambda: False) -> int:
     """Load the config (raises ConfigError), then serve until SIGTERM/SIGINT; return 0 (1: the
     state files failed while serving: corrupt, an I/O error, no longer writable).
 
@@ -54,7 +54,7 @@ def run_daemon(config_path: Path, *, verbose: bool = False) -> int:
     chatting = _chat_shares_the_screen(config)
     configure_logging(level=log_level(config, verbose=verbose, chat_on_screen=chatting), fmt=config.daemon.log_format)
     with hold_state_lock(config.state_path()):
-        return asyncio.run(serve(config, config_path))
+        return asyncio.run(serve(config, config_path, hangup_seen=hangup_seen))
 
 
 _QUIETER: Final = frozenset({"TRACE", "DEBUG", "INFO"})
@@ -101,8 +101,11 @@ def _start_secret_problems(config: Config, config_path: Path) -> list[ConfigProb
     return _channel_secret_problems(config, config_path) + gateway
 
 
-async def serve(config: Config, config_path: Path) -> int:
+async def serve(config: Config, config_path: Path, *, hangup_seen: Callable[[], bool] = lambda: False) -> int:
     """Run channels until told to stop; SIGHUP reloads the config if it is valid.
+
+    `hangup_seen` tells whether a SIGHUP came before this handler was installed (the CLI
+    holds them from its first instant): the daemon then reloads once it serves.
 
     Raises `ConfigError` before opening anything when a channel secret does not resolve
     or the gateway token is unreadable, blank or shorter than 32 characters.
@@ -115,6 +118,8 @@ async def serve(config: Config, config_path: Path) -> int:
     loop.add_signal_handler(signal.SIGTERM, signals.stop_now)
     loop.add_signal_handler(signal.SIGINT, signals.stop_now)
     loop.add_signal_handler(signal.SIGHUP, signals.reload.set)
+    if hangup_seen():
+        signals.reload.set()
     try:
         async with Runtime.open(config, config_path=config_path) as runtime, AsyncExitStack() as gateway:
             # Start-up races the signals: a channel that cannot connect must not hold off a
@@ -123,7 +128,14 @@ async def serve(config: Config, config_path: Path) -> int:
             if await _until_stopped(_start_up(runtime, gateway), signals.stop):
                 await _serve_until_stopped(runtime, config_path, signals)
             notify("STOPPING=1")
-            logger.info("stopping: no new messages; draining up to {}s", runtime.config.daemon.shutdown_grace_s)
+            grace = runtime.config.daemon.shutdown_grace_s
+            if runtime.inflight:  # shown even where INFO is hidden (a terminal chat): the wait is explained
+                logger.warning(
+                    "finishing {} running turn(s) (up to {:g} s); Ctrl-C again (or a second SIGTERM) to stop now",
+                    runtime.inflight, grace,
+                )
+            else:
+                logger.info("stopping: no new messages; draining up to {}s", grace)
             # stop intake: new messages are still stored (pending, answered after the next
             # start) while adapters stay connected so in-flight turns can still reply
             runtime.stop_accepting()
