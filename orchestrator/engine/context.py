@@ -390,7 +390,10 @@ async def fold(
             )
             return folded_any
         started = loop.time()
-        text = await _summarize(policy, request, transcript.session, timeout=timeout, account=account)
+        text = await _summarize(
+            policy, request, transcript.session, timeout=timeout, account=account,
+            max_tokens=min(answer, policy.summary_model.max_output_tokens),
+        )
         took = loop.time() - started
         if text is None:
             return folded_any
@@ -412,12 +415,14 @@ async def _summarize(
     *,
     timeout: float,
     account: SummaryAccount | None,
+    max_tokens: int,
 ) -> str | None:
     link = policy.summary_model
     try:
         async with asyncio.timeout(timeout):
             completion = await policy.summarizer.complete(
                 model=link.model, messages=request, tools=(), temperature=None,
+                max_tokens=max_tokens,
             )
     except TimeoutError:
         logger.warning("session {}: summarizing took over {:.3g}s; the turn goes on with the window", session, timeout)

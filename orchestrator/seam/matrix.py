@@ -145,7 +145,10 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
 
 def _chain(execution: ResolvedAgentExecution) -> list[str]:
     """List every link of the model binding, primary first, in the order the chain tries them."""
-    return [f"{link.provider} {link.base_url} {link.model}" for link in execution.model.chain]
+    return [
+        f"{link.provider} {link.base_url} {link.model} (max_output_tokens {link.max_output_tokens})"
+        for link in execution.model.chain
+    ]
 
 
 def _sandbox(execution: ResolvedAgentExecution) -> str:

@@ -20,7 +20,10 @@ from tests.daemon.harness import running
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call, with_usage
 
 TURN_PATHS = [p for p, profile in PATH_PROFILES.items() if profile.runs_turns]
-TURN_STOP = "Stopped: the next model call would exceed this turn's token budget of 300 tokens (220 used so far)."
+TURN_STOP = (
+    "Stopped: the next model call would need about 270 tokens (206 to send, at least 64 for the answer), "
+    "and this turn's token budget of 300 tokens has 80 left (220 used so far)."
+)
 
 
 def budget_toml(fake: FakeOpenAI, *, per_turn: int = 300, per_day: int = 100_000) -> str:
