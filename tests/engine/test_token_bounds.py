@@ -170,8 +170,14 @@ async def test_a_spent_callers_day_stops_the_delegate_before_its_model_call(
 ) -> None:
     config = load(chain_toml(fake_llm.base_url, a_day=1_000))
     fake_llm.script(with_usage(tool_call("delegate", {"agent": "b", "task": "spend"}), prompt=950, completion=60))
-    result = await _run_a(config, services)
+    transcript = Transcript(session="s")
+    result = await _run_a(config, services, transcript)
     assert [r["model"] for r in fake_llm.requests] == ["a-model"]  # b's call was never made, nor a's next
+    (told,) = [m["content"] for m in transcript.messages if m["role"] == "tool"]
+    assert told == (
+        "Error: the daily token budget of 1000 tokens for 'a' is spent (1010 used in the last 24 hours); "
+        "'b' was not started"
+    )
     assert result.stop is StopReason.TOKEN_BUDGET
     assert result.text == (
         "Stopped: the daily token budget of 1000 tokens for 'a' is spent (1010 used in the last 24 hours); "
@@ -195,6 +201,6 @@ async def test_a_delegates_answer_is_bounded_by_its_callers_day(
     assert result.stop is StopReason.TOKEN_BUDGET and len(fake_llm.requests) == 2
 
 
-async def _run_a(config: Config, services: Services) -> Any:
+async def _run_a(config: Config, services: Services, transcript: Transcript | None = None) -> Any:
     execution = resolve(config, "a", path=ConstructionPath.CLI_RUN, services=services)
-    return await run_tool_call_loop(execution, Transcript(session="s"), "go", actor="cli:alice")
+    return await run_tool_call_loop(execution, transcript or Transcript(session="s"), "go", actor="cli:alice")
