@@ -170,6 +170,7 @@ class ResolvedAgentExecution:
             "model": self.model.model,
             "temperature": self.model.temperature,
             "max_output_tokens": self.model.max_output_tokens,
+            "max_tokens_param": self.model.max_tokens_param,
             "fallback": [
                 {"provider": link.provider, "base_url": link.base_url, "model": link.model,
                  "max_output_tokens": link.max_output_tokens}

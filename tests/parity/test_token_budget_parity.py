@@ -203,4 +203,4 @@ def test_max_output_tokens_is_resolved_into_the_binding_on_every_path(
                                 schedule_tools=None)
     for column in columns:
         (link,) = settings_of(column.execution, ())["provider_binding"]  # type: ignore[misc]
-        assert link.endswith("(max_output_tokens 777)"), column.label
+        assert link.endswith("(max_output_tokens 777 as max_tokens)"), column.label
