@@ -121,14 +121,16 @@ class TokenAccount:
             self._days = day_budgets(self._execution, self._actor, scope.caller if scope is not None else None)
         return self._days
 
-    def allows_summary(self, projected: int) -> bool:
-        """Return whether a summary call sending and writing about `projected` tokens fits every daily budget.
+    def summary_allowance(self, projected: int) -> int | None:
+        """Return the most output a summary call sending about `projected` tokens may ask for, or None: defer it.
 
         Summary calls count toward the (agent, sender) day (and its callers'), never toward
-        the turn: the user did not ask for them, and one must not stop the turn that triggered it.
+        the turn: the user did not ask for them, and one must not stop the turn that
+        triggered it. None when a day would have fewer than `MIN_ANSWER_TOKENS` left for the summary.
         """
         meter = self._execution.usage
-        return all(meter.spent_today(day.key) + projected <= day.limit for day in self.days())
+        room = min(day.limit - meter.spent_today(day.key) - projected for day in self.days())
+        return room if room >= MIN_ANSWER_TOKENS else None
 
     def charge_summary(self, completion: Completion, messages: Sequence[Mapping[str, Any]]) -> None:
         """Count one answered summary call against the day and record it (`purpose = "summary"`)."""
