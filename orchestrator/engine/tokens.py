@@ -98,7 +98,10 @@ class TokenAccount:
         limit = self._execution.knobs.max_tokens_per_turn
         projected = self._projected_input(messages, specs)
         need = projected + MIN_ANSWER_TOKENS
-        wants = f"the next model call would need about {need} tokens ({projected} to send, at least {MIN_ANSWER_TOKENS} for the answer)"
+        wants = (
+            f"the next model call would need about {need} tokens "
+            f"({projected} to send, at least {MIN_ANSWER_TOKENS} for the answer)"
+        )
         left = limit - self.used
         if left < need:
             return (

@@ -5,8 +5,9 @@ the model can name only those targets. Each call re-enters `resolve()` for the t
 the DELEGATE path (never reusing the caller's registry), capped by what is left of the
 caller's turn, and never started once a day it would spend (the caller's, or any caller's
 up the chain, with the same sender) is spent; the engine charges its calls to those days
-as well as its own (`seam.usage.day_budgets`); the tool (`orchestrator.tools.delegate`) then runs it through the calling
-turn on a fresh child transcript that holds only the task text the caller wrote.
+as well as its own (`seam.usage.day_budgets`). The tool (`orchestrator.tools.delegate`)
+then runs it through the calling turn on a fresh child transcript that holds only the
+task text the caller wrote.
 """
 
 from __future__ import annotations

@@ -58,7 +58,9 @@ def day_budgets(
     turn = caller
     while turn is not None:
         agent = turn.execution.identity.agent
-        budgets.append(DayBudget(agent=agent, key=budget_key(agent, turn.actor), limit=turn.execution.knobs.max_tokens_per_day))
+        key = budget_key(agent, turn.actor)
+        if all(day.key != key for day in budgets):  # a->b->a: a's day is charged once
+            budgets.append(DayBudget(agent=agent, key=key, limit=turn.execution.knobs.max_tokens_per_day))
         turn = turn.caller
     return tuple(budgets)
 
