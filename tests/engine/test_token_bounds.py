@@ -204,3 +204,23 @@ async def test_a_delegates_answer_is_bounded_by_its_callers_day(
 async def _run_a(config: Config, services: Services, transcript: Transcript | None = None) -> Any:
     execution = resolve(config, "a", path=ConstructionPath.CLI_RUN, services=services)
     return await run_tool_call_loop(execution, transcript or Transcript(session="s"), "go", actor="cli:alice")
+
+
+async def test_a_day_met_twice_up_the_chain_is_charged_once(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    config = load(provider_toml(fake_llm.base_url) + (
+        '[agents.a]\nprovider = "fake"\nmodel = "a-model"\nautonomy = "full"\ntools = ["delegate"]\ndelegates = ["b"]\n'
+        '[agents.b]\nprovider = "fake"\nmodel = "b-model"\nautonomy = "full"\ntools = ["delegate"]\ndelegates = ["a"]\n'
+    ))
+    fake_llm.script(
+        with_usage(tool_call("delegate", {"agent": "b", "task": "ask a"}), prompt=100, completion=10),
+        with_usage(tool_call("delegate", {"agent": "a", "task": "answer"}), prompt=200, completion=20),
+        with_usage(text("a answers"), prompt=400, completion=40),
+        with_usage(text("b done"), prompt=300, completion=30),
+        with_usage(text("a done"), prompt=150, completion=15),
+    )
+    result = await _run_a(config, services)
+    assert result.text == "a done"
+    days = {agent: services.usage.spent_today(budget_key(agent, "cli:alice")) for agent in "ab"}
+    assert days == {"a": 110 + 220 + 440 + 330 + 165, "b": 220 + 440 + 330}  # each call once per day
