@@ -376,6 +376,17 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="budget", setting="L1: a call asks for no more than what is left of the day", owner=_B,
               tracking=_I32,
               evidence="tests/engine/test_token_bounds.py::test_a_reply_asks_for_no_more_than_what_is_left_of_the_day"),
+    ParityRow(surface="budget", setting="L1: a day met twice up a delegation chain (a->b->a) is charged once",
+              owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::test_a_day_met_twice_up_the_chain_is_charged_once"),
+    ParityRow(surface="budget", setting="L1: a summary call asks for its share of the window and no more than the "
+              "day leaves", owner=_B, tracking=_I32,
+              evidence="tests/engine/test_summary_usage.py::"
+              "test_a_summary_call_asks_for_its_share_of_the_window_and_no_more_than_the_day_leaves"),
+    ParityRow(surface="budget", setting="orchestrator run + Telegram: the 40,138-token reply cut at what the turn "
+              "leaves; a cheap front agent's day spent by its costly delegate", owner=_B, tracking=_I32,
+              evidence="tests/faults/test_budget_attack.py::"
+              "test_a_long_reply_and_a_costly_delegate_are_held_by_the_budgets_through_orchestrator_run"),
     ParityRow(surface="provider_binding", setting="[providers.X] max_output_tokens in every link of the binding on "
               "every path (matrix row `provider_binding`, describe())", owner=_B, tracking=_I32,
               evidence="tests/parity/test_token_budget_parity.py::"
