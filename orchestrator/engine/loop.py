@@ -262,6 +262,8 @@ class _Turn:
                 )
             except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
                 return self._provider_failed(exc)
+            finally:  # what the call held of the days: the charge below counts what it used instead
+                self.tokens.release()
             calibrate(self.transcript, reported=_reported_input(completion), raw=request.raw)
             self._answered(completion)
             self.tokens.charge(completion, messages, self.answered_by)

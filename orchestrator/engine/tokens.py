@@ -70,8 +70,8 @@ class TokenAccount:
     """
 
     __slots__ = (
-        "_actor", "_days", "_execution", "_last_input", "_last_sent", "_session", "_specs_chars", "_turn", "usage",
-        "used",
+        "_actor", "_days", "_execution", "_held", "_last_input", "_last_sent", "_session", "_specs_chars", "_turn",
+        "usage", "used",
     )
 
     def __init__(
@@ -87,6 +87,7 @@ class TokenAccount:
         self._session = session
         self._turn = turn
         self._days: tuple[DayBudget, ...] | None = None  # known once the turn's scope (and its caller) is set
+        self._held: Callable[[], None] | None = None  # releases what the call in flight holds of the days
         self.used = 0
         self.usage = TurnUsage()
         self._last_input: int | None = None  # the last call's input tokens, as reported or estimated
@@ -109,13 +110,23 @@ class TokenAccount:
                 f"{max(0, left)} left ({self.used} used so far)."
             )
         room = left - projected
-        for day in self.days():
+        days = self.days()
+        for day in days:
             spent = self._execution.usage.spent_today(day.key)
             left = day.limit - spent
             if left < need:
                 return _day_line(day, spent, wants)
             room = min(room, left - projected)
+        # what the call may use is held against the days until it is charged (`release`)
+        self.release()
+        self._held = self._execution.usage.hold(tuple(day.key for day in days), projected + room)
         return room
+
+    def release(self) -> None:
+        """Give back what the last allowed call held of the days (it was charged, failed or was cancelled)."""
+        release, self._held = self._held, None
+        if release is not None:
+            release()
 
     def days(self) -> tuple[DayBudget, ...]:
         """Return the daily budgets this turn's calls count against: its own, then each caller's."""
@@ -153,7 +164,8 @@ class TokenAccount:
     def charge(
         self, completion: Completion, messages: Sequence[Mapping[str, Any]], answered_by: tuple[str, str] | None
     ) -> None:
-        """Count one answered call against the budgets and record it."""
+        """Count one answered call against the budgets and record it (what it held is released first)."""
+        self.release()
         ex = self._execution
         usage, estimated = completion.usage, False
         if usage is None:  # the provider reported nothing: count the estimate, and say so in the row

@@ -74,12 +74,13 @@ class UsageMeter:
     `clock` is the wall clock (rows are stamped with it; tests pass their own).
     """
 
-    __slots__ = ("_clock", "_log", "_spent", "_watchers")
+    __slots__ = ("_clock", "_held", "_log", "_spent", "_watchers")
 
     def __init__(self, *, log: UsageLog | None = None, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._log = log
         self._spent: dict[str, _Window] = {}
+        self._held: dict[str, int] = {}  # tokens calls in flight may still use, per key
         self._watchers: tuple[UsageWatcher, ...] = ()
         if log is not None:
             for agent, sender, ts, tokens, callers in log.spent_since(clock() - DAY_S):
@@ -100,9 +101,35 @@ class UsageMeter:
         return UsageReport(by=by, since=since, agent=agent, sender=sender, rows=tuple(rows))
 
     def spent_today(self, key: str) -> int:
-        """Return the tokens `key` used over the last 24 hours."""
+        """Return the tokens `key` used over the last 24 hours, and what its calls in flight may still use."""
         window = self._spent.get(key)
-        return window.total_since(self._clock() - DAY_S) if window is not None else 0
+        spent = window.total_since(self._clock() - DAY_S) if window is not None else 0
+        return spent + self._held.get(key, 0)
+
+    def hold(self, keys: tuple[str, ...], tokens: int) -> Callable[[], None]:
+        """Count `tokens` against each key's day until the returned function is called (once the call is charged).
+
+        A call in flight holds what it may use (its projected input and its `max_tokens`),
+        so two calls of one (agent, sender) at once (several gateway callers share one key)
+        cannot each be allowed what is left of the same day.
+        """
+        for key in keys:
+            self._held[key] = self._held.get(key, 0) + tokens
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            for key in keys:
+                left = self._held.get(key, 0) - tokens
+                if left > 0:
+                    self._held[key] = left
+                else:
+                    self._held.pop(key, None)
+
+        return release
 
     def _window(self, key: str) -> _Window:
         window = self._spent.get(key)

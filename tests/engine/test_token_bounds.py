@@ -8,6 +8,7 @@ by. Issue 32 found one reply of 40,138 tokens delivered under a 2,000-token turn
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -224,3 +225,16 @@ async def test_a_day_met_twice_up_the_chain_is_charged_once(
     assert result.text == "a done"
     days = {agent: services.usage.spent_today(budget_key(agent, "cli:alice")) for agent in "ab"}
     assert days == {"a": 110 + 220 + 440 + 330 + 165, "b": 220 + 440 + 330}  # each call once per day
+
+
+async def test_two_calls_in_flight_for_one_sender_are_not_each_allowed_the_same_day(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    # several gateway callers share one key: calls at once must not each be allowed what is left
+    config = load(provider_toml(fake_llm.base_url) + agent_toml("fake", per_turn=1_000_000, per_day=3_000))
+    fake_llm.latency_s = 0.2  # both turns are in flight together, whichever asks first
+    fake_llm.default = with_usage(text(LONG), prompt=20, completion=40_000)
+    results = await asyncio.gather(*(_turn(config, services, stream=False) for _ in range(2)))
+    assert all(r.stop is StopReason.TOKEN_BUDGET for r in results)
+    spent = services.usage.spent_today(budget_key("a", "tg:alice"))
+    assert 3_000 - 20 < spent <= 3_000 + 20  # one call's estimate error past the day, not two answers

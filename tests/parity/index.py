@@ -387,6 +387,10 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               "leaves; a cheap front agent's day spent by its costly delegate", owner=_B, tracking=_I32,
               evidence="tests/faults/test_budget_attack.py::"
               "test_a_long_reply_and_a_costly_delegate_are_held_by_the_budgets_through_orchestrator_run"),
+    ParityRow(surface="budget", setting="L1: two calls in flight for one (agent, sender) are not each allowed "
+              "what is left of the same day", owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::"
+              "test_two_calls_in_flight_for_one_sender_are_not_each_allowed_the_same_day"),
     ParityRow(surface="provider_binding", setting="[providers.X] max_output_tokens in every link of the binding on "
               "every path (matrix row `provider_binding`, describe())", owner=_B, tracking=_I32,
               evidence="tests/parity/test_token_budget_parity.py::"
