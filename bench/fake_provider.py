@@ -35,6 +35,7 @@ class FakeProvider:
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
         on_text: Callable[[str], Awaitable[None]] | None = None,  # never streams
+        max_tokens: int | None = None,  # answers are short
     ) -> Completion:
         return self._answer(messages)
 

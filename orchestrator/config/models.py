@@ -99,6 +99,10 @@ class ProviderConfig(_Model):
     max_retries: int = Field(default=2, ge=0, le=10, strict=True)
     # OpenAI kind: ask streamed answers for their usage; false for a server that rejects `stream_options`
     stream_usage: bool = Field(default=True, strict=True)
+    # the most output tokens one call asks for (every call asks for less when a token budget leaves less)
+    max_output_tokens: int = Field(default=4096, ge=16, le=1_000_000, strict=True)
+    # OpenAI kind: the member that carries it; OpenAI's reasoning models take only `max_completion_tokens`
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     prices: PricesConfig | None = None
     # the model its OpenAI-compatible `/audio/transcriptions` runs voice notes through (absent = none)
     transcription_model: NonEmptyStr | None = None

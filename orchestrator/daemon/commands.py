@@ -57,14 +57,17 @@ def usage_text(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> str:
     agent, sender = admitted.route.agent, f"{inbound.channel}:{inbound.sender}"
     meter, now = runtime.services.usage, time.time()
     lines = [f"Your usage with {agent}:"]
+    own = 0
     for label, span in (("last 24 hours", DAY_S), ("last 30 days", 30 * DAY_S)):
         total = meter.report(since=now - span, agent=agent, sender=sender).total
+        own = own or total.input_tokens + total.output_tokens
         cost = f", cost {total.cost:.4f}" if total.cost is not None else ""
         lines.append(f"{label}: {total.input_tokens + total.output_tokens} tokens in {total.calls} model calls{cost}")
-    # the budget as the seam resolved it for this route's turns
+    # the budget as the seam resolved it for this route's turns; the day counts delegated turns too
     limit = build_channel(admitted.config, agent, runtime.services).knobs.max_tokens_per_day
-    left = max(0, limit - meter.spent_today(budget_key(agent, sender)))
-    lines.append(f"daily budget: {left} of {limit} tokens left")
+    spent = meter.spent_today(budget_key(agent, sender))
+    delegated = f" ({spent - own} of the day's tokens went to agents {agent} delegated to)" if spent > own else ""
+    lines.append(f"daily budget: {max(0, limit - spent)} of {limit} tokens left{delegated}")
     return "\n".join(lines)
 
 

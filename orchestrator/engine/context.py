@@ -313,8 +313,8 @@ def _transcribe(message: Mapping[str, Any]) -> str:
 class SummaryAccount(Protocol):
     """Where summary calls are checked against the daily token budget and recorded (`TokenAccount`)."""
 
-    def allows_summary(self, projected: int) -> bool:
-        """Return whether a summary call sending about `projected` tokens fits the daily budget."""
+    def summary_allowance(self, projected: int) -> int | None:
+        """Return the most output a summary call sending about `projected` tokens may ask for (None: defer it)."""
         ...
 
     def charge_summary(self, completion: Completion, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -383,14 +383,21 @@ async def fold(
                 return folded_any
         request = [{"role": "system", "content": system}, {"role": "user", "content": _user_text(previous, lines)}]
         projected = math.ceil(sum(estimate_message(m) for m in request) * transcript.token_scale)
-        if account is not None and not account.allows_summary(projected):
+        written = min(answer, policy.summary_model.max_output_tokens)  # what the summary may write
+        if account is not None:
+            day_left = account.summary_allowance(projected)  # the days' room after the request (None: too little)
+            written = min(written, day_left) if day_left is not None else 0
+        if not written:
             logger.warning(
                 "session {}: summarizing {} messages is deferred: the daily token budget is spent",
                 transcript.session, end - begin,
             )
             return folded_any
         started = loop.time()
-        text = await _summarize(policy, request, transcript.session, timeout=timeout, account=account)
+        text = await _summarize(
+            policy, request, transcript.session, timeout=timeout, account=account,
+            max_tokens=written,
+        )
         took = loop.time() - started
         if text is None:
             return folded_any
@@ -412,12 +419,14 @@ async def _summarize(
     *,
     timeout: float,
     account: SummaryAccount | None,
+    max_tokens: int,
 ) -> str | None:
     link = policy.summary_model
     try:
         async with asyncio.timeout(timeout):
             completion = await policy.summarizer.complete(
                 model=link.model, messages=request, tools=(), temperature=None,
+                max_tokens=max_tokens,
             )
     except TimeoutError:
         logger.warning("session {}: summarizing took over {:.3g}s; the turn goes on with the window", session, timeout)

@@ -128,7 +128,7 @@ async def run_tool_call_loop(
     turn.scope = CurrentTurn(
         execution=execution, session=transcript.session, approver=approver, actor=actor,
         deadline=asyncio.get_running_loop().time() + execution.knobs.turn_timeout_s,
-        depth=outer.depth + 1 if outer is not None else 0, runner=run_child,
+        depth=outer.depth + 1 if outer is not None else 0, runner=run_child, caller=outer,
     )
     token = enter_turn(turn.scope)
     try:
@@ -253,20 +253,39 @@ class _Turn:
         async with model_messages(
             request.messages, ex.security.workspace, vision=ex.media.vision, detail=ex.media.image_detail,
         ) as messages:
-            # the token budget is checked on what is really sent: after the context is fitted
-            if (over := self.tokens.over_budget(messages, specs)) is not None:
-                return self._finish(over, StopReason.TOKEN_BUDGET)
+            # the token budget is checked on what is really sent: after the context is fitted;
+            # the call asks for no more output than the tightest budget leaves (L1: bounded by the estimate)
+            allowance = self.tokens.allowance(messages, specs)
+            if isinstance(allowance, str):
+                return self._finish(allowance, StopReason.TOKEN_BUDGET)
             try:
                 completion = await ex.provider.complete(
                     model=ex.model.model, messages=messages, tools=specs, temperature=ex.model.temperature,
-                    on_text=self.on_text,
+                    on_text=self.on_text, max_tokens=allowance,
                 )
             except OrchestratorError as exc:  # ProviderError, or a provider that cannot be built
                 return self._provider_failed(exc)
+            finally:  # what the call held of the days: the charge below counts what it used instead
+                self.tokens.release()
             calibrate(self.transcript, reported=_reported_input(completion), raw=request.raw)
             self._answered(completion)
             self.tokens.charge(completion, messages, self.answered_by)
+        if completion.cut:
+            return self._cut(completion, allowance)
         return completion
+
+    def _cut(self, completion: Completion, allowance: int) -> TurnResult:
+        # The answer stopped at its max_tokens: what it wrote is kept and said to be cut; a
+        # tool call it was writing is incomplete and never runs.
+        self.close_pending("the answer was cut short")
+        if allowance < self.execution.model.max_output_tokens:
+            note = f"[cut short: the token budget left this answer {allowance} tokens]"
+            stop = StopReason.TOKEN_BUDGET
+        else:
+            note = f"[cut short at the model's output limit of {self.execution.model.max_output_tokens} tokens]"
+            stop = StopReason.COMPLETED
+        text = (completion.text or "").rstrip()
+        return self._finish(f"{text}\n\n{note}" if text else note, stop)
 
     async def _request(self, prompt: str, specs: Sequence[Mapping[str, Any]]) -> Assembled:
         # L1: what is sent fits max_context_tokens by the estimate; `summarize` folds what left the window.

@@ -1,4 +1,10 @@
-"""TokenAccount: one turn's token budgets (L1 locks), checked before every model call, charged after it."""
+"""TokenAccount: one turn's token budgets (L1 locks), checked before every model call, charged after it.
+
+Each call asks for at most what is left of the tightest budget that applies (the turn's,
+and the day of this agent and sender and of every caller up a delegation chain) after
+what it sends, so a call passes a budget by no more than the error of the estimate of its
+input; a call that would have less than `MIN_ANSWER_TOKENS` to answer in is not made.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from orchestrator.providers import Completion, Usage
-from orchestrator.seam import CurrentTurn, ResolvedAgentExecution, budget_key
+from orchestrator.seam import CurrentTurn, DayBudget, ResolvedAgentExecution, day_budgets
 
-__all__ = ["TokenAccount", "TurnUsage", "estimate_tokens"]
+__all__ = ["MIN_ANSWER_TOKENS", "TokenAccount", "TurnUsage", "estimate_tokens"]
+
+# Below this many output tokens an answer is cut before it says anything useful: such a call is not made.
+MIN_ANSWER_TOKENS: Final = 64
 
 _CHARS_PER_TOKEN: Final = 4  # a rough local estimate: no tokenizer is shipped or downloaded
 _IMAGE_TOKENS: Final = 1_600  # one image part, as `context.IMAGE_TOKENS`
@@ -48,17 +57,21 @@ class TurnUsage:
 class TokenAccount:
     """Keep one turn inside `max_tokens_per_turn` and its (agent, sender) inside `max_tokens_per_day`.
 
-    Before each model call, `over_budget` projects what the call will send: the previous
+    Before each model call, `allowance` projects what the call will send: the previous
     call's reported input plus an estimate of the messages added since (the first call:
-    an estimate of everything sent). A call whose projection would pass either budget is
-    never made: the turn stops with the message `over_budget` returns. After each call,
+    an estimate of everything sent), and returns the output tokens the call may ask for:
+    what is left of the tightest budget after that (the turn's; the days of this agent
+    and of every caller up the delegation chain, with the same sender). A call that would
+    have fewer than `MIN_ANSWER_TOKENS` is never made: the turn stops with the line
+    `allowance` returns, which says what was used and what the call would need. After each call,
     `charge` adds the reported usage (or, when the provider reported none, the estimate)
     to the turn, to the meter's day, and to the usage table, priced by the answering link;
     `usage` sums them by kind for the turn's log line.
     """
 
     __slots__ = (
-        "_actor", "_execution", "_key", "_last_input", "_last_sent", "_session", "_specs_chars", "_turn", "usage", "used",
+        "_actor", "_days", "_execution", "_held", "_last_input", "_last_sent", "_session", "_specs_chars", "_turn",
+        "usage", "used",
     )
 
     def __init__(
@@ -73,38 +86,65 @@ class TokenAccount:
         self._actor = actor
         self._session = session
         self._turn = turn
-        self._key = budget_key(execution.identity.agent, actor)
+        self._days: tuple[DayBudget, ...] | None = None  # known once the turn's scope (and its caller) is set
+        self._held: Callable[[], None] | None = None  # releases what the call in flight holds of the days
         self.used = 0
         self.usage = TurnUsage()
         self._last_input: int | None = None  # the last call's input tokens, as reported or estimated
         self._last_sent = 0  # how many messages the last call sent
         self._specs_chars: int | None = None
 
-    def over_budget(self, messages: Sequence[Mapping[str, Any]], specs: Sequence[Mapping[str, Any]]) -> str | None:
-        """Return why the next call must not be made, or None when it fits both budgets."""
-        knobs = self._execution.knobs
+    def allowance(self, messages: Sequence[Mapping[str, Any]], specs: Sequence[Mapping[str, Any]]) -> int | str:
+        """Return the most output tokens the next call may ask for, or the line saying why it must not be made."""
+        limit = self._execution.knobs.max_tokens_per_turn
         projected = self._projected_input(messages, specs)
-        if self.used + projected > knobs.max_tokens_per_turn:
+        need = projected + MIN_ANSWER_TOKENS
+        wants = (
+            f"the next model call would need about {need} tokens "
+            f"({projected} to send, at least {MIN_ANSWER_TOKENS} for the answer)"
+        )
+        left = limit - self.used
+        if left < need:
             return (
-                f"Stopped: the next model call would exceed this turn's token budget of "
-                f"{knobs.max_tokens_per_turn} tokens ({self.used} used so far)."
+                f"Stopped: {wants}, and this turn's token budget of {limit} tokens has "
+                f"{max(0, left)} left ({self.used} used so far)."
             )
-        today = self._execution.usage.spent_today(self._key)
-        if today + projected > knobs.max_tokens_per_day:
-            return (
-                f"Stopped: the daily token budget of {knobs.max_tokens_per_day} tokens for "
-                f"{self._execution.identity.agent!r} is spent ({today} used in the last 24 hours); try again later."
-            )
-        return None
+        room = left - projected
+        days = self.days()
+        for day in days:
+            spent = self._execution.usage.spent_today(day.key)
+            left = day.limit - spent
+            if left < need:
+                return _day_line(day, spent, wants)
+            room = min(room, left - projected)
+        # what the call may use is held against the days until it is charged (`release`)
+        self.release()
+        self._held = self._execution.usage.hold(tuple(day.key for day in days), projected + room)
+        return room
 
-    def allows_summary(self, projected: int) -> bool:
-        """Return whether a summary call sending about `projected` tokens fits the daily budget.
+    def release(self) -> None:
+        """Give back what the last allowed call held of the days (it was charged, failed or was cancelled)."""
+        release, self._held = self._held, None
+        if release is not None:
+            release()
 
-        Summary calls count toward the (agent, sender) day, never toward the turn: the
-        user did not ask for them, and one must not stop the turn that triggered it.
+    def days(self) -> tuple[DayBudget, ...]:
+        """Return the daily budgets this turn's calls count against: its own, then each caller's."""
+        if self._days is None:
+            scope = self._turn()
+            self._days = day_budgets(self._execution, self._actor, scope.caller if scope is not None else None)
+        return self._days
+
+    def summary_allowance(self, projected: int) -> int | None:
+        """Return the most output a summary call sending about `projected` tokens may ask for, or None: defer it.
+
+        Summary calls count toward the (agent, sender) day (and its callers'), never toward
+        the turn: the user did not ask for them, and one must not stop the turn that
+        triggered it. None when a day would have fewer than `MIN_ANSWER_TOKENS` left for the summary.
         """
-        knobs = self._execution.knobs
-        return self._execution.usage.spent_today(self._key) + projected <= knobs.max_tokens_per_day
+        meter = self._execution.usage
+        room = min(day.limit - meter.spent_today(day.key) - projected for day in self.days())
+        return room if room >= MIN_ANSWER_TOKENS else None
 
     def charge_summary(self, completion: Completion, messages: Sequence[Mapping[str, Any]]) -> None:
         """Count one answered summary call against the day and record it (`purpose = "summary"`)."""
@@ -118,13 +158,14 @@ class TokenAccount:
         ex.usage.record(
             binding=link, provider=completion.provider or link.provider, model=completion.model or link.model,
             usage=usage, estimated=estimated, agent=ex.identity.agent, path=ex.identity.path.value,
-            sender=self._actor, session=self._session, purpose="summary",
+            sender=self._actor, session=self._session, purpose="summary", callers=self._callers(),
         )
 
     def charge(
         self, completion: Completion, messages: Sequence[Mapping[str, Any]], answered_by: tuple[str, str] | None
     ) -> None:
-        """Count one answered call against the budgets and record it."""
+        """Count one answered call against the budgets and record it (what it held is released first)."""
+        self.release()
         ex = self._execution
         usage, estimated = completion.usage, False
         if usage is None:  # the provider reported nothing: count the estimate, and say so in the row
@@ -136,6 +177,7 @@ class TokenAccount:
         row = ex.usage.record(
             binding=ex.model, provider=provider, model=model, usage=usage, estimated=estimated,
             agent=ex.identity.agent, path=ex.identity.path.value, sender=self._actor, session=self._session,
+            callers=self._callers(),
         )
         self.add(usage.total, TurnUsage(
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
@@ -151,12 +193,28 @@ class TokenAccount:
         if scope is not None:
             scope.tokens = self.used
 
+    def _callers(self) -> tuple[str, ...]:
+        return tuple(day.agent for day in self.days()[1:])
+
     def _projected_input(self, messages: Sequence[Mapping[str, Any]], specs: Sequence[Mapping[str, Any]]) -> int:
         if self._last_input is not None and len(messages) >= self._last_sent:
             return self._last_input + estimate_tokens(_chars(messages[self._last_sent :]))
         if self._specs_chars is None:
             self._specs_chars = len(json.dumps(specs)) if specs else 0
         return estimate_tokens(_chars(messages) + self._specs_chars)
+
+
+def _day_line(day: DayBudget, spent: int, wants: str) -> str:
+    # "is spent" only when it is: otherwise what is left, and what the call would have needed
+    if spent >= day.limit:
+        return (
+            f"Stopped: the daily token budget of {day.limit} tokens for {day.agent!r} is spent "
+            f"({spent} used in the last 24 hours); try again later."
+        )
+    return (
+        f"Stopped: {wants}, and the daily token budget of {day.limit} tokens for {day.agent!r} has "
+        f"{day.limit - spent} left ({spent} used in the last 24 hours); try again later."
+    )
 
 
 def _chars(messages: Sequence[Mapping[str, Any]]) -> int:

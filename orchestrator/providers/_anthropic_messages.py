@@ -189,9 +189,10 @@ def to_completion(message: Any) -> Completion:
         elif block.type == "tool_use":
             calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
     usage = getattr(message, "usage", None)
+    cut = getattr(message, "stop_reason", None) == "max_tokens"  # a tool_use it was writing is partial
     return Completion(
-        text="".join(texts) if texts else None, tool_calls=tuple(calls),
-        usage=to_usage(usage, output=getattr(usage, "output_tokens", None)),
+        text="".join(texts) if texts else None, tool_calls=() if cut else tuple(calls),
+        usage=to_usage(usage, output=getattr(usage, "output_tokens", None)), cut=cut,
     )
 
 
@@ -233,12 +234,13 @@ class _Block:
 class StreamedMessage:
     """Assemble raw stream events (their JSON objects) into the `Completion` the unstreamed answer gives."""
 
-    __slots__ = ("_blocks", "_ending", "_on_error", "_output", "_started", "_usage")
+    __slots__ = ("_blocks", "_cut", "_ending", "_on_error", "_output", "_started", "_usage")
 
     def __init__(self, *, on_error: Callable[[Any], Exception]) -> None:
         self._blocks: dict[int, _Block] = {}
         self._started = False
         self._ending = False  # message_delta came: only message_stop follows
+        self._cut = False  # its stop reason was max_tokens: the answer is partial
         self._on_error = on_error  # builds what an `event: error` raises, from its body
         self._usage: Any = None  # message_start's usage: the input side
         self._output: Any = None  # message_delta's usage: the final output count
@@ -268,6 +270,7 @@ class StreamedMessage:
             self._usage = event["message"].get("usage")
         elif kind == "message_delta":
             self._ending = True
+            self._cut = (event.get("delta") or {}).get("stop_reason") == "max_tokens"
             usage = event.get("usage")
             if usage is not None:
                 self._output = usage.get("output_tokens")
@@ -301,11 +304,12 @@ class StreamedMessage:
         for _, block in sorted(self._blocks.items()):
             if block.kind == "text":
                 texts.append("".join(block.pieces))
-            elif block.kind == "tool_use":
+            elif block.kind == "tool_use" and not self._cut:  # a cut answer's tool input is partial
                 # Re-encoded so the arguments read exactly as the unstreamed answer's.
                 value = json.loads("".join(block.pieces) or "{}")
                 calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(value)))
         output = self._output if self._output is not None else _member(self._usage, "output_tokens")
         return Completion(
-            text="".join(texts) if texts else None, tool_calls=tuple(calls), usage=to_usage(self._usage, output=output)
+            text="".join(texts) if texts else None, tool_calls=tuple(calls), usage=to_usage(self._usage, output=output),
+            cut=self._cut,
         )

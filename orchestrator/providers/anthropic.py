@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any, Final
 from orchestrator.errors import ProviderError, ProviderOverrides
 from orchestrator.providers._anthropic_messages import StreamedMessage, to_completion, to_request
 from orchestrator.providers._transport import Endpoint
-from orchestrator.providers.base import Completion
+from orchestrator.providers.base import DEFAULT_MAX_OUTPUT_TOKENS, Completion
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider"]
 
-DEFAULT_MAX_TOKENS: Final = 4096
+DEFAULT_MAX_TOKENS: Final = DEFAULT_MAX_OUTPUT_TOKENS
 # A keyless proxy in front of the API ignores the key, but the SDK refuses to start without one.
 _PLACEHOLDER_KEY: Final = "not-needed"
 _API: Final = "Anthropic Messages API endpoint"
@@ -36,7 +36,8 @@ class AnthropicProvider:
     (`https://api.anthropic.com`); a trailing `/v1` is dropped, as the SDK adds it.
 
     The API requires `max_tokens`: every request asks for at most `max_tokens` output
-    tokens (`DEFAULT_MAX_TOKENS`, 4096, unless told otherwise).  `temperature` is never
+    tokens (`[providers.X] max_output_tokens`, `DEFAULT_MAX_TOKENS` = 4096 unless told
+    otherwise), less when the engine's allowance (what the token budgets leave) is smaller.  `temperature` is never
     sent: the API version the SDK speaks (`anthropic-version: 2026-10-21`) refuses every
     sampling parameter with a 400, and the SDK no longer has them.
 
@@ -103,18 +104,21 @@ class AnthropicProvider:
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         """Ask for one completion; raise `ProviderUnavailable` or `ProviderError` on failure.
 
         With `on_text`, stream the answer and await `on_text` with each non-empty piece of
         its text, in order (a piece may hold several deltas); what `on_text` raises
-        propagates unchanged.
+        propagates unchanged. `max_tokens` (None: the client's `max_tokens`, which also caps
+        it) bounds the answer; one stopped there (`stop_reason: "max_tokens"`) comes back `cut`.
         """
         try:
             request = to_request(messages, tools)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise self._endpoint.error(f"cannot map the chat: {self._endpoint.shorten(str(exc))}") from exc
-        body: dict[str, Any] = {"model": model, "max_tokens": self._max_tokens, "messages": request.messages}
+        limit = self._max_tokens if max_tokens is None else max(1, min(max_tokens, self._max_tokens))
+        body: dict[str, Any] = {"model": model, "max_tokens": limit, "messages": request.messages}
         if request.system:
             body["system"] = request.system
         if request.tools:

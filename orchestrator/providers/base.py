@@ -6,12 +6,19 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from orchestrator.config import SecretRef
 from orchestrator.errors import ProviderOverrides
 
-__all__ = ["Completion", "CompletionWatcher", "ModelBinding", "Prices", "Provider", "ToolCall", "Usage"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_TOKENS", "Completion", "CompletionWatcher", "ModelBinding", "Prices", "Provider", "ToolCall",
+    "Usage",
+]
+
+# What one call asks for at most when `[providers.X] max_output_tokens` is not set: every
+# current hosted model allows at least this much output, and local servers take it.
+DEFAULT_MAX_OUTPUT_TOKENS: Final = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,12 +81,16 @@ class Completion:
     """One model answer: text, tool calls, or both.
 
     `usage` is None when the provider reported none; it is not part of equality (the same
-    answer streamed or not, or from a cache, is the same answer).
+    answer streamed or not, or from a cache, is the same answer). `cut` is True when the
+    answer stopped at the request's `max_tokens` (OpenAI `finish_reason: "length"`,
+    Anthropic `stop_reason: "max_tokens"`): its text is partial, and a tool call it was
+    writing is left out (its arguments are incomplete).
     """
 
     text: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage | None = field(default=None, compare=False)
+    cut: bool = field(default=False, compare=False)
     # Set by a failover chain: the link that answered (None = the binding's own provider and model).
     provider: str | None = None
     model: str | None = None
@@ -93,7 +104,9 @@ class Provider(Protocol):
     With `on_text`, the answer may be streamed: `on_text` is awaited with each piece of
     the reply text as it arrives (a provider that cannot stream may call it once with the
     whole text, or not at all), and the returned `Completion` is the same either way.
-    What `on_text` raises propagates unchanged.
+    What `on_text` raises propagates unchanged. `max_tokens` is the most output the answer
+    may take (the engine passes what is left of the tightest token budget, within the
+    binding's `max_output_tokens`); None leaves it to the client's own default.
     """
 
     async def complete(
@@ -104,6 +117,7 @@ class Provider(Protocol):
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion: ...
 
     async def aclose(self) -> None: ...
@@ -132,6 +146,10 @@ class ModelBinding:
     prices: Prices | None = None
     # OpenAI kind: ask a streamed answer for its usage (`stream_options.include_usage`).
     stream_usage: bool = True
+    # `[providers.X] max_output_tokens`: the most output one call asks for (the model's own limit).
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    # OpenAI kind: the request member that carries it (`max_completion_tokens` for OpenAI's reasoning models).
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
 
     @property
     def overrides(self) -> ProviderOverrides:

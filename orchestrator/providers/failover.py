@@ -82,6 +82,7 @@ class FailoverProvider:
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         """Ask each link in turn until one answers; raise the error that ended the chain."""
         count = len(self._links)
@@ -90,7 +91,8 @@ class FailoverProvider:
             streamed = _Streamed(on_text) if on_text is not None else None
             try:
                 completion = await client.complete(
-                    model=link_model, messages=messages, tools=tools, temperature=temperature, on_text=streamed
+                    model=link_model, messages=messages, tools=tools, temperature=temperature, on_text=streamed,
+                    max_tokens=max_tokens,
                 )
             except ProviderError as exc:
                 reason = failover_reason(exc)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ProviderError, ProviderOverrides
 from orchestrator.providers._transport import Endpoint
-from orchestrator.providers.base import Completion, ToolCall, Usage
+from orchestrator.providers.base import DEFAULT_MAX_OUTPUT_TOKENS, Completion, ToolCall, Usage
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -35,10 +35,15 @@ class OpenAICompatProvider:
     With `on_text` the answer is streamed (`stream: true`, its events read by
     `Endpoint.stream`, a few pieces a second): retries cover the request until the stream
     starts, and a stream that breaks off raises the same errors.
+    Every request asks for at most `max_tokens` output tokens (the engine's allowance,
+    never above `max_output_tokens`), in the member `max_tokens_param` names
+    (`max_tokens`, which every local server reads, or `max_completion_tokens`, which
+    OpenAI's reasoning models require); an answer stopped there (`finish_reason: "length"`)
+    comes back `cut`, without the tool call it was writing.
     Call `aclose()` (or use `async with`) to release the connection pool.
     """
 
-    __slots__ = ("_cast", "_client", "_endpoint", "_stream_cls", "_stream_usage")
+    __slots__ = ("_cast", "_client", "_endpoint", "_max_output", "_max_param", "_stream_cls", "_stream_usage")
 
     def __init__(
         self,
@@ -50,6 +55,8 @@ class OpenAICompatProvider:
         max_retries: int,
         overrides: ProviderOverrides | None = None,
         stream_usage: bool = True,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
     ) -> None:
         # Imported here, not at module level: the SDK is slow to import and `--help` must not pay for it.
         import openai
@@ -60,6 +67,8 @@ class OpenAICompatProvider:
             status_failure=self._status_failure,
         )
         self._stream_usage = stream_usage
+        self._max_output = max_output_tokens
+        self._max_param = max_tokens_param
         try:
             self._client: AsyncOpenAI = openai.AsyncOpenAI(
                 base_url=base_url,
@@ -96,14 +105,16 @@ class OpenAICompatProvider:
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         """Ask for one completion; raise `ProviderUnavailable` or `ProviderError` on failure.
 
         With `on_text`, stream the answer and await `on_text` with each non-empty piece of
         its text, in order (a piece may hold several tokens); what `on_text` raises
-        propagates unchanged.
+        propagates unchanged. `max_tokens` (None: `max_output_tokens`) bounds the answer.
         """
-        body: dict[str, Any] = {"model": model, "messages": messages}
+        limit = self._max_output if max_tokens is None else max(1, min(max_tokens, self._max_output))
+        body: dict[str, Any] = {"model": model, "messages": messages, self._max_param: limit}
         if tools:
             body["tools"] = tools
         if temperature is not None:
@@ -171,9 +182,12 @@ class OpenAICompatProvider:
 def _to_completion(response: Any) -> Completion:
     if not response.choices:
         raise IndexError("the response has no choices")
-    message = response.choices[0].message
+    choice = response.choices[0]
+    message = choice.message
     calls = message.tool_calls
     usage = _to_usage(getattr(response, "usage", None))
+    if getattr(choice, "finish_reason", None) == "length":  # stopped at max_tokens: a call it wrote is partial
+        return Completion(text=message.content, usage=usage, cut=True)
     if not calls:
         return Completion(text=message.content, usage=usage)
     return Completion(text=message.content, tool_calls=tuple(_to_tool_call(call) for call in calls), usage=usage)
@@ -220,11 +234,12 @@ class _StreamedReply:
     on every chunk and raises on `finish_reason: "length"`, which the unstreamed path does not.
     """
 
-    __slots__ = ("_calls", "_endpoint", "_ending", "_has_text", "_seen", "_text", "_usage")
+    __slots__ = ("_calls", "_cut", "_endpoint", "_ending", "_has_text", "_seen", "_text", "_usage")
 
     def __init__(self, endpoint: Endpoint) -> None:
         self._endpoint = endpoint
         self._ending = False  # a finish_reason came: only the usage chunk and `[DONE]` follow
+        self._cut = False  # the finish_reason was "length": the answer stopped at max_tokens
         self._usage: Usage | None = None
         self._text: list[str] = []
         self._has_text = False  # content `null` throughout means text None, as unstreamed
@@ -266,8 +281,9 @@ class _StreamedReply:
             if choice.get("index", 0) != 0:  # the first choice, as the unstreamed path reads
                 continue
             self._seen = True
-            if choice.get("finish_reason"):
+            if reason := choice.get("finish_reason"):
                 self._ending = True
+                self._cut = reason == "length"
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if isinstance(content, str):
@@ -302,6 +318,8 @@ class _StreamedReply:
         if not self._seen:
             raise IndexError("the response has no choices")
         text = "".join(self._text) if self._has_text else None
+        if self._cut:  # stopped at max_tokens: a call it was writing is partial
+            return Completion(text=text, usage=self._usage, cut=True)
         calls: list[ToolCall] = []
         for index, partial in sorted(self._calls.items()):
             if not (partial.id and partial.name):

@@ -33,6 +33,7 @@ def provider_factory(secrets_base: Path | None = None) -> ProviderFactory:
                 api_key=key,
                 timeout_s=binding.timeout_s,
                 max_retries=binding.max_retries,
+                max_tokens=binding.max_output_tokens,
                 overrides=binding.overrides,
             )
         from orchestrator.providers.openai_compat import OpenAICompatProvider
@@ -45,6 +46,8 @@ def provider_factory(secrets_base: Path | None = None) -> ProviderFactory:
             max_retries=binding.max_retries,
             overrides=binding.overrides,
             stream_usage=binding.stream_usage,
+            max_output_tokens=binding.max_output_tokens,
+            max_tokens_param=binding.max_tokens_param,
         )
 
     return build
@@ -92,6 +95,7 @@ class _LazyProvider:
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         real = self._real
         if real is None:
@@ -99,18 +103,21 @@ class _LazyProvider:
         watchers = self._watchers
         if not watchers:
             return await real.complete(
-                model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
+                model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text,
+                max_tokens=max_tokens,
             )
         if len(watchers) == 1:  # the usual case: no ExitStack on every request
             with watchers[0](self._binding, model):
                 return await real.complete(
-                    model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
+                    model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text,
+                max_tokens=max_tokens,
                 )
         with ExitStack() as watching:
             for watcher in watchers:
                 watching.enter_context(watcher(self._binding, model))
             return await real.complete(
-                model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text
+                model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text,
+                max_tokens=max_tokens,
             )
 
     async def transcribe(self, *, model: str, audio: bytes, name: str, mime: str) -> str:
@@ -181,4 +188,5 @@ class ProviderPool:
 
 def _endpoint_key(binding: ModelBinding) -> tuple[object, ...]:
     return (binding.provider, binding.kind, binding.base_url, binding.api_key, binding.api_key_env,
-            binding.timeout_s, binding.max_retries, binding.overrides, binding.stream_usage)
+            binding.timeout_s, binding.max_retries, binding.overrides, binding.stream_usage,
+            binding.max_output_tokens, binding.max_tokens_param)

@@ -39,7 +39,7 @@ from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnCo
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, media_as_written, resolve, uses_memory
 from orchestrator.seam.sandbox import SandboxHost, SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
 from orchestrator.seam.services import Services
-from orchestrator.seam.usage import DAY_S, UsageMeter, UsageWatcher, budget_key
+from orchestrator.seam.usage import DAY_S, DayBudget, UsageMeter, UsageWatcher, budget_key, day_budgets
 from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn, enter_turn, leave_turn
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "ConstructionPath",
     "ContextPolicy",
     "CurrentTurn",
+    "DayBudget",
     "InteractivityNotAllowed",
     "MemoryScope",
     "PathProfile",
@@ -76,6 +77,7 @@ __all__ = [
     "agent_matrix",
     "assemble",
     "budget_key",
+    "day_budgets",
     "build_acp",
     "build_channel",
     "build_cli_run",

@@ -3,8 +3,11 @@
 Granted only when an agent names `delegate` in `tools` and lists targets in `delegates`;
 the model can name only those targets. Each call re-enters `resolve()` for the target on
 the DELEGATE path (never reusing the caller's registry), capped by what is left of the
-caller's turn; the tool (`orchestrator.tools.delegate`) then runs it through the calling
-turn on a fresh child transcript that holds only the task text the caller wrote.
+caller's turn, and never started once a day it would spend (the caller's, or any caller's
+up the chain, with the same sender) is spent; the engine charges its calls to those days
+as well as its own (`seam.usage.day_budgets`). The tool (`orchestrator.tools.delegate`)
+then runs it through the calling turn on a fresh child transcript that holds only the
+task text the caller wrote.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from loguru import logger
 
 from orchestrator.errors import OrchestratorError, ToolFailure
 from orchestrator.seam.turn_scope import CurrentTurn, current_turn
+from orchestrator.seam.usage import day_budgets
 from orchestrator.tools import DELEGATE_TOOL_NAME, ChildOutcome, DelegateTool, Tool
 
 if TYPE_CHECKING:
@@ -66,6 +70,15 @@ class _SeamDelegation:
                 DELEGATE_TOOL_NAME, f"the delegation depth limit ({limit}) is reached; do the task without delegating"
             )
         caller = turn.execution
+        # One ledger per (agent, sender): a caller whose day is spent does not start a delegate.
+        for day in day_budgets(caller, turn.actor, turn.caller):
+            spent = caller.usage.spent_today(day.key)
+            if spent >= day.limit:
+                raise ToolFailure(
+                    DELEGATE_TOOL_NAME,
+                    f"the daily token budget of {day.limit} tokens for {day.agent!r} is spent "
+                    f"({spent} used in the last 24 hours); {target!r} was not started",
+                )
         # The engine also bounds this call by the caller's tool timeout: the child cannot outlive it.
         time_left = min(turn.remaining_s(), caller.knobs.tool_timeout_s)
         ceiling = RuntimeKnobs(

@@ -181,8 +181,11 @@ class ResolvedAgentExecution:
             "base_url": self.model.base_url,
             "model": self.model.model,
             "temperature": self.model.temperature,
+            "max_output_tokens": self.model.max_output_tokens,
+            "max_tokens_param": self.model.max_tokens_param,
             "fallback": [
-                {"provider": link.provider, "base_url": link.base_url, "model": link.model}
+                {"provider": link.provider, "base_url": link.base_url, "model": link.model,
+                 "max_output_tokens": link.max_output_tokens}
                 for link in self.model.fallback
             ],
             "autonomy": self.security.autonomy,

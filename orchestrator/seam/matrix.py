@@ -39,6 +39,7 @@ from orchestrator.tools import SEND_FILE_NAME, ToolSource
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
+    from orchestrator.providers import ModelBinding
     from orchestrator.seam.execution import ResolvedAgentExecution, RuntimeKnobs
     from orchestrator.seam.services import Services
 
@@ -145,7 +146,13 @@ def settings_of(execution: ResolvedAgentExecution, excluded: Iterable[str]) -> d
 
 def _chain(execution: ResolvedAgentExecution) -> list[str]:
     """List every link of the model binding, primary first, in the order the chain tries them."""
-    return [f"{link.provider} {link.base_url} {link.model}" for link in execution.model.chain]
+    return [f"{link.provider} {link.base_url} {link.model} ({_output_limit(link)})" for link in execution.model.chain]
+
+
+def _output_limit(link: ModelBinding) -> str:
+    # the OpenAI kind also names the member the limit is sent in (Anthropic has one: `max_tokens`)
+    member = f" as {link.max_tokens_param}" if link.kind == "openai" else ""
+    return f"max_output_tokens {link.max_output_tokens}{member}"
 
 
 def _sandbox(execution: ResolvedAgentExecution) -> str:

@@ -242,6 +242,8 @@ def _link(config: Config, name: str, model: str, temperature: float | None) -> M
         max_retries=provider.max_retries,
         prices=_prices(provider.prices),
         stream_usage=provider.stream_usage,
+        max_output_tokens=provider.max_output_tokens,
+        max_tokens_param=provider.max_tokens_param,
     )
 
 

@@ -42,6 +42,8 @@ class CurrentTurn:
     runner: ChildRunner
     iteration: int = 0
     tokens: int = 0  # model tokens the turn has used so far (the engine adds each call's)
+    # the turn whose tool call runs this one (a delegation), or None for a top-level turn
+    caller: CurrentTurn | None = None
 
     def remaining_s(self) -> float:
         """Return the seconds left before the turn's deadline (never negative)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from loguru import logger
@@ -13,9 +15,11 @@ from orchestrator.store import NOBODY, Grouping, Purpose, UsageReport, UsageRow
 
 if TYPE_CHECKING:
     from orchestrator.providers import ModelBinding, Usage
+    from orchestrator.seam.execution import ResolvedAgentExecution
+    from orchestrator.seam.turn_scope import CurrentTurn
     from orchestrator.store import UsageLog
 
-__all__ = ["DAY_S", "UsageMeter", "UsageWatcher", "budget_key"]
+__all__ = ["DAY_S", "DayBudget", "UsageMeter", "UsageWatcher", "budget_key", "day_budgets"]
 
 DAY_S: Final = 24 * 3600.0
 
@@ -28,6 +32,39 @@ def budget_key(agent: str, sender: str | None) -> str:
     return f"{agent}:{sender or NOBODY}"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DayBudget:
+    """One (agent, sender)'s daily token budget that a turn's model calls count against."""
+
+    agent: str
+    key: str
+    limit: int
+
+
+def day_budgets(
+    execution: ResolvedAgentExecution, actor: str | None, caller: CurrentTurn | None
+) -> tuple[DayBudget, ...]:
+    """Return the daily budgets a turn's calls count against: its own, then each caller's up the chain.
+
+    One ledger per (agent, sender): a delegated turn (a->b->c) spends b's and c's tokens
+    out of a's day as well as their own, so a cheap front agent cannot spend without limit
+    through an expensive delegate, and a spent caller's day stops its delegates' calls.
+    """
+    own = DayBudget(
+        agent=execution.identity.agent, key=budget_key(execution.identity.agent, actor),
+        limit=execution.knobs.max_tokens_per_day,
+    )
+    budgets = [own]
+    turn = caller
+    while turn is not None:
+        agent = turn.execution.identity.agent
+        key = budget_key(agent, turn.actor)
+        if all(day.key != key for day in budgets):  # a->b->a: a's day is charged once
+            budgets.append(DayBudget(agent=agent, key=key, limit=turn.execution.knobs.max_tokens_per_day))
+        turn = turn.caller
+    return tuple(budgets)
+
+
 class UsageMeter:
     """Count model tokens per (agent, sender) over a sliding day, and record every call.
 
@@ -37,16 +74,19 @@ class UsageMeter:
     `clock` is the wall clock (rows are stamped with it; tests pass their own).
     """
 
-    __slots__ = ("_clock", "_log", "_spent", "_watchers")
+    __slots__ = ("_clock", "_held", "_log", "_spent", "_watchers")
 
     def __init__(self, *, log: UsageLog | None = None, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._log = log
         self._spent: dict[str, _Window] = {}
+        self._held: dict[str, int] = {}  # tokens calls in flight may still use, per key
         self._watchers: tuple[UsageWatcher, ...] = ()
         if log is not None:
-            for agent, sender, ts, tokens in log.spent_since(clock() - DAY_S):
+            for agent, sender, ts, tokens, callers in log.spent_since(clock() - DAY_S):
                 self._window(budget_key(agent, sender)).add(ts, tokens)
+                for caller in _callers(callers):
+                    self._window(budget_key(caller, sender)).add(ts, tokens)
 
     def report_faults(self, callback: Callable[[str], None]) -> None:
         """Hand a state fault of the usage table's writes to `callback` (the daemon stops on one)."""
@@ -61,9 +101,35 @@ class UsageMeter:
         return UsageReport(by=by, since=since, agent=agent, sender=sender, rows=tuple(rows))
 
     def spent_today(self, key: str) -> int:
-        """Return the tokens `key` used over the last 24 hours."""
+        """Return the tokens `key` used over the last 24 hours, and what its calls in flight may still use."""
         window = self._spent.get(key)
-        return window.total_since(self._clock() - DAY_S) if window is not None else 0
+        spent = window.total_since(self._clock() - DAY_S) if window is not None else 0
+        return spent + self._held.get(key, 0)
+
+    def hold(self, keys: tuple[str, ...], tokens: int) -> Callable[[], None]:
+        """Count `tokens` against each key's day until the returned function is called (once the call is charged).
+
+        A call in flight holds what it may use (its projected input and its `max_tokens`),
+        so two calls of one (agent, sender) at once (several gateway callers share one key)
+        cannot each be allowed what is left of the same day.
+        """
+        for key in keys:
+            self._held[key] = self._held.get(key, 0) + tokens
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            for key in keys:
+                left = self._held.get(key, 0) - tokens
+                if left > 0:
+                    self._held[key] = left
+                else:
+                    self._held.pop(key, None)
+
+        return release
 
     def _window(self, key: str) -> _Window:
         window = self._spent.get(key)
@@ -101,13 +167,19 @@ class UsageMeter:
         sender: str | None,
         session: str,
         purpose: Purpose = "turn",
+        callers: tuple[str, ...] = (),
     ) -> UsageRow:
         """Count `usage` against (agent, sender), append it to the log priced by the answering link; return the row.
 
-        `purpose` tells a turn's own calls from the summary calls its context made.
+        `purpose` tells a turn's own calls from the summary calls its context made;
+        `callers` are the agents up the delegation chain (nearest first), whose days with
+        the same sender the call counts against as well (kept in the row, so a restart
+        reads the same days back).
         """
         now = self._clock()
         self._window(budget_key(agent, sender)).add(now, usage.total)
+        for caller in callers:
+            self._window(budget_key(caller, sender)).add(now, usage.total)
         prices = next((link.prices for link in binding.chain if link.provider == provider), None)
         row = UsageRow(
             ts=now, agent=agent, path=path, sender=sender or NOBODY, session=session,
@@ -115,6 +187,7 @@ class UsageMeter:
             output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
             cache_write_tokens=usage.cache_write_tokens,
             estimated=estimated, cost=prices.cost(usage) if prices is not None else None, purpose=purpose,
+            callers=json.dumps(list(callers)) if callers else "",
         )
         if self._log is not None:
             self._log.record(row)
@@ -124,6 +197,17 @@ class UsageMeter:
             except Exception as exc:  # a counter must never cost a turn its answer
                 logger.opt(exception=exc).warning("usage watcher failed")
         return row
+
+
+def _callers(column: str) -> tuple[str, ...]:
+    # A row's `callers`: the agents up the delegation chain as a JSON list ("" for none).
+    if not column:
+        return ()
+    try:
+        names = json.loads(column)
+    except ValueError:
+        return ()
+    return tuple(name for name in names if isinstance(name, str)) if isinstance(names, list) else ()
 
 
 class _Window:

@@ -40,14 +40,16 @@ CREATE INDEX IF NOT EXISTS usage_ts ON usage (ts);
 CREATE INDEX IF NOT EXISTS usage_agent_sender ON usage (agent, sender, ts);
 """
 # (version reached, its statements): version 2 keeps prompt-cache writes apart (part of
-# input_tokens); version 3 adds `purpose` ("turn" | "summary": what the call was for).
+# input_tokens); version 3 adds `purpose` ("turn" | "summary": what the call was for);
+# version 4 adds `callers` (the agents up a delegated call's chain, a JSON list; "" for none).
 _MIGRATIONS: Final = (
     (2, ("ALTER TABLE usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",)),
     (3, ("ALTER TABLE usage ADD COLUMN purpose TEXT NOT NULL DEFAULT 'turn'",)),
+    (4, ("ALTER TABLE usage ADD COLUMN callers TEXT NOT NULL DEFAULT ''",)),
 )
 _INSERT: Final = (
     "INSERT INTO usage (ts, agent, path, sender, session, provider, model, input_tokens, output_tokens,"
-    " cached_tokens, cache_write_tokens, estimated, cost, purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cached_tokens, cache_write_tokens, estimated, cost, purpose, callers) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 # `--by model`: summary calls are their own group, `provider/model (summary)`.
 _MODEL_KEY: Final = "provider || '/' || model || CASE WHEN purpose = 'summary' THEN ' (summary)' ELSE '' END"
@@ -85,6 +87,7 @@ class UsageRow:
     estimated: bool = False
     cost: float | None = None
     purpose: Purpose = "turn"
+    callers: str = ""  # the agents up the delegation chain whose days it also counts against (JSON list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,11 +178,12 @@ class UsageLog(Database):
         self.flush()
         super().close()
 
-    def spent_since(self, since: float) -> Iterator[tuple[str, str, float, int]]:
-        """Yield (agent, sender, ts, input + output tokens) of every call since `since`, oldest first."""
+    def spent_since(self, since: float) -> Iterator[tuple[str, str, float, int, str]]:
+        """Yield (agent, sender, ts, input + output tokens, callers) of every call since `since`, oldest first."""
         self.flush()
         yield from self._db.execute(
-            "SELECT agent, sender, ts, input_tokens + output_tokens FROM usage WHERE ts >= ? ORDER BY ts", (since,)
+            "SELECT agent, sender, ts, input_tokens + output_tokens, callers FROM usage WHERE ts >= ? ORDER BY ts",
+            (since,),
         )
 
     def totals(
@@ -278,6 +282,6 @@ def _values(row: UsageRow) -> tuple[object, ...]:
     return (
         row.ts, row.agent, row.path, row.sender, row.session, row.provider, row.model,
         row.input_tokens, row.output_tokens, row.cached_tokens, row.cache_write_tokens, int(row.estimated), row.cost,
-        row.purpose,
+        row.purpose, row.callers,
     )
 

@@ -6,7 +6,7 @@ from channels import Inbound
 from orchestrator.daemon import process_message
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running
-from tests.fakes.openai_server import FakeOpenAI, text, with_usage
+from tests.fakes.openai_server import FakeOpenAI, text, tool_call, with_usage
 
 
 def usage_toml(fake: FakeOpenAI) -> str:
@@ -38,3 +38,32 @@ async def test_usage_shows_only_the_senders_own_figures_and_budget(write_config:
     assert any("daily budget: 4200 of 5000 tokens left" in line for line in shown), shown
     assert not any("950" in line for line in shown)  # bob's figures stay bob's
     assert len(fake_llm.requests) == asked  # a command, never a turn
+
+
+async def test_usage_counts_what_the_agents_delegates_spent_for_the_sender(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    # issue 32: /usage with `a` showed 780 used while the sender's delegated turns had cost 7,530 more
+    toml = usage_toml(fake_llm).replace(
+        '[agents.a]\nprovider = "fake"\nmodel = "m"\n',
+        '[agents.a]\nprovider = "fake"\nmodel = "m"\nautonomy = "full"\ntools = ["delegate"]\ndelegates = ["b"]\n',
+    )
+    path = write_config(toml.replace("max_tokens_per_day = 5000", "max_tokens_per_day = 10000")
+                        + '[agents.b]\nprovider = "fake"\nmodel = "b"\n')
+    fake_llm.script(
+        with_usage(tool_call("delegate", {"agent": "b", "task": "t"}), prompt=300, completion=20),
+        with_usage(text("helped"), prompt=7_000, completion=530),
+        with_usage(text("done"), prompt=440, completion=20),
+    )
+    async with running(path) as (runtime, terminals):
+        screen = terminals["term"].screen
+        await process_message(runtime, Inbound(channel="term", chat="terminal", sender="alice", text="go", event_id="g"))
+        mark = len(screen.lines)
+        await process_message(runtime, Inbound(channel="term", chat="terminal", sender="alice", text="/usage", event_id="u"))
+        lines = await screen.wait_for(lambda lines: any("daily budget" in line for line in lines[mark:]))
+    shown = [line for line in lines[mark:] if line.strip()]
+    assert any("last 24 hours: 780 tokens in 2 model calls" in line for line in shown), shown
+    assert any(
+        "daily budget: 1690 of 10000 tokens left (7530 of the day's tokens went to agents a delegated to)" in line
+        for line in shown
+    ), shown

@@ -24,7 +24,9 @@ def request_chars(request: dict[str, object]) -> int:
 async def test_a_huge_answer_reaches_the_user_whole_but_later_requests_carry_it_cut(
     fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services, tmp_path: Path
 ) -> None:
-    config = load(provider_toml(fake_llm.base_url) + '\n[agents.a]\nprovider = "fake"\nmodel = "m"\n')
+    # the provider allows an answer this long (the fake stops at max_tokens as a real server does)
+    toml = provider_toml(fake_llm.base_url).replace("max_retries = 0", "max_retries = 0\nmax_output_tokens = 300000")
+    config = load(toml + '\n[agents.a]\nprovider = "fake"\nmodel = "m"\n')
     execution = resolve(config, "a", path=ConstructionPath.CLI_RUN, services=services)
     fake_llm.script(text(HUGE), text("short"), text("again"))
     transcript = Transcript(session="s")

@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.config import Config
 from orchestrator.providers import Usage
-from orchestrator.seam import ConstructionPath, Services, UsageMeter, budget_key, resolve
+from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, UsageMeter, budget_key, resolve
 from orchestrator.sessions import Sessions, StoredTranscripts
 from orchestrator.store import SessionStore, UsageLog
 from tests.conftest import provider_toml
@@ -118,3 +118,34 @@ async def test_compact_records_for_the_sender_and_defers_when_the_day_is_spent(
     [summary] = [t for t in log.totals(by="model") if t.key.endswith("(summary)")]
     assert summary.calls >= 1
     assert {t.key for t in log.totals(by="sender")} == {"tg:bob", "tg:carol", "tg:erin"}
+
+
+async def test_a_summary_call_asks_for_its_share_of_the_window_and_no_more_than_the_day_leaves(
+    load: Callable[..., Config], metered: Services, tmp_path: Path
+) -> None:
+    async with FakeOpenAI(default=summarizing_fake()) as fake:
+        config = load(summary_toml(fake, per_day=100_000))
+        with SessionStore(tmp_path / "sessions.sqlite3") as store:
+            sessions = Sessions(transcripts=StoredTranscripts(store))
+
+            def execution() -> ResolvedAgentExecution:
+                return resolve(config, "a", path=ConstructionPath.CHANNEL, services=metered)
+
+            for chat, actor in (("roomy", "tg:dan"), ("tight", "tg:fay")):
+                for n in range(3):
+                    await sessions.run_turn(
+                        chat, agent="a", execution=execution, text=f"note fact-{n}: {FILLER}", approver=None, actor=actor,
+                    )
+            # fay's day leaves 600 tokens: what her fold sends and less than its share to write
+            spent = metered.usage.spent_today(budget_key("a", "tg:fay"))
+            metered.usage.record(
+                binding=execution().model, provider="fake", model="m",
+                usage=Usage(input_tokens=100_000 - spent - 600, output_tokens=0), estimated=False,
+                agent="a", path="channel", sender="tg:fay", session="x",
+            )
+            for chat, actor in (("roomy", "tg:dan"), ("tight", "tg:fay")):
+                assert await sessions.compact(chat, agent="a", execution=execution, actor=actor)
+    roomy, tight = [r["max_tokens"] for r in fake.requests if is_summary_request(r)]
+    assert roomy == 2000 // 4  # its share of max_context_tokens: the day is far from spent
+    assert 64 <= tight < 600 - 64 and tight < roomy  # the day's 600, less what the fold sends
+    assert metered.usage.spent_today(budget_key("a", "tg:fay")) <= 100_000

@@ -32,6 +32,10 @@ messages).  Each `cache_control` block marks the prefix up to it as cacheable; a
 request that repeats a marked prefix reads it from the cache.  `usages` keeps every
 usage reported, in order.
 
+`max_tokens` is honoured as the API does: a reply whose output would pass it is cut there
+(text at 4 characters a token, a `tool_use` past the cut left out) with `stop_reason:
+"max_tokens"`, and reports `output_tokens = max_tokens`.
+
 With `"stream": true` the reply comes as Server-Sent Events: `message_start`, a `ping`,
 per block `content_block_start`, `content_block_delta` (`text_delta` pieces or
 `input_json_delta` pieces), `content_block_stop`, then `message_delta` (stop reason and
@@ -272,6 +276,7 @@ class FakeAnthropic:
         return scripted if isinstance(scripted, Reply) else scripted(body)
 
     def _message(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        reply = _honour_max_tokens(reply, body["max_tokens"])
         usage = self._usage(body, reply)
         self.usages.append(usage)
         return {
@@ -302,13 +307,34 @@ class FakeAnthropic:
         written = max((tokens for _, tokens in cacheable), default=0)
         self._cache.update(key for key, _ in cacheable)
         creation = max(0, written - read)
-        output = sum(_tokens(len(json.dumps(block))) for block in reply.content) or 1
+        output = _output_tokens(reply)
+        if reply.stop_reason == "max_tokens":
+            output = min(output, body["max_tokens"])
         return {
             "input_tokens": max(0, _tokens(total) - read - creation),
             "cache_creation_input_tokens": creation,
             "cache_read_input_tokens": read,
             "output_tokens": output,
         }
+
+
+def _output_tokens(reply: Reply) -> int:
+    return sum(_tokens(len(json.dumps(block))) for block in reply.content) or 1
+
+
+def _honour_max_tokens(reply: Reply, limit: int) -> Reply:
+    """Cut `reply` at `max_tokens`, as the API stops writing there (`stop_reason: "max_tokens"`)."""
+    if _output_tokens(reply) <= limit:
+        return reply
+    room = limit * 4
+    kept: list[Mapping[str, Any]] = []
+    for block in reply.content:
+        if room <= 0 or block.get("type") != "text":
+            break  # a tool_use past the cut, or one it was writing, is not in the answer
+        piece = str(block.get("text", ""))[:room]
+        kept.append({**block, "text": piece})
+        room -= len(piece) + 20  # the block's own JSON counts too
+    return replace(reply, content=tuple(kept), stop_reason="max_tokens")
 
 
 def _presented_key(request: web.Request) -> str | None:

@@ -35,6 +35,11 @@ POST /v1/audio/transcriptions takes a multipart upload (`file`, `model`) as Open
 (400 without either), records it in `fake.transcriptions` and answers
 `{"text": fake.transcript}`; `fake.transcription_status` set to an HTTP status makes it fail.
 
+`max_tokens` (or `max_completion_tokens`) is honoured as the real APIs do: a reply that
+would write more is cut there (its text to 4 characters a token, a tool call's arguments
+likewise, calls past the cut left out) with `finish_reason: "length"`, and reports that many
+`completion_tokens`; `with_usage(..., completion=40_000)` is cut the same way.
+
 `fake.refuse_key = True` switches on a fault: every chat request is answered 401 with a
 message quoting the API key from its `Authorization` header back, as an echoing proxy does.
 """
@@ -290,7 +295,7 @@ class FakeOpenAI:
         if self.refuse_key:
             key = authorization.removeprefix("Bearer ")
             return _error_response(status(401, message=f"Incorrect API key provided: {key}", should_retry=False))
-        reply = self._next_reply(body)
+        reply = _honour_max_tokens(self._next_reply(body), body)
         if reply.status != 200:
             return _error_response(reply)
         head = b'{"id":"chatcmpl-fake-%d' % next(self._ids) + self._created
@@ -346,6 +351,41 @@ class FakeOpenAI:
             key = (authorization or "").removeprefix("Bearer ")
             return _error_response(status(401, message=f"Incorrect API key provided: {key}", should_retry=False))
         return web.Response(body=self._models, content_type=_JSON)
+
+
+def _honour_max_tokens(reply: Reply, body: Mapping[str, Any]) -> Reply:
+    """Cut `reply` at the request's `max_tokens` / `max_completion_tokens`, as a real server stops there."""
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if not isinstance(limit, int) or reply.status != 200 or reply.raw_stream is not None:
+        return reply
+    written = reply.usage[1] if reply.usage is not None else max(1, _reply_chars(reply.body) // 4)
+    if written <= limit:
+        return reply
+    try:
+        members = json.loads(b"{" + reply.body)
+    except ValueError:
+        return reply
+    for choice in members.get("choices") or ():
+        message = choice.get("message") or {}
+        room = limit * 4
+        content = message.get("content")
+        if isinstance(content, str):
+            message["content"] = content[:room]
+            room -= len(message["content"])
+        kept = []
+        for call in message.get("tool_calls") or ():
+            if room <= 0:
+                break
+            arguments = call["function"]["arguments"]
+            call["function"]["arguments"] = arguments[:room]
+            room -= len(arguments)
+            kept.append(call)
+        if message.get("tool_calls"):
+            message["tool_calls"] = kept or None
+        choice["finish_reason"] = "length"
+    cut = json.dumps(members, separators=(",", ":")).encode()[1:]
+    usage = (reply.usage[0], limit, reply.usage[2]) if reply.usage is not None else None
+    return replace(reply, body=cut, usage=usage)
 
 
 def _reply_chars(members: bytes) -> int:

@@ -36,6 +36,8 @@ _M: Final = "#15 Pictures, files and voice"
 _I15: Final = "issue #15 items 2, 4 and 7"
 _P: Final = "#24 The daemon never trusts a workspace"
 _I24: Final = "issue #24 build item 2"
+_B: Final = "#32 Budgets on every path"
+_I32: Final = "issue #32 items 1 and 2"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
     # Issue 15: media as a resolved surface (the matrix row `media`), on every path that takes uploads.
@@ -392,6 +394,56 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               "and count for the caller", owner="#16 Usage", tracking="issue #16 item 4",
               evidence="tests/parity/test_token_budget_parity.py::"
               "test_a_delegated_turn_runs_on_what_is_left_of_its_callers_tokens_and_counts_for_it"),
+    # Issue 32 items 1-2: one budget ledger per (agent, sender); output bounded by what is left.
+    ParityRow(surface="budget", setting="max_tokens_per_day: a delegated turn's tokens spend the caller's day too, "
+              "on every path that can delegate (channel, cli, gateway, library, SOP step, ACP, schedule, delegate)",
+              owner=_B, tracking=_I32,
+              evidence="tests/parity/test_delegation_budget_parity.py::"
+              "test_a_delegated_turns_tokens_spend_the_callers_day_on_every_delegating_path"),
+    ParityRow(surface="budget", setting="L1: nested delegation (a->b->c) charges a's, b's and c's days, read back "
+              "after a restart", owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::"
+              "test_nested_delegation_charges_every_caller_up_the_chain_and_survives_a_restart"),
+    ParityRow(surface="budget", setting="L1: a spent caller's day stops the delegate before its model call",
+              owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::test_a_spent_callers_day_stops_the_delegate_before_its_model_call"),
+    ParityRow(surface="budget", setting="L1: a delegate's answer is bounded by its caller's day", owner=_B,
+              tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::test_a_delegates_answer_is_bounded_by_its_callers_day"),
+    ParityRow(surface="budget", setting="every turn path asks for no more output (max_tokens) than the turn leaves",
+              owner=_B, tracking=_I32,
+              evidence="tests/parity/test_token_budget_parity.py::"
+              "test_every_turn_path_asks_for_no_more_output_than_the_turn_leaves"),
+    ParityRow(surface="budget", setting="L1: OpenAI-compatible, streamed and not: one long reply passes the turn "
+              "budget only by the input estimate's error", owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::"
+              "test_openai_one_long_reply_passes_the_turn_budget_only_by_the_input_estimates_error"),
+    ParityRow(surface="budget", setting="L1: Anthropic, streamed and not: one long reply passes the turn budget "
+              "only by the input estimate's error", owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::"
+              "test_anthropic_one_long_reply_passes_the_turn_budget_only_by_the_input_estimates_error"),
+    ParityRow(surface="budget", setting="L1: a call asks for no more than what is left of the day", owner=_B,
+              tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::test_a_reply_asks_for_no_more_than_what_is_left_of_the_day"),
+    ParityRow(surface="budget", setting="L1: a day met twice up a delegation chain (a->b->a) is charged once",
+              owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::test_a_day_met_twice_up_the_chain_is_charged_once"),
+    ParityRow(surface="budget", setting="L1: a summary call asks for its share of the window and no more than the "
+              "day leaves", owner=_B, tracking=_I32,
+              evidence="tests/engine/test_summary_usage.py::"
+              "test_a_summary_call_asks_for_its_share_of_the_window_and_no_more_than_the_day_leaves"),
+    ParityRow(surface="budget", setting="orchestrator run + Telegram: the 40,138-token reply cut at what the turn "
+              "leaves; a cheap front agent's day spent by its costly delegate", owner=_B, tracking=_I32,
+              evidence="tests/faults/test_budget_attack.py::"
+              "test_a_long_reply_and_a_costly_delegate_are_held_by_the_budgets_through_orchestrator_run"),
+    ParityRow(surface="budget", setting="L1: two calls in flight for one (agent, sender) are not each allowed "
+              "what is left of the same day", owner=_B, tracking=_I32,
+              evidence="tests/engine/test_token_bounds.py::"
+              "test_two_calls_in_flight_for_one_sender_are_not_each_allowed_the_same_day"),
+    ParityRow(surface="provider_binding", setting="[providers.X] max_output_tokens in every link of the binding on "
+              "every path (matrix row `provider_binding`, describe())", owner=_B, tracking=_I32,
+              evidence="tests/parity/test_token_budget_parity.py::"
+              "test_max_output_tokens_is_resolved_into_the_binding_on_every_path"),
     ParityRow(surface="usage", setting="one usage row per model call on every turn path, naming the path",
               owner="#16 Usage", tracking="issue #16 item 4",
               evidence="tests/parity/test_token_budget_parity.py::test_every_turn_path_records_one_row_per_call_with_its_path"),

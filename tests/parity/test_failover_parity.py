@@ -40,9 +40,9 @@ max_retries = 0
 
 
 WHOLE_CHAIN = [
-    f"fake {FAKE} primary-model",
-    f"backup {BACKUP} backup-model",
-    f"fake {FAKE} second-model",
+    f"fake {FAKE} primary-model (max_output_tokens 4096 as max_tokens)",
+    f"backup {BACKUP} backup-model (max_output_tokens 4096)",  # anthropic: always max_tokens
+    f"fake {FAKE} second-model (max_output_tokens 4096 as max_tokens)",
 ]
 
 

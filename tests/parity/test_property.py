@@ -104,6 +104,7 @@ class _Scripted:
         tools: Sequence[Mapping[str, Any]],
         temperature: float | None,
         on_text: Callable[[str], Awaitable[None]] | None = None,  # never streams
+        max_tokens: int | None = None,  # answers are short
     ) -> Completion:
         self.sent_tools.append([t["function"]["name"] for t in tools])
         if messages[-1]["role"] == "user":

@@ -20,7 +20,10 @@ from tests.daemon.harness import running
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call, with_usage
 
 TURN_PATHS = [p for p, profile in PATH_PROFILES.items() if profile.runs_turns]
-TURN_STOP = "Stopped: the next model call would exceed this turn's token budget of 300 tokens (220 used so far)."
+TURN_STOP = (
+    "Stopped: the next model call would need about 270 tokens (206 to send, at least 64 for the answer), "
+    "and this turn's token budget of 300 tokens has 80 left (220 used so far)."
+)
 
 
 def budget_toml(fake: FakeOpenAI, *, per_turn: int = 300, per_day: int = 100_000) -> str:
@@ -166,3 +169,38 @@ async def test_a_delegated_turn_runs_on_what_is_left_of_its_callers_tokens_and_c
     # 310 + the helper's 420 + the next call's ~300 would pass 1000: the lead stops (without the
     # helper's tokens counted, 310 + 300 fits and the call would be made)
     assert (result.stop, result.tokens, len(fake_llm.requests)) == (StopReason.TOKEN_BUDGET, 730, 2)
+
+
+async def test_every_turn_path_asks_for_no_more_output_than_the_turn_leaves(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], metered: Services
+) -> None:
+    # issue 32: one reply of 40,138 tokens was delivered under a 2,000-token turn budget
+    config = load(budget_toml(fake_llm, per_turn=2_000, per_day=10_000_000))
+    try:
+        for path in TURN_PATHS:
+            fake_llm.script(with_usage(text("word " * 40_000), prompt=138, completion=40_000))
+            execution = resolve(config, "a", path=path, services=metered)
+            result = await run_tool_call_loop(execution, Transcript(session=f"o-{path.value}"), "write", actor="x")
+            asked = fake_llm.requests[-1]["max_tokens"]
+            assert 0 < 2_000 - asked < 138, path  # the turn's budget less the projected input
+            assert result.tokens - 2_000 == 138 - (2_000 - asked), path  # past it only by the estimate's error
+            assert result.stop is StopReason.TOKEN_BUDGET, path
+    finally:
+        await metered.providers.aclose()
+
+
+def test_max_output_tokens_is_resolved_into_the_binding_on_every_path(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    from orchestrator.checks import load_config
+
+    toml = budget_toml(fake_llm).replace("max_retries = 0", "max_retries = 0\nmax_output_tokens = 777", 1)
+    config = load_config(write_config(toml))
+    services = Services()
+    baseline = resolve(config, "a", path=ConstructionPath.CLI_RUN, services=services)
+    assert (baseline.model.max_output_tokens, baseline.describe()["max_output_tokens"]) == (777, 777)
+    _, columns = matrix_columns(config, "a", dict.fromkeys(COLUMNS, services), parent="a", ceiling=baseline.knobs,
+                                schedule_tools=None)
+    for column in columns:
+        (link,) = settings_of(column.execution, ())["provider_binding"]  # type: ignore[misc]
+        assert link.endswith("(max_output_tokens 777 as max_tokens)"), column.label

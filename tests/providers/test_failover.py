@@ -335,7 +335,9 @@ def test_policy_shows_the_chain(write_config: WriteConfig, capsys: pytest.Captur
     assert cli.main(["policy", "ops", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["provider"], shown["model"]) == ("claude", "claude-x")
-    assert shown["fallback"] == [{"provider": "local", "base_url": "http://127.0.0.1:8/v1", "model": "qwen"}]
+    assert shown["fallback"] == [
+        {"provider": "local", "base_url": "http://127.0.0.1:8/v1", "model": "qwen", "max_output_tokens": 4096}
+    ]
     assert cli.main(["policy", "ops", "--config", str(path)]) == 0
     assert 'fallback: [{"provider": "local"' in capsys.readouterr().out
 

@@ -98,7 +98,7 @@ async def test_model_messages_tools_and_temperature_are_sent_as_given(fake: Fake
     async with _provider(fake.base_url) as provider:
         await provider.complete(model="qwen-7b", messages=messages, tools=tools, temperature=0.25)
     [sent] = fake.requests
-    assert sent == {"model": "qwen-7b", "messages": messages, "tools": tools, "temperature": 0.25}
+    assert sent == {"model": "qwen-7b", "messages": messages, "tools": tools, "temperature": 0.25, "max_tokens": 4096}
 
 
 async def test_api_key_is_sent_as_bearer_token(fake: FakeOpenAI) -> None:
@@ -117,7 +117,7 @@ async def test_empty_tools_and_unset_temperature_are_left_out(fake: FakeOpenAI) 
     async with _provider(fake.base_url) as provider:
         await provider.complete(model="m", messages=USER, tools=(), temperature=None)
     [sent] = fake.requests
-    assert set(sent) == {"model", "messages"}
+    assert set(sent) == {"model", "messages", "max_tokens"}  # max_tokens always: no answer passes its budget
 
 
 async def test_stream_is_never_requested(fake: FakeOpenAI) -> None:
@@ -219,7 +219,8 @@ async def test_streamed_text_arrives_in_order_and_adds_up_to_the_completion(fake
     unstreamed_body, streamed_body = fake.requests
     assert "stream" not in unstreamed_body
     assert streamed_body == {
-        "model": "m", "messages": list(USER), "stream": True, "stream_options": {"include_usage": True}
+        "model": "m", "messages": list(USER), "stream": True, "stream_options": {"include_usage": True},
+        "max_tokens": 4096,
     }
     assert streamed.usage == plain.usage is not None  # the last chunk's usage, as the unstreamed answer's
 

@@ -58,7 +58,7 @@ def test_an_existing_state_dir_gains_the_table_and_keeps_its_files(tmp_path: Pat
     with UsageLog(tmp_path / "usage.sqlite3") as log:  # opened again: the schema applies twice, rows stay
         assert [t.calls for t in log.totals()] == [1]
     with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (4,)
     assert (tmp_path / "sessions.sqlite3").read_bytes() == before
 
 
@@ -96,7 +96,7 @@ def test_a_version_1_table_is_read_as_is_and_upgraded_in_place(tmp_path: Path) -
     with UsageLog(path) as log:  # opened again: no second ALTER, nothing lost
         assert [t.calls for t in log.totals()] == [2]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (4,)
         assert db.execute("SELECT cache_write_tokens FROM usage ORDER BY ts").fetchall() == [(0,), (2500,)]
     db.close()
 

@@ -53,7 +53,7 @@ def test_a_version_1_file_is_read_as_it_is_and_migrated_in_place_on_open(tmp_pat
         keys = {t.key: t.input_tokens for t in log.totals(by="model")}
     assert keys == {"fake/m": 100, "fake/m (summary)": 7}  # the old row kept, counted as a turn call
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (4,)
         assert db.execute("SELECT purpose FROM usage ORDER BY id").fetchall() == [("turn",), ("summary",)]
     db.close()
     with UsageLog(path) as log:  # opened again: nothing to migrate, nothing lost
