@@ -52,10 +52,14 @@ def _outside_seam(rel: str) -> bool:
     return not rel.startswith(SEAM)
 
 
+# Programs that run only as their own interpreter (`python -I -S -c`, the parser child): no
+# sealed object exists there, and the child must put pypdf's folder on its own sys.path.
+CHILD_PROGRAMS: Final = frozenset({"orchestrator/media/pdf_child.py"})
+
 # rule name -> (the rule, which modules it binds)
 RULES: dict[str, tuple[scan.Rule, Callable[[str], bool]]] = {
     "private_modules": (scan.private_modules, lambda rel: True),
-    "dynamic_imports": (scan.dynamic_imports, lambda rel: True),
+    "dynamic_imports": (scan.dynamic_imports, lambda rel: rel not in CHILD_PROGRAMS),
     "introspection": (scan.introspection, lambda rel: True),
     "dynamic_code": (scan.dynamic_code, lambda rel: True),
     "token_outside_the_seam": (scan.token_outside_the_seam, _outside_seam),
