@@ -14,6 +14,7 @@ import ast
 import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 
