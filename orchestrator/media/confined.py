@@ -66,17 +66,20 @@ class ParserFailed(OrchestratorError):
         super().__init__(f"the PDF parser could not run: {reason}")
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False)
 class _Child:
     process: subprocess.Popen[bytes]
     control: socket.socket
     stdout: int
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()  # bwrap's --die-with-parent takes the sandboxed child with it
-            self.process.wait()
+        # The child leads its own process group, and everything it started stays in it (the
+        # sandboxes refuse setsid): the whole group is killed, so bwrap's inner init and the
+        # parser go with bwrap even when its --die-with-parent does not fire.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        _live.discard(self)
         self.control.close()
         with contextlib.suppress(OSError):
             os.close(self.stdout)
@@ -84,6 +87,7 @@ class _Child:
 
 _Key = tuple[SandboxKind, int, int]
 _spares: dict[_Key, _Child] = {}
+_live: set[_Child] = set()  # every child not yet closed: spares and parses under way
 
 
 @cache
@@ -131,6 +135,7 @@ def _spawn(key: _Key, *, source: str, args: Sequence[str]) -> _Child:
             process = subprocess.Popen(
                 how.argv, cwd=how.cwd, env=dict(how.env), preexec_fn=how.preexec, pass_fds=how.pass_fds,
                 stdin=theirs.fileno(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True,
             )
     except (OSError, OrchestratorError) as exc:
         ours.close()
@@ -141,7 +146,9 @@ def _spawn(key: _Key, *, source: str, args: Sequence[str]) -> _Child:
     stdout = os.dup(process.stdout.fileno())
     process.stdout.close()
     os.set_blocking(stdout, False)
-    return _Child(process=process, control=ours, stdout=stdout)
+    child = _Child(process=process, control=ours, stdout=stdout)
+    _live.add(child)
+    return child
 
 
 def _spawn_pdf(key: _Key, *, max_pages: int, max_chars: int) -> _Child:
@@ -173,13 +180,19 @@ def _replenish(limits: ParserLimits, max_pages: int, max_chars: int) -> None:
 
 
 def close_spares() -> None:
-    """End every waiting spare parser (the daemon's exit calls this too)."""
+    """End every waiting spare parser, and at exit every parse still under way."""
     while _spares:
         _, child = _spares.popitem()
         child.close()
 
 
-atexit.register(close_spares)
+def _close_all() -> None:
+    close_spares()
+    for child in list(_live):
+        child.close()
+
+
+atexit.register(_close_all)
 
 
 async def _read_until_eof(fd: int, cap: int) -> tuple[bytes, bool]:

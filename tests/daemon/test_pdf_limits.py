@@ -51,6 +51,19 @@ def tagged(memory_mb: int) -> set[int]:
     return found
 
 
+def shown(pids: set[int]) -> list[str]:
+    """Return each process's program, state and parent, for a failure's message."""
+    lines = []
+    for pid in sorted(pids):
+        try:
+            status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
+            program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+        except OSError:
+            continue
+        lines.append(f"{pid} {program} state {status.get('State')} parent {status.get('PPid')}")
+    return lines
+
+
 async def test_a_costly_pdf_gets_one_line_stop_ends_its_parse_and_sigterm_ends_the_daemon_mid_parse(
     write_config: WriteConfig, fake_llm: FakeOpenAI
 ) -> None:
@@ -99,9 +112,12 @@ async def test_a_costly_pdf_gets_one_line_stop_ends_its_parse_and_sigterm_ends_t
             async with asyncio.timeout(GRACE_S + 20):  # generous for a loaded host; without the fix it never ends
                 assert await proc.wait() == 0
             # the parser goes with the daemon (bwrap's sandboxed child a moment after bwrap), spares too
-            async with asyncio.timeout(30):
-                while tagged(PATIENT_MEMORY_MB):
-                    await asyncio.sleep(0.01)
+            try:
+                async with asyncio.timeout(30):
+                    while tagged(PATIENT_MEMORY_MB):
+                        await asyncio.sleep(0.01)
+            except TimeoutError:
+                raise AssertionError(f"parser processes outlived the daemon: {shown(tagged(PATIENT_MEMORY_MB))}") from None
         finally:
             if proc.returncode is None:
                 proc.kill()
