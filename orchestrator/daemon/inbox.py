@@ -109,7 +109,10 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer, *, synced: b
         return
     try:
         admitted = admit(runtime, item)
-        if synced:  # on disk before the adapter acknowledges it (one fsync, shared with concurrent deliveries)
+        # On disk before the adapter acknowledges it (one fsync, shared with concurrent
+        # deliveries); a message no route takes wrote nothing. A duplicate still waits: its
+        # first delivery's write may not be synced yet.
+        if synced and admitted is not Disposition.NO_ROUTE:
             await runtime.inbox_sync.wait()
     except Exception as exc:
         reason = state_fault(exc)

@@ -122,6 +122,12 @@ async def test_a_refused_send_is_not_retried_and_the_daemon_keeps_serving(
     assert delivered(tg) == ["m: second"]
 
 
+async def park_hello(runtime: Runtime, tg: FakeTelegram) -> None:
+    """Send "hello" while sends fail, until its reply waits in the delivery queue."""
+    tg.push_message(5, 5, "hello")
+    await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+
+
 async def test_a_reply_that_outlives_its_deadline_is_sent_by_the_running_daemon_once_the_platform_heals(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
@@ -129,8 +135,7 @@ async def test_a_reply_that_outlives_its_deadline_is_sent_by_the_running_daemon_
     path = write_config(bot_toml(fake_llm, tg, deadline_s=1))
     tg.fail_next("sendMessage", status=502, description="Bad Gateway", times=1000)
     async with started(path) as runtime:
-        tg.push_message(5, 5, "hello")
-        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+        await park_hello(runtime, tg)
         assert runtime.store.unfinished() == []  # not left for a restart: this process owes it
         await tg.wait_for(lambda: len(tg.calls("sendMessage")) >= 4, timeout=20)  # the queue keeps trying
         assert delivered(tg) == []
@@ -151,8 +156,7 @@ async def test_a_queued_reply_is_carried_over_a_restart_and_sent_once(
     path = write_config(bot_toml(fake_llm, tg, deadline_s=1))
     tg.fail_next("sendMessage", status=502, description="Bad Gateway", times=1000)
     async with started(path) as runtime:
-        tg.push_message(5, 5, "hello")
-        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+        await park_hello(runtime, tg)
     assert delivered(tg) == []
     tg.heal("sendMessage")
     for _ in range(2):  # the first start sends it at once; a second start sends nothing more
@@ -169,8 +173,7 @@ async def test_a_rate_limit_longer_than_the_deadline_is_honoured_by_the_queue(
     fake_llm.default = echo_model
     tg.fail_next("sendMessage", status=429, retry_after=120)  # past what the adapter waits out itself
     async with started(write_config(bot_toml(fake_llm, tg, deadline_s=1))) as runtime:
-        tg.push_message(5, 5, "hello")
-        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+        await park_hello(runtime, tg)
         due = runtime.store.next_reply_due()
         assert due is not None and due >= time.time() + 110  # not one more send before retry_after
         assert len(tg.calls("sendMessage")) == 1
@@ -184,8 +187,7 @@ async def test_a_reply_still_queued_after_reply_give_up_s_is_given_up_and_counte
     path = write_config(toml)
     tg.fail_next("sendMessage", status=502, description="Bad Gateway", times=1000)
     async with started(path) as runtime:
-        tg.push_message(5, 5, "hello")
-        await tg.wait_for(lambda: runtime.store.queued_replies() == 1 and runtime.idle.is_set(), timeout=20)
+        await park_hello(runtime, tg)
     with sqlite3.connect(load_config(path).state_path() / "sessions.sqlite3") as db:  # parked an hour ago
         db.execute("UPDATE inbox SET queued_at = queued_at - 3600")
     tg.heal("sendMessage")
