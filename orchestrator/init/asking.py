@@ -82,9 +82,11 @@ class Asker:
             self.say("  an answer is needed (Ctrl-C stops; nothing is written until the end)")
 
     def _line(self, prompt: str, *, echo: bool = True) -> str:
-        print(prompt, end="", file=self.out, flush=True)
+        # echo goes off before the prompt shows: what is typed (or pasted) the moment the
+        # prompt appears must not be echoed
         restore = None if echo else _echo_off(self._in)
         try:
+            print(prompt, end="", file=self.out, flush=True)
             line = self._in.readline()
         finally:
             if restore is not None:
