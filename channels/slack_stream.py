@@ -20,7 +20,8 @@ posted and edited from the start. Either way the pacing, coalescing, overflow (4
 per message, like `send`) and the endings are `EditStream`'s; text is escaped like `send`.
 
 `status(text)` sets the assistant thread status (`assistant.threads.setStatus`, scope
-`assistant:write`), and the adapter's `typing` sets "is thinking..." in a thread the same way:
+`chat:write`, the one replies need: Slack folded `assistant:write` into it in March 2026 and
+will stop accepting the old scope), and the adapter's `typing` sets "is thinking..." in a thread the same way:
 the typing indicator Slack lacks. In a thread the core shows the running tool there
 (`StreamStatus.shows_status`) instead of as a line in the text, so the text only grows and the
 chat stream stays one stream. The end of a stream clears the status (a posted reply clears it
@@ -91,10 +92,16 @@ async def set_thread_status(
             client.assistant_threads_setStatus(channel_id=chat, thread_ts=thread, status=text),
         )
     except ChannelError as exc:
-        code, _ = _error_code(exc)
+        code, cause = _error_code(exc)
         if code in _NO_STREAMS:
             support.status = False
-            _log.warning("%s: assistant status refused (%s); grant assistant:write to show it", name, code)
+            data = cause.response.data if cause is not None else None
+            needed = data.get("needed") if isinstance(data, Mapping) else None
+            _log.warning(
+                "%s: assistant status refused (%s%s); the thread status needs the bot scope chat:write "
+                "(which replies need too), and replies still arrive without it", name, code,
+                f", Slack says it needs {needed}" if isinstance(needed, str) and needed else "",
+            )
         else:
             _log.info("%s: assistant status not set: %s", name, exc)
         return

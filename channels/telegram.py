@@ -133,6 +133,7 @@ class TelegramAdapter:
         )
         self._pacers = PacerBook(config.stream_edit_interval_s)  # streamed replies, per chat
         self._streams: weakref.WeakSet[TelegramStream] = weakref.WeakSet()  # stopped by aclose
+        self._drafts = True  # False once the Bot API server answered sendMessageDraft "no such method"
         self._offset: int | None = None  # first update id not yet delivered
         self._username: str | None = None
         self._polling = False
@@ -193,15 +194,39 @@ class TelegramAdapter:
     # -- streaming (channels.telegram_stream) ---------------------------------------------
 
     def open_stream(self, message: Outbound) -> TelegramStream:
-        """Stream a reply: a draft in a private chat (positive id), send-then-edit elsewhere."""
+        """Stream a reply: a draft in a private chat (positive id), send-then-edit elsewhere.
+
+        A server without drafts (see `drafts_missing`) gets send-then-edit in private chats too.
+        """
         # Telegram's private chat ids are the users' ids (positive); groups and channels are negative.
-        stream = TelegramStream(self, message, pacer=self._pacers.pacer(message.chat), private=message.chat.isdigit())
+        drafts = self._drafts and message.chat.isdigit()
+        stream = TelegramStream(self, message, pacer=self._pacers.pacer(message.chat), private=drafts)
         self._streams.add(stream)
         return stream
 
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
         """Tell the chat a reply a crash left half-shown ended (a reply to its last message)."""
         await close_abandoned(self, chat, thread, message_ids, ending)
+
+    @property
+    def drafts(self) -> bool:
+        """Return False once this bot's Bot API server has been found to lack `sendMessageDraft`."""
+        return self._drafts
+
+    def drafts_missing(self, answer: str) -> None:
+        """Turn drafts off for this bot: its server answered `sendMessageDraft` as a method it lacks.
+
+        Logged once, whatever number of streams find it out; from then on every reply streams by
+        posting a message and editing it, as in groups.
+        """
+        if not self._drafts:
+            return
+        self._drafts = False
+        logger.warning(
+            "channel {}: the Bot API server at {} has no sendMessageDraft (it answered {!r}: a server older "
+            "than Bot API 9.3); private replies now stream by editing a message instead of a draft",
+            self.name, self._config.api_base_url or DEFAULT_API_BASE_URL, answer,
+        )
 
     @property
     def bot(self) -> Bot:

@@ -5,6 +5,13 @@ note, audio file or video note into `Attachment`s (the handle is the `file_id`);
 `download` asks `getFile` for the file's path and streams it from the file endpoint under
 the caller's cap; `send_file` posts with `sendPhoto` (an image Telegram can show inline)
 or `sendDocument`, both multipart uploads.
+
+`sendPhoto` takes a JPEG, PNG, GIF or WebP of at most 10 MB whose width plus height is at most
+10,000 and whose sides differ at most twentyfold (the Bot API's own rules); the size is read from
+the image's header (`channels.image_size`) before sending, and an image that breaks a rule, or
+whose header cannot be read, goes as a document instead (a long phone screenshot, 1080x25000, is
+one). A photo Telegram still refuses for what it is (`PHOTO_INVALID_DIMENSIONS` and the like) is
+sent again as a document, so the file reaches the chat either way.
 """
 
 from __future__ import annotations
@@ -15,9 +22,11 @@ from collections.abc import Awaitable, Callable
 from typing import BinaryIO, Final, TypeVar
 
 from telegram import Bot, InputFile, Message
-from telegram.error import NetworkError
+from loguru import logger
+from telegram.error import BadRequest, NetworkError
 
 from channels.base import Attachment, AttachmentTooLarge, ChannelError, ChannelRefused, OutboundFile
+from channels.image_size import pixel_size
 from channels.telegram_http import AiohttpRequest, DownloadTooLarge, stream_download
 from orchestrator.threads import in_thread
 
@@ -30,6 +39,11 @@ MAX_FILE_BYTES: Final = 50_000_000  # what a bot may upload (sendDocument)
 MAX_DOWNLOAD_BYTES: Final = 20_000_000  # what getFile serves to a bot
 _MAX_PHOTO_BYTES: Final = 10_000_000  # sendPhoto's own limit; larger images go as documents
 _PHOTO_MIMES: Final = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
+_MAX_PHOTO_SIDES: Final = 10_000  # sendPhoto: width + height
+_MAX_PHOTO_RATIO: Final = 20  # sendPhoto: the longer side over the shorter
+# What Telegram answers a photo it will not take as one (its own error names); a document it takes.
+# (PHOTO_INVALID covers PHOTO_INVALID_DIMENSIONS.)
+_PHOTO_REFUSALS: Final = ("PHOTO_INVALID", "PHOTO_SAVE_FILE_INVALID", "PHOTO_EXT_INVALID", "IMAGE_PROCESS_FAILED")
 _DOWNLOAD_TIMEOUT_S: Final = 60.0
 _MAX_CAPTION: Final = 1024
 
@@ -92,12 +106,34 @@ async def send_file(channel: str, bot: Bot, call: Call[Message], file: OutboundF
     thread = int(file.thread) if file.thread else None
     caption = file.caption[:_MAX_CAPTION] if file.caption else None
     upload = InputFile(data, filename=file.name, attach=False)
-    if file.mime in _PHOTO_MIMES and len(data) <= _MAX_PHOTO_BYTES:
-        send = functools.partial(bot.send_photo, chat_id=chat, photo=upload, caption=caption,
+    document = functools.partial(bot.send_document, chat_id=chat, document=upload, caption=caption,
                                  message_thread_id=thread)
-        message = await call("sendPhoto", send)
+    if file.mime in _PHOTO_MIMES and _photo_fits(data):
+        photo = functools.partial(bot.send_photo, chat_id=chat, photo=upload, caption=caption, message_thread_id=thread)
+        try:
+            message = await call("sendPhoto", photo)
+        except ChannelRefused as exc:
+            if not _refused_as_photo(exc):
+                raise
+            logger.info("channel {}: Telegram refused {!r} as a photo ({}); sending it as a document",
+                        channel, file.name, exc.reason)
+            message = await call("sendDocument", document)
     else:
-        send = functools.partial(bot.send_document, chat_id=chat, document=upload, caption=caption,
-                                 message_thread_id=thread)
-        message = await call("sendDocument", send)
+        message = await call("sendDocument", document)
     return str(message.message_id)
+
+
+def _photo_fits(data: bytes) -> bool:
+    """Return True when `data` is an image `sendPhoto` takes: at most 10 MB, sides within its rules."""
+    if len(data) > _MAX_PHOTO_BYTES:
+        return False
+    size = pixel_size(data)
+    if size is None:  # not an image Telegram could show either
+        return False
+    width, height = size
+    return width + height <= _MAX_PHOTO_SIDES and max(width, height) <= _MAX_PHOTO_RATIO * min(width, height)
+
+
+def _refused_as_photo(exc: ChannelRefused) -> bool:
+    cause = exc.__cause__
+    return isinstance(cause, BadRequest) and any(name.lower() in cause.message.lower() for name in _PHOTO_REFUSALS)

@@ -11,6 +11,12 @@ change per `stream_edit_interval_s` however many replies stream into it; a 429 h
 chat for its `retry_after`, and an edit to the text a message already shows ("message is
 not modified") counts as done.
 
+A Bot API server older than drafts (a self-hosted one before Bot API 9.3) answers
+`sendMessageDraft` 404 "Not Found", which PTB raises as `InvalidToken` (Telegram answers a
+malformed token the same way). The token has been used by then, so it is the method that is
+missing: the stream tells the adapter (`drafts_missing`: drafts off for the bot, one log
+line with that reason) and goes on as in a group, posting a message and editing it.
+
 Intermediate text is plain: half-written Markdown would render wrongly, so the final text
 is formatted once, by `finish`, with the same entities `send` uses.
 """
@@ -26,9 +32,9 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 from loguru import logger
 from telegram import MessageEntity, ReplyParameters
-from telegram.error import BadRequest, RetryAfter
+from telegram.error import BadRequest, InvalidToken, RetryAfter
 
-from channels.base import ChannelError, ChannelRefused, Outbound, ReplyProgress
+from channels.base import ChannelAuthError, ChannelError, ChannelRefused, Outbound, ReplyProgress
 from channels.streaming import ChatPacer, StreamRateLimited, settle, split_to_limit
 from channels.telegram_format import plain
 from channels.telegram_ids import chat_id as _chat_id, retry_after_s as _retry_after_s, thread_id as _thread_id
@@ -50,6 +56,14 @@ _draft_ids = itertools.count(random.randrange(1, 2**30))
 
 def _units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
+
+
+def _method_missing(exc: ChannelError) -> str | None:
+    """Return the server's answer when `exc` is its 404 "Not Found" (no such method), else None."""
+    cause = exc.__cause__
+    if isinstance(exc, ChannelAuthError) and isinstance(cause, InvalidToken) and cause.message.startswith("Not Found"):
+        return cause.message
+    return None
 
 
 def _not_modified(exc: ChannelError) -> bool:
@@ -128,9 +142,19 @@ class TelegramStream:
 
     async def _show_latest(self) -> None:
         """Make one API call that brings the chat closer to the newest text."""
+        if self._private and not self._adapter.drafts:  # another stream found the server has none
+            self._private = False
         if self._private:
             window = _draft_window(self._latest)
-            await self._draft(window)
+            try:
+                await self._draft(window)
+            except ChannelError as exc:
+                answer = _method_missing(exc)
+                if answer is None:
+                    raise
+                self._adapter.drafts_missing(answer)
+                self._private = False  # still stale: the next slot posts the text as a message
+                return
             self._drafted = window
             return
         chunks = split_to_limit(self._latest, LIMIT, _units)

@@ -12,7 +12,9 @@ __all__ = ["SLACK_BOT_EVENTS", "SLACK_BOT_SCOPES", "slack_manifest"]
 
 # app_mention: a mention in a channel; message.im: a direct message (the only events read).
 SLACK_BOT_EVENTS: Final = ("app_mention", "message.im")
-# Reading those events, and writing replies and approval prompts (chat.postMessage, chat.update);
+# Reading those events, and writing replies and approval prompts (chat.postMessage, chat.update;
+# chat:write also covers the chat streams and assistant.threads.setStatus, the thread status,
+# since Slack folded assistant:write into it);
 # files:read downloads attachments (url_private, and files.info for Slack Connect files),
 # files:write is send_file (the external upload flow).
 SLACK_BOT_SCOPES: Final = (

@@ -7,7 +7,7 @@ they are imported only when `[telemetry]` is configured, and their absence then 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -17,7 +17,7 @@ from orchestrator.config import TelemetryConfig
 from orchestrator.engine import ToolCallFinished, ToolCallStarted, TurnEvent
 from orchestrator.errors import OrchestratorError
 from orchestrator.observability.classify import provider_error_class, turn_channel, turn_outcome
-from orchestrator.providers import ModelBinding
+from orchestrator.providers import Completion, ModelBinding
 from orchestrator.sessions import Turn
 from orchestrator.threads import in_thread
 
@@ -111,7 +111,7 @@ class _ModelSpan:
         self._tracer, self._trace, self._binding, self._model = tracer, trace, binding, model
         self._span: Span | None = None
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> Callable[[Completion], None]:
         binding = self._binding
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
@@ -129,6 +129,23 @@ class _ModelSpan:
         self._span = self._tracer.start_span(
             f"chat {self._model}", kind=self._trace.SpanKind.CLIENT, attributes=attributes
         )
+        return self._answered
+
+    def _answered(self, completion: Completion) -> None:
+        """Record what the answer reports: its token usage, id, model and why it stopped."""
+        span = self._span
+        if span is None:
+            return
+        usage = completion.usage
+        if usage is not None:  # input counts the cached part too, as the conventions ask
+            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        if completion.response_id is not None:
+            span.set_attribute("gen_ai.response.id", completion.response_id)
+        if completion.response_model is not None:
+            span.set_attribute("gen_ai.response.model", completion.response_model)
+        if completion.finish_reason is not None:  # one choice is asked for: one reason
+            span.set_attribute("gen_ai.response.finish_reasons", (completion.finish_reason,))
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
         span = self._span

@@ -193,7 +193,14 @@ def to_completion(message: Any) -> Completion:
     return Completion(
         text="".join(texts) if texts else None, tool_calls=() if cut else tuple(calls),
         usage=to_usage(usage, output=getattr(usage, "output_tokens", None)), cut=cut,
+        response_id=_said(getattr(message, "id", None)), response_model=_said(getattr(message, "model", None)),
+        finish_reason=_said(getattr(message, "stop_reason", None)),
     )
+
+
+def _said(value: Any) -> str | None:
+    """Return what a response member said when it is a non-empty string (None otherwise)."""
+    return value if isinstance(value, str) and value else None
 
 
 def to_usage(usage: Any, *, output: Any) -> Usage | None:
@@ -234,7 +241,7 @@ class _Block:
 class StreamedMessage:
     """Assemble raw stream events (their JSON objects) into the `Completion` the unstreamed answer gives."""
 
-    __slots__ = ("_blocks", "_cut", "_ending", "_on_error", "_output", "_started", "_usage")
+    __slots__ = ("_blocks", "_cut", "_ending", "_id", "_model", "_on_error", "_output", "_reason", "_started", "_usage")
 
     def __init__(self, *, on_error: Callable[[Any], Exception]) -> None:
         self._blocks: dict[int, _Block] = {}
@@ -244,6 +251,9 @@ class StreamedMessage:
         self._on_error = on_error  # builds what an `event: error` raises, from its body
         self._usage: Any = None  # message_start's usage: the input side
         self._output: Any = None  # message_delta's usage: the final output count
+        self._id: str | None = None  # message_start's id and model, message_delta's stop reason
+        self._model: str | None = None
+        self._reason: str | None = None
 
     def ending(self) -> bool:
         """Return True once the answer said it is finished (its stop reason came)."""
@@ -267,10 +277,13 @@ class StreamedMessage:
         kind = event["type"]
         if kind == "message_start":
             self._started = True
-            self._usage = event["message"].get("usage")
+            message = event["message"]
+            self._usage = message.get("usage")
+            self._id, self._model = _said(message.get("id")), _said(message.get("model"))
         elif kind == "message_delta":
             self._ending = True
-            self._cut = (event.get("delta") or {}).get("stop_reason") == "max_tokens"
+            self._reason = _said((event.get("delta") or {}).get("stop_reason"))
+            self._cut = self._reason == "max_tokens"
             usage = event.get("usage")
             if usage is not None:
                 self._output = usage.get("output_tokens")
@@ -311,5 +324,5 @@ class StreamedMessage:
         output = self._output if self._output is not None else _member(self._usage, "output_tokens")
         return Completion(
             text="".join(texts) if texts else None, tool_calls=tuple(calls), usage=to_usage(self._usage, output=output),
-            cut=self._cut,
+            cut=self._cut, response_id=self._id, response_model=self._model, finish_reason=self._reason,
         )

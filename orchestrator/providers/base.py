@@ -94,6 +94,13 @@ class Completion:
     # Set by a failover chain: the link that answered (None = the binding's own provider and model).
     provider: str | None = None
     model: str | None = None
+    # What the server said of its answer, for traces (None where it said nothing): its `id`, the
+    # `model` that wrote it (often a dated snapshot of the one asked) and why it stopped, in the
+    # API's own words (OpenAI `finish_reason` "stop"/"length"/"tool_calls", Anthropic `stop_reason`
+    # "end_turn"/"max_tokens"/"tool_use").
+    response_id: str | None = field(default=None, compare=False)
+    response_model: str | None = field(default=None, compare=False)
+    finish_reason: str | None = field(default=None, compare=False)
 
 
 class Provider(Protocol):
@@ -169,7 +176,8 @@ class ModelBinding:
         return (dataclasses.replace(self, fallback=()), *self.fallback)
 
 
-CompletionWatcher = Callable[[ModelBinding, str], AbstractContextManager[object]]
+CompletionWatcher = Callable[[ModelBinding, str], AbstractContextManager[Callable[[Completion], None] | None]]
 """Watches one request to one endpoint (each link of a failover chain its own): called with the
 endpoint's binding and the model asked, entered before the request and exited after it, with the
-`ProviderError` that ended it, if any (see `ProviderPool.watch`)."""
+`ProviderError` that ended it, if any (see `ProviderPool.watch`). What entering it gives, when not
+None, is called with the answer before the exit (a span records the usage and the response there)."""

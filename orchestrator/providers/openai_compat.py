@@ -186,11 +186,18 @@ def _to_completion(response: Any) -> Completion:
     message = choice.message
     calls = message.tool_calls
     usage = _to_usage(getattr(response, "usage", None))
-    if getattr(choice, "finish_reason", None) == "length":  # stopped at max_tokens: a call it wrote is partial
-        return Completion(text=message.content, usage=usage, cut=True)
-    if not calls:
-        return Completion(text=message.content, usage=usage)
-    return Completion(text=message.content, tool_calls=tuple(_to_tool_call(call) for call in calls), usage=usage)
+    reason = getattr(choice, "finish_reason", None)
+    cut = reason == "length"  # stopped at max_tokens: a call it wrote is partial
+    return Completion(
+        text=message.content, tool_calls=() if cut or not calls else tuple(_to_tool_call(call) for call in calls),
+        usage=usage, cut=cut, response_id=_said(getattr(response, "id", None)),
+        response_model=_said(getattr(response, "model", None)), finish_reason=_said(reason),
+    )
+
+
+def _said(value: Any) -> str | None:
+    """Return what a response member said when it is a non-empty string (None otherwise)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _member(value: Any, name: str) -> Any:
@@ -234,7 +241,9 @@ class _StreamedReply:
     on every chunk and raises on `finish_reason: "length"`, which the unstreamed path does not.
     """
 
-    __slots__ = ("_calls", "_cut", "_endpoint", "_ending", "_has_text", "_seen", "_text", "_usage")
+    __slots__ = (
+        "_calls", "_cut", "_endpoint", "_ending", "_has_text", "_id", "_model", "_reason", "_seen", "_text", "_usage",
+    )
 
     def __init__(self, endpoint: Endpoint) -> None:
         self._endpoint = endpoint
@@ -245,6 +254,9 @@ class _StreamedReply:
         self._has_text = False  # content `null` throughout means text None, as unstreamed
         self._seen = False
         self._calls: dict[int, _PartialCall] = {}
+        self._id: str | None = None  # every chunk repeats the answer's id and model: the first is kept
+        self._model: str | None = None
+        self._reason: str | None = None
 
     def ending(self) -> bool:
         """Return True once the answer said it is finished."""
@@ -274,6 +286,8 @@ class _StreamedReply:
         Raises AttributeError or TypeError for a chunk that is not shaped like one.
         """
         piece = ""
+        if self._id is None:
+            self._id, self._model = _said(chunk.get("id")), _said(chunk.get("model"))
         usage = chunk.get("usage")
         if usage is not None:  # the last chunk (`include_usage`), or every chunk on some servers
             self._usage = _to_usage(usage) or self._usage
@@ -284,6 +298,7 @@ class _StreamedReply:
             if reason := choice.get("finish_reason"):
                 self._ending = True
                 self._cut = reason == "length"
+                self._reason = _said(reason)
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if isinstance(content, str):
@@ -318,14 +333,17 @@ class _StreamedReply:
         if not self._seen:
             raise IndexError("the response has no choices")
         text = "".join(self._text) if self._has_text else None
-        if self._cut:  # stopped at max_tokens: a call it was writing is partial
-            return Completion(text=text, usage=self._usage, cut=True)
         calls: list[ToolCall] = []
         for index, partial in sorted(self._calls.items()):
+            if self._cut:  # stopped at max_tokens: a call it was writing is partial
+                break
             if not (partial.id and partial.name):
                 raise TypeError(f"streamed tool call {index} has no id or no function name")
             calls.append(ToolCall(id=partial.id, name=partial.name, arguments="".join(partial.arguments)))
-        return Completion(text=text, tool_calls=tuple(calls), usage=self._usage)
+        return Completion(
+            text=text, tool_calls=tuple(calls), usage=self._usage, cut=self._cut, response_id=self._id,
+            response_model=self._model, finish_reason=self._reason,
+        )
 
 
 def _status_reason(exc: Any) -> str:

@@ -107,18 +107,24 @@ class _LazyProvider:
                 max_tokens=max_tokens,
             )
         if len(watchers) == 1:  # the usual case: no ExitStack on every request
-            with watchers[0](self._binding, model):
-                return await real.complete(
+            with watchers[0](self._binding, model) as answered:
+                completion = await real.complete(
                     model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text,
-                max_tokens=max_tokens,
+                    max_tokens=max_tokens,
                 )
+                if answered is not None:
+                    answered(completion)
+                return completion
         with ExitStack() as watching:
-            for watcher in watchers:
-                watching.enter_context(watcher(self._binding, model))
-            return await real.complete(
+            heard = [watching.enter_context(watcher(self._binding, model)) for watcher in watchers]
+            completion = await real.complete(
                 model=model, messages=messages, tools=tools, temperature=temperature, on_text=on_text,
                 max_tokens=max_tokens,
             )
+            for answered in heard:
+                if answered is not None:
+                    answered(completion)
+            return completion
 
     async def transcribe(self, *, model: str, audio: bytes, name: str, mime: str) -> str:
         real = self._real

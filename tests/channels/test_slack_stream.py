@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -172,15 +173,22 @@ async def test_abort_appends_the_ending_to_the_stream(fake: FakeSlack) -> None:
     assert len(fake.calls("chat.stopStream")) == 1
 
 
-async def test_a_refused_status_is_logged_once_and_not_asked_again(fake: FakeSlack) -> None:
+async def test_a_refused_status_is_logged_once_and_not_asked_again(
+    fake: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
     fake.messages.status_scope = False
-    async with asked(fake) as (adapter, question):
-        stream = open_for(adapter, question)
-        await stream.status("is thinking...")
-        await stream.status("running file_read...")
-        await stream.finish("fine")
+    with caplog.at_level(logging.INFO, logger="channels"):
+        async with asked(fake) as (adapter, question):
+            stream = open_for(adapter, question)
+            await stream.status("is thinking...")
+            await stream.status("running file_read...")
+            await stream.finish("fine")
     assert len(fake.calls("assistant.threads.setStatus")) == 1
     assert fake.messages.visible() == ["fine"]
+    told = [r.getMessage() for r in caplog.records if "assistant status" in r.getMessage()]
+    # the guidance is Slack's current one: the status takes chat:write, assistant:write is folded into it
+    assert len(told) == 1 and "chat:write" in told[0] and "assistant:write" not in told[0]
+    assert "Slack says it needs chat:write" in told[0]
 
 
 async def test_a_crashed_stream_is_stopped_and_followed_up(fake: FakeSlack) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from channels import AttachmentTooLarge, ChannelRefused, FileAdapter, Inbound, OutboundFile, create_adapter
@@ -14,7 +16,7 @@ from orchestrator.config.channels import TelegramChannelConfig
 from tests.channels.conftest import Outbound
 from tests.channels.downloads import download_to
 from tests.fakes.telegram_api import FakeTelegram
-from tests.media.samples import JPEG, PDF
+from tests.media.samples import JPEG, PDF, jpeg_header, png
 
 
 
@@ -122,3 +124,94 @@ async def test_an_upload_the_platform_refuses_is_a_refusal(fake: FakeTelegram, a
     fake.fail_next("sendDocument", status=400, description="Bad Request: chat not found")
     with pytest.raises(ChannelRefused, match="(?i)chat not found"):
         await adapter.send_file(outbound(chat="42", path=doc, name="notes.txt", mime="text/plain"))
+
+
+def _gif(width: int, height: int) -> bytes:
+    return b"GIF89a" + struct.pack("<HH", width, height) + b"\x00\x00\x00;"
+
+
+def _webp(width: int, height: int) -> bytes:  # the extended (VP8X) header: canvas width-1 and height-1, 24 bits
+    body = b"VP8X" + struct.pack("<I", 10) + b"\x00" * 4 + (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    return b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WEBP" + body
+
+
+async def test_a_long_phone_screenshot_goes_out_as_a_document(
+    fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path, outbound: Outbound
+) -> None:
+    shot = tmp_path / "screenshot.png"
+    shot.write_bytes(png(1080, 25000))  # 26,080 px in total, a ratio of 23: Telegram will not take it as a photo
+    sent = await adapter.send_file(outbound(chat="42", path=shot, name="screenshot.png", mime="image/png"))
+    assert [(u["method"], u["filename"]) for u in fake.uploads] == [("sendDocument", "screenshot.png")]
+    assert fake.calls("sendPhoto") == []  # checked before sending: no upload wasted on a refusal
+    assert sent == str(fake.uploads[0]["message_id"])
+
+
+@pytest.mark.parametrize(
+    ("name", "image", "method"),
+    [
+        ("phone.png", png(1080, 1920), "sendPhoto"),
+        ("square.png", png(5000, 5000), "sendPhoto"),  # 10,000 in total: the most Telegram takes
+        ("wider.png", png(5001, 5000), "sendDocument"),
+        ("banner.png", png(4000, 200), "sendPhoto"),  # a ratio of 20: the most Telegram takes
+        ("strip.png", png(4000, 199), "sendDocument"),
+        ("photo.jpg", jpeg_header(4000, 3000), "sendPhoto"),
+        ("panorama.jpg", jpeg_header(9000, 1200), "sendDocument"),
+        ("anim.gif", _gif(480, 270), "sendPhoto"),
+        ("ribbon.gif", _gif(2100, 100), "sendDocument"),
+        ("sticker.webp", _webp(512, 512), "sendPhoto"),
+        ("poster.webp", _webp(8000, 4000), "sendDocument"),
+        ("broken.png", b"\x89PNG\r\n\x1a\nnot really", "sendDocument"),  # no size to read: not a photo Telegram takes
+    ],
+)
+async def test_an_image_is_a_photo_only_within_telegrams_rules(
+    fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path, outbound: Outbound, name: str, image: bytes, method: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(image)
+    mime = {"png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}[name.rsplit(".", 1)[1]]
+    await adapter.send_file(outbound(chat="42", path=path, name=name, mime=mime))
+    assert [u["method"] for u in fake.uploads] == [method]
+    assert len(fake.calls("sendPhoto")) == (method == "sendPhoto")  # never refused, never retried
+
+
+async def test_a_photo_telegram_refuses_is_sent_again_as_a_document(
+    fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path, outbound: Outbound
+) -> None:
+    path = tmp_path / "chart.png"
+    path.write_bytes(png(800, 600))
+    # a rule this side does not know of (or a server stricter than the documentation)
+    fake.fail_next("sendPhoto", status=400, description="Bad Request: PHOTO_INVALID_DIMENSIONS")
+    sent = await adapter.send_file(outbound(chat="42", path=path, name="chart.png", mime="image/png", caption="the chart"))
+    assert len(fake.calls("sendPhoto")) == 1
+    assert [(u["method"], u["caption"]) for u in fake.uploads] == [("sendDocument", "the chart")]
+    assert fake.uploads[0]["data"] == path.read_bytes() and sent == str(fake.uploads[0]["message_id"])
+
+
+async def test_a_photo_refused_for_another_reason_is_not_sent_again(
+    fake: FakeTelegram, adapter: FileAdapter, tmp_path: Path, outbound: Outbound
+) -> None:
+    path = tmp_path / "chart.png"
+    path.write_bytes(png(800, 600))
+    fake.fail_next("sendPhoto", status=400, description="Bad Request: chat not found")
+    with pytest.raises(ChannelRefused, match="(?i)chat not found"):
+        await adapter.send_file(outbound(chat="42", path=path, name="chart.png", mime="image/png"))
+    assert fake.uploads == [] and fake.calls("sendDocument") == []
+
+
+@pytest.mark.parametrize(
+    ("image", "description"),
+    [
+        (png(1080, 25000), "Bad Request: PHOTO_INVALID_DIMENSIONS"),
+        (png(4000, 150), "Bad Request: PHOTO_INVALID_DIMENSIONS"),
+        (b"\x89PNG\r\n\x1a\nnot really", "Bad Request: IMAGE_PROCESS_FAILED"),
+    ],
+)
+async def test_the_fake_refuses_a_photo_as_the_bot_api_does(fake: FakeTelegram, image: bytes, description: str) -> None:
+    form = aiohttp.FormData()
+    form.add_field("chat_id", "42")
+    form.add_field("photo", image, filename="x.png", content_type="image/png")
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{fake.api_base_url}/bot{fake.token}/sendPhoto", data=form) as response:
+            body = await response.json()
+    assert (response.status, body["description"]) == (400, description)
+    assert fake.uploads == []

@@ -4,10 +4,16 @@
 from __future__ import annotations
 
 import asyncio
+import tomllib
 from collections.abc import AsyncIterator, Callable
+from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import pytest
+import telegram
+from loguru import logger
+from packaging.requirements import Requirement
 
 from channels import Outbound, ReplyProgress, StreamingAdapter, create_adapter
 from orchestrator.config import SecretRef
@@ -201,6 +207,40 @@ async def test_the_fake_refuses_drafts_outside_private_chats(fake: FakeTelegram,
         await bot.send_message_draft(chat_id=GROUP, draft_id=1, text="no")
 
 
+async def test_a_server_without_drafts_turns_them_off_once_and_streams_by_edits(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    fake.without_drafts = True  # a self-hosted Bot API server older than sendMessageDraft
+    lines: list[str] = []
+    sink = logger.add(lambda message: lines.append(str(message)), level="DEBUG", format="{message}")
+    try:
+        adapter = make_adapter()
+        first = adapter.open_stream(Outbound(chat=str(USER), text="", reply_to="1"))
+        second = adapter.open_stream(Outbound(chat=str(USER), text=""))  # open while drafts still look on
+        assert first is not None and second is not None
+        await first.update("thinking about it")
+        await second.update("and another reply")
+        await fake.wait_for(lambda: len(fake.sent) == 2)  # each posted as a message once the draft was refused
+        await first.update("thinking about it some more")
+        await fake.wait_for(lambda: "thinking about it some more" in fake.shown(USER))  # then edited
+        await first.finish("the first answer")
+        await second.finish("the second answer")
+        third = adapter.open_stream(Outbound(chat=str(USER), text=""))  # opened after: no draft is tried
+        assert third is not None
+        await third.update("a third")
+        await fake.wait_for(lambda: len(fake.sent) == 3)
+        await third.finish("the third answer")
+    finally:
+        logger.remove(sink)
+    assert len(fake.calls("sendMessageDraft")) == 1  # found out once, for the bot
+    # the first two posted in the order the pacer gave them slots
+    assert sorted(fake.shown(USER)) == ["the first answer", "the second answer", "the third answer"]
+    assert [sent.get("reply_parameters") is not None for sent in fake.sent].count(True) == 1  # the first's
+    told = [line for line in lines if "sendMessageDraft" in line]
+    assert len(told) == 1 and "'Not Found'" in told[0] and "older than Bot API 9.3" in told[0]
+    assert not any("bot token" in line or "stream update failed" in line for line in lines)
+
+
 async def test_abort_appends_the_ending_to_the_partial_text(fake: FakeTelegram, make_adapter: MakeAdapter) -> None:
     stream = make_adapter().open_stream(Outbound(chat=str(GROUP), text=""))
     assert stream is not None
@@ -216,3 +256,11 @@ async def test_close_abandoned_answers_the_half_shown_message(fake: FakeTelegram
     [sent] = fake.sent
     assert sent["text"] == "I was restarted while answering."
     assert sent["reply_parameters"]["message_id"] == 77
+
+
+def test_the_dependency_range_admits_only_releases_with_drafts() -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    (ptb,) = [Requirement(r) for r in project["project"]["dependencies"] if Requirement(r).name == "python-telegram-bot"]
+    # 22.6 brought Bot API 9.3 and Bot.send_message_draft, which private replies stream with
+    assert "22.5" not in ptb.specifier and "22.6" in ptb.specifier
+    assert version("python-telegram-bot") in ptb.specifier and hasattr(telegram.Bot, "send_message_draft")

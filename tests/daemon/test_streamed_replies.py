@@ -8,6 +8,7 @@ answer 429 (the pacing kept within the flood limit).
 
 from __future__ import annotations
 
+import io
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -99,6 +100,26 @@ async def test_a_private_chat_sees_drafts_grow_then_one_message(
     assert len({c["draft_id"] for c in tg.calls("sendMessageDraft")}) == 1  # one draft id per reply
     assert [p["text"] for p in tg.sent] == [ANSWER]  # then exactly one message: the stored answer
     assert tg.sent[0]["reply_parameters"]["message_id"] > 0  # answering the user's message
+    assert no_flood(tg)
+
+
+async def test_a_server_without_drafts_streams_private_replies_by_edits_and_says_why_once(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram, debug_log: io.StringIO
+) -> None:
+    tg.without_drafts = True  # a self-hosted Bot API server older than sendMessageDraft
+    second = "and the second answer, " + ANSWER
+    fake_llm.script(paced(text(ANSWER), over_s=2.0), paced(text(second), over_s=2.0))
+    async with started(write_config(bot_toml(fake_llm, tg))) as runtime:
+        tg.push_message(USER, USER, "write slowly")
+        await tg.wait_for(lambda: tg.shown(USER) == [ANSWER], timeout=20)
+        tg.push_message(USER, USER, "once more")
+        await tg.wait_for(lambda: tg.shown(USER) == [ANSWER, second], timeout=20)
+        await runtime.drain(10)
+    assert len(tg.calls("sendMessageDraft")) == 1  # the first reply found out; the second never tried
+    assert len(kinds(tg, USER, "send")) == 2 and len(kinds(tg, USER, "edit")) >= 2  # posted, then edited
+    log = debug_log.getvalue()
+    assert log.count("has no sendMessageDraft") == 1 and "older than Bot API 9.3" in log
+    assert "rejected the bot token" not in log
     assert no_flood(tg)
 
 

@@ -23,7 +23,7 @@ from tests.conftest import WriteConfig
 from tests.daemon.platforms import daemon
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
-from tests.media.samples import JPEG, OGG, PDF, PDF_TEXT
+from tests.media.samples import JPEG, OGG, PDF, PDF_TEXT, PNG, png
 
 SEER, BLIND, PLAIN = "111111:seer-bot", "222222:blind-bot", "333333:plain-bot"
 ALICE = 10
@@ -249,7 +249,7 @@ async def test_send_file_posts_a_workspace_file_to_the_chat(
 ) -> None:
     async with daemon(write_config(media_toml(fake_llm, tg))) as runtime:
         workspace(runtime, "seer").mkdir(parents=True, exist_ok=True)
-        (workspace(runtime, "seer") / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+        (workspace(runtime, "seer") / "chart.png").write_bytes(PNG)
         fake_llm.script(
             tool_call("send_file", {"path": "chart.png", "caption": "your chart"}),
             tool_call("send_file", {"path": "../../etc/passwd"}),
@@ -259,9 +259,26 @@ async def test_send_file_posts_a_workspace_file_to_the_chat(
         await tg.wait_for(lambda: "sent" in said(tg, SEER), timeout=15)
     (upload,) = tg.uploads
     assert (upload["method"], upload["chat_id"], upload["caption"]) == ("sendPhoto", ALICE, "your chart")
-    assert upload["data"] == b"\x89PNG\r\n\x1a\nfake"
+    assert upload["data"] == PNG
     results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
     assert results[0].startswith("sent chart.png") and "refused" in results[1]
+
+
+async def test_send_file_posts_a_long_phone_screenshot_as_a_document(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    shot = png(1080, 25000)  # width + height 26,080 and a ratio of 23: not a photo for Telegram
+    async with daemon(write_config(media_toml(fake_llm, tg))) as runtime:
+        workspace(runtime, "seer").mkdir(parents=True, exist_ok=True)
+        (workspace(runtime, "seer") / "screenshot.png").write_bytes(shot)
+        fake_llm.script(tool_call("send_file", {"path": "screenshot.png", "caption": "the whole page"}), text("sent"))
+        tg.push_message(ALICE, ALICE, "send me the screenshot", token=SEER)
+        await tg.wait_for(lambda: "sent" in said(tg, SEER), timeout=15)
+    (upload,) = tg.uploads
+    assert (upload["method"], upload["filename"], upload["caption"]) == ("sendDocument", "screenshot.png", "the whole page")
+    assert upload["data"] == shot and tg.calls("sendPhoto", token=SEER) == []
+    results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("sent screenshot.png")
 
 
 async def test_a_replayed_message_keeps_its_attachments(

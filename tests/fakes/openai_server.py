@@ -40,6 +40,10 @@ would write more is cut there (its text to 4 characters a token, a tool call's a
 likewise, calls past the cut left out) with `finish_reason: "length"`, and reports that many
 `completion_tokens`; `with_usage(..., completion=40_000)` is cut the same way.
 
+Every answer has an `id` (`chatcmpl-fake-N`, N counting from 1) and names the model asked in
+`model`, unless `fake.served_model` is set: then it names that one, as OpenAI answers a request
+for `gpt-4o` with the dated snapshot that wrote it (`gpt-4o-2024-08-06`).
+
 `fake.refuse_key = True` switches on a fault: every chat request is answered 401 with a
 message quoting the API key from its `Authorization` header back, as an echoing proxy does.
 """
@@ -224,6 +228,7 @@ class FakeOpenAI:
         self.authorizations: list[str | None] = []
         self.model_list_authorizations: list[str | None] = []  # GET /v1/models, kept apart from the chat calls
         self.refuse_key = False
+        self.served_model: str | None = None  # the `model` answers name (None: the one asked)
         self.report_usage = True
         self.usages: list[dict[str, Any]] = []
         self.parts: list[list[dict[str, Any]]] = []  # per request: its user messages' content parts
@@ -299,7 +304,7 @@ class FakeOpenAI:
         if reply.status != 200:
             return _error_response(reply)
         head = b'{"id":"chatcmpl-fake-%d' % next(self._ids) + self._created
-        model = json.dumps(body.get("model")).encode()
+        model = json.dumps(self.served_model if self.served_model is not None else body.get("model")).encode()
         usage = self._usage(body, reply) if self.report_usage else None
         if body.get("stream") and reply.raw_stream is not None:
             return await _raw_stream(request, reply.raw_stream)

@@ -12,7 +12,9 @@ and the behaviour peers report go):
   characters (`msg_too_long`).
 - `stream_scope = False` answers the three stream methods with `missing_scope` (a workspace that
   has not granted `chat:write` for streaming, or an older plan); `status_scope = False` does the
-  same for `assistant.threads.setStatus` (`assistant:write`), which also needs a thread.
+  same for `assistant.threads.setStatus`, naming `chat:write` as needed: the method's documented
+  bot scope (Slack's 2026-03-05 changelog: it takes `chat:write`, and `assistant:write` only
+  until that is retired). It also needs a thread.
 - A streamed message's text lives in a markdown block: `chat.update` without `blocks` keeps the
   blocks (so the visible text does not change), as on Slack; with `blocks=[]` the text shows.
 - `update_min_interval_s` (default off) answers a second `chat.update` / `chat.appendStream` in one
@@ -195,7 +197,7 @@ class SlackMessages:
 
     def _set_status(self, args: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         if not self.status_scope:
-            return _missing_scope("assistant:write")
+            return _missing_scope("chat:write")
         channel, thread_ts, status = args.get("channel_id"), args.get("thread_ts"), args.get("status")
         if not isinstance(channel, str) or not isinstance(thread_ts, str) or not isinstance(status, str):
             return _fail("invalid_arguments")

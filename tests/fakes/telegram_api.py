@@ -24,10 +24,17 @@ Files: `push_photo`, `push_document`, `push_voice`, `push_audio` and `push_video
 a message carrying a file stored in the fake; `getFile` answers its `file_path` (refusing
 files over the Bot API's 20 MB as Telegram does), `/file/bot<token>/<path>` streams it in
 chunks and counts `downloads`; `sendPhoto` and `sendDocument` take multipart uploads
-(`uploads` records them, with their bytes) under Telegram's 10 MB photo and 50 MB file limits.
+(`uploads` records them, with their bytes) under Telegram's 50 MB file limit. `sendPhoto` holds
+a photo to the Bot API's documented rules: at most 10 MB (else 400 "PHOTO_SAVE_FILE_INVALID",
+the name Telegram gives a photo file it will not save), an image it can read (a PNG, JPEG, GIF
+or WebP whose header gives its size; else 400 "IMAGE_PROCESS_FAILED"), and "width and height
+must not exceed 10000 in total, width and height ratio must be at most 20" (else 400
+"PHOTO_INVALID_DIMENSIONS"); the photo message it answers carries that width and height.
 
 Streaming as Telegram allows it: `sendMessageDraft` works in private chats only (400
-elsewhere, and for a zero `draft_id`); `editMessageText` to the text (and entities and
+elsewhere, and for a zero `draft_id`); `fake.without_drafts = True` makes the fake a Bot API
+server older than the method (a self-hosted one before Bot API 9.3): it answers it 404 "Not
+Found", as Telegram answers any method it does not have; `editMessageText` to the text (and entities and
 markup) a message already shows is 400 "message is not modified"; an edit or draft in a chat
 less than `edit_gap_s` after its previous one is 429 with `retry_after` (counted in
 `rate_limited`); `deleteMessage` removes a message. `visible` records every change a user
@@ -45,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -63,6 +71,8 @@ DEFAULT_TOKEN: Final = "123456:TEST-token"
 MAX_TEXT_UTF16: Final = 4096
 MAX_GET_FILE_BYTES: Final = 20 * 1024 * 1024
 MAX_PHOTO_BYTES: Final = 10 * 1024 * 1024
+MAX_PHOTO_SIDES: Final = 10_000  # sendPhoto: "width and height must not exceed 10000 in total"
+MAX_PHOTO_RATIO: Final = 20  # sendPhoto: "width and height ratio must be at most 20"
 MAX_UPLOAD_BYTES: Final = 50 * 1024 * 1024
 _FILE_CHUNK: Final = 32 * 1024
 _SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
@@ -179,6 +189,7 @@ class FakeTelegram:
         self.downloads = 0  # file downloads started on the file endpoint
         self.downloaded_bytes = 0
         self.uploads: list[dict[str, Any]] = []  # accepted sendPhoto / sendDocument, with their bytes
+        self.without_drafts = False  # True: an older Bot API server, with no sendMessageDraft (404)
         self._files: dict[str, _File] = {}
         self._file_ids = itertools.count(1)
         self.add_bot(token, username=username)
@@ -382,8 +393,11 @@ class FakeTelegram:
         data: bytes = upload["data"]
         if len(data) > MAX_UPLOAD_BYTES:
             return _error(413, "Request Entity Too Large")
-        if field == "photo" and len(data) > MAX_PHOTO_BYTES:
-            return _error(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+        size = _photo_size(data) if field == "photo" else None
+        if field == "photo":
+            refusal = _photo_refusal(data, size)
+            if refusal is not None:
+                return _error(400, f"Bad Request: {refusal}")
         chat_id = int(params["chat_id"])
         stored = self.add_file(data)
         message: dict[str, Any] = {
@@ -393,7 +407,8 @@ class FakeTelegram:
             "from": bot.user(),
         }
         if field == "photo":
-            message["photo"] = [stored | {"width": 640, "height": 480}]
+            width, height = size or (0, 0)
+            message["photo"] = [stored | {"width": width, "height": height}]
         else:
             message["document"] = stored | {"file_name": upload["filename"], "mime_type": upload["content_type"]}
         if params.get("caption"):
@@ -564,7 +579,7 @@ class FakeTelegram:
                 return web.Response(status=failure.status, text=page, content_type="text/html")
             return _error(failure.status, failure.description, retry_after=failure.retry_after)
         handler = _METHODS.get(call.method)
-        if handler is None:
+        if handler is None or (self.without_drafts and call.method == "sendMessageDraft"):
             return _error(404, "Not Found")
         return await handler(self, bot, call.payload)
 
@@ -811,6 +826,71 @@ def _check_text(text: object, entities: list[dict[str, Any]]) -> web.Response | 
             return _error(400, f"Bad Request: can't parse entities: bad entity {entity}")
         if entity["type"] == "text_link" and not str(entity.get("url", "")).startswith(_LINK_SCHEMES):
             return _error(400, "Bad Request: can't parse entities: wrong HTTP URL")
+    return None
+
+
+def _photo_refusal(data: bytes, size: tuple[int, int] | None) -> str | None:
+    """Return the error Telegram answers `data` sent as a photo with, or None when it takes it."""
+    if len(data) > MAX_PHOTO_BYTES:
+        return "PHOTO_SAVE_FILE_INVALID"
+    if size is None:
+        return "IMAGE_PROCESS_FAILED"
+    width, height = size
+    if width + height > MAX_PHOTO_SIDES or max(width, height) > MAX_PHOTO_RATIO * min(width, height):
+        return "PHOTO_INVALID_DIMENSIONS"
+    return None
+
+
+def _photo_size(data: bytes) -> tuple[int, int] | None:
+    """Return the (width, height) an image's header gives, as Telegram reads it; None when it is not one."""
+    try:
+        if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
+            found = struct.unpack(">II", data[16:24])
+        elif data[:6] in (b"GIF87a", b"GIF89a"):
+            found = struct.unpack("<HH", data[6:10])
+        elif data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            found = _webp_size(data)
+        elif data[:2] == b"\xff\xd8":
+            found = _jpeg_size(data)
+        else:
+            return None
+    except struct.error:  # cut short
+        return None
+    return (found[0], found[1]) if found and min(found) > 0 else None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8X":
+        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+    if chunk == b"VP8L":
+        packed = struct.unpack("<I", data[21:25])[0]
+        return (packed & 0x3FFF) + 1, ((packed >> 14) & 0x3FFF) + 1
+    if chunk == b"VP8 ":
+        width, height = struct.unpack("<HH", data[26:30])
+        return width & 0x3FFF, height & 0x3FFF
+    return None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    offset = 2
+    while offset + 4 <= len(data):
+        if data[offset] != 0xFF:
+            return None
+        marker = data[offset + 1]
+        if marker == 0xFF:  # fill
+            offset += 1
+            continue
+        if marker in (0x01, *range(0xD0, 0xD8)):
+            offset += 2
+            continue
+        (length,) = struct.unpack(">H", data[offset + 2 : offset + 4])
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[offset + 5 : offset + 9])
+            return width, height
+        if marker in (0xD9, 0xDA):
+            return None
+        offset += 2 + length
     return None
 
 

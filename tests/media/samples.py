@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import struct
 import zlib
 from typing import Final
 
@@ -15,6 +16,27 @@ JPEG: Final = base64.b64decode(
 PNG: Final = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
+
+
+def png(width: int, height: int) -> bytes:
+    """Return a real white PNG of `width` x `height` (1-bit grey: a 1080x25000 screenshot is a few kB)."""
+    row = b"\x00" + b"\xff" * ((width + 7) // 8)  # filter byte "none", then the pixels
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(row * height, 9)) + chunk(b"IEND", b"")
+
+
+def jpeg_header(width: int, height: int) -> bytes:
+    """Return the head of a baseline JPEG of `width` x `height`: SOI, a JFIF APP0, an EXIF-sized APP1, the frame."""
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+    app1 = b"\xff\xe1" + struct.pack(">H", 2 + 3000) + b"Exif\x00\x00" + b"\x00" * 2994
+    frame = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, height, width, 1) + b"\x01\x11\x00"
+    return b"\xff\xd8" + app0 + app1 + frame + b"\xff\xd9"
+
+
 OGG: Final = b"OggS\x00\x02" + b"\x00" * 58 + b"voice"
 PDF_TEXT: Final = "Quarterly revenue grew twelve percent"
 

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from orchestrator import cli
 from orchestrator.daemon import Runtime
 from tests.fakes.loopback import serving
-from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call
+from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call, with_usage
 from tests.observability.kit import daemon, daemon_toml, write
 
 def _telemetry(endpoint: str | None) -> str:
@@ -73,6 +73,34 @@ async def test_a_turn_span_holds_its_model_and_tool_spans_with_genai_attributes(
     assert turn.parent is None
 
 
+async def test_a_chat_span_carries_the_answers_usage_id_model_and_finish_reason(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    config = daemon_toml(fake_llm, gateway="", telemetry=_telemetry(None)).replace('metrics_token = "file:scrape.token"\n', "")
+    async with daemon(write(tmp_path, config)) as (runtime, term, _):
+        spans = _memory(runtime)
+        fake_llm.served_model = "m-2026-01-01"  # the snapshot that wrote it, as OpenAI names it
+        fake_llm.script(
+            with_usage(tool_call("list_dir", {"path": "."}), prompt=120, completion=9, cached=100),
+            with_usage(text("listed"), prompt=150, completion=4),
+        )
+        term.type("what is there?")
+        await term.screen.wait_for(lambda ls: "listed" in ls)
+        finished = spans.get_finished_spans()
+    chats = sorted((span for span in finished if span.name == "chat m"), key=lambda span: span.start_time or 0)
+    keys = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.response.model",
+            "gen_ai.response.finish_reasons")
+    assert [tuple(_attrs(span)[k] for k in keys) for span in chats] == [
+        (120, 9, "m-2026-01-01", ("tool_calls",)),  # input counts the cached part, as the conventions ask
+        (150, 4, "m-2026-01-01", ("stop",)),
+    ]
+    ids = [_attrs(span)["gen_ai.response.id"] for span in chats]
+    assert len(set(ids)) == 2 and all(str(i).startswith("chatcmpl-fake-") for i in ids)
+    # the turn span names what the turn asked for; the chat spans what answered
+    turn = next(span for span in finished if span.name == "invoke_agent helper")
+    assert _attrs(turn)["gen_ai.request.model"] == "m"
+
+
 async def test_a_provider_failure_marks_the_model_span_and_the_turn(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     config = daemon_toml(fake_llm, gateway="", telemetry=_telemetry(None)).replace('metrics_token = "file:scrape.token"\n', "")
     async with daemon(write(tmp_path, config)) as (runtime, term, _):
@@ -84,6 +112,7 @@ async def test_a_provider_failure_marks_the_model_span_and_the_turn(tmp_path: Pa
     chat = next(span for span in finished if span.name == "chat m")
     turn = next(span for span in finished if span.name == "invoke_agent helper")
     assert (_attrs(chat)["error.type"], _attrs(chat)["http.response.status_code"]) == ("overloaded", 503)
+    assert not any(key.startswith(("gen_ai.usage.", "gen_ai.response.")) for key in _attrs(chat))  # no answer came
     assert chat.status.is_ok is False and turn.status.is_ok is False
     assert _attrs(turn)["orchestrator.stop_reason"] == "provider_error"
 

@@ -283,3 +283,15 @@ async def test_dynamic_reply_sees_the_mapped_request(fake: FakeAnthropic) -> Non
     async with _provider(fake.base_url) as provider:
         completion = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
     assert completion.text == "m: hi"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_answer_keeps_the_messages_id_model_and_stop_reason(fake: FakeAnthropic, streamed: bool) -> None:
+    fake.script(text("hello"), tool_use("read", {}, id="toolu_r"))
+    on_text = Pieces() if streamed else None
+    async with _provider(fake.base_url) as provider:
+        said = await provider.complete(model="m", messages=USER, tools=[READ_SPEC], temperature=None, on_text=on_text)
+        called = await provider.complete(model="m", messages=USER, tools=[READ_SPEC], temperature=None, on_text=on_text)
+    assert [(c.response_id, c.response_model, c.finish_reason) for c in (said, called)] == [
+        ("msg_fake0001", "m", "end_turn"), ("msg_fake0002", "m", "tool_use"),
+    ]

@@ -345,3 +345,16 @@ async def test_an_error_event_mid_stream_raises_provider_error_with_its_message(
     async with _provider(fake.base_url) as provider:
         with pytest.raises(ProviderError, match="the model fell over"):
             await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=Pieces())
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_answer_keeps_the_servers_id_model_and_finish_reason(fake: FakeOpenAI, streamed: bool) -> None:
+    fake.served_model = "m-2026-01-01"
+    fake.script(text("hello"), tool_call("search", {"q": "cats"}))
+    on_text = Pieces() if streamed else None
+    async with _provider(fake.base_url) as provider:
+        said = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=on_text)
+        called = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=on_text)
+    assert [(c.response_id, c.response_model, c.finish_reason) for c in (said, called)] == [
+        ("chatcmpl-fake-1", "m-2026-01-01", "stop"), ("chatcmpl-fake-2", "m-2026-01-01", "tool_calls"),
+    ]
