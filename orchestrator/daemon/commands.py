@@ -188,7 +188,7 @@ async def _sop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
         runtime.store.mark(inbound.channel, inbound.event_id, "running")
         async with runtime.in_flight():
             return await run_sop(
-                config, parts[1], services=runtime.services, approver=approver,
+                config, parts[1], services=runtime.services, sessions=runtime.sessions, approver=approver,
                 interactivity=Interactivity.CHANNEL_PROMPT,
                 context=parts[2] if len(parts) > 2 else "", initiator=route.agent,
                 actor=f"{inbound.channel}:{inbound.sender}", session=key,
