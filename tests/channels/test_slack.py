@@ -297,15 +297,20 @@ def buttons_message(*buttons: tuple[str, str]) -> dict[str, Any]:
     }
 
 
+async def press(fake: FakeSlack, button: tuple[str, str]) -> str:
+    """Press the one button (action_id, value) of a prompt; return the envelope id."""
+    return await fake.push("interactive", block_actions(buttons_message(button), button[0], user="U0099"))
+
+
 async def test_a_button_posted_before_the_codec_still_answers_and_its_id_is_checked(fake: FakeSlack) -> None:
     inbox = Inbox()
     # an older prompt's buttons: action_id approve|deny and the bare id, read through the codec
     old = [("approve", "req-old"), ("deny", "req-old")]
     bad_ids = [("deny", "re q"), ("approve", "a:b"), ("approve", "x" * 65), ("deny", "req\u202e"), ("approve", "")]
     async with socket_adapter(fake, inbox):
-        pressed = [await fake.push("interactive", block_actions(buttons_message(b), b[0], user="U0099")) for b in old]
+        pressed = [await press(fake, button) for button in old]
         answers = [await inbox.next(), await inbox.next()]
-        ignored = [await fake.push("interactive", block_actions(buttons_message(b), b[0], user="U0099")) for b in bad_ids]
+        ignored = [await press(fake, button) for button in bad_ids]
         for envelope in (*pressed, *ignored):
             await fake.wait_acked(envelope)  # acked once `deliver` returned (or was never called)
     assert sorted(answers, key=lambda a: a.approved) == [
@@ -322,8 +327,8 @@ async def test_a_press_the_codec_does_not_read_is_acked_and_never_an_answer(fake
         ("approve", "ap:req:y:"), ("yes", "req-7"), ("approval", "req-7"), ("show", "req-7"),
     ]
     async with socket_adapter(fake, inbox):
-        envelopes = [await fake.push("interactive", block_actions(buttons_message(b), b[0], user="U0099")) for b in forged]
-        answered = await fake.push("interactive", block_actions(buttons_message(("x", "ap:req-7:n")), "x", user="U0099"))
+        envelopes = [await press(fake, button) for button in forged]
+        answered = await press(fake, ("x", "ap:req-7:n"))
         last = await inbox.next()  # the one well-formed payload, whatever its action_id
         for envelope in (*envelopes, answered):
             await fake.wait_acked(envelope)
