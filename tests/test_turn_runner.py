@@ -10,12 +10,11 @@ enclosing function. The self-test plants callers in the gateway and sees the pin
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Final
 
-ROOT: Final = Path(__file__).resolve().parents[1]
-SOURCES: Final = ("orchestrator", "channels")
+from tests.source_files import product_sources
+
 ENGINE: Final = "run_tool_call_loop"
 
 # (file, enclosing function) of every call of the engine the house allows.
@@ -102,18 +101,8 @@ def pin_problems(found: set[tuple[str, str]]) -> list[str]:
     return extra + gone
 
 
-def tree_sources() -> dict[str, str]:
-    """Return every module of the product by its path from the repository root."""
-    return {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8") for path in _modules()}
-
-
-def _modules() -> Iterator[Path]:
-    for top in SOURCES:
-        yield from sorted((ROOT / top).rglob("*.py"))
-
-
 def test_only_sessions_and_delegated_child_turns_call_the_engine() -> None:
-    found = callers(tree_sources())
+    found = callers(product_sources())
     assert pin_problems(found) == []
     assert found == CALLERS
 
@@ -138,13 +127,13 @@ PLANTED: Final = {
 def test_the_pin_fails_on_a_caller_planted_in_the_gateway() -> None:
     planted_at = "orchestrator/gateway/chat.py"
     for how, text in PLANTED.items():
-        sources = {**tree_sources(), planted_at: text}
+        sources = {**product_sources(), planted_at: text}
         problems = pin_problems(callers(sources))
         assert problems == [f"{planted_at}: chat calls {ENGINE}: run the turn through Sessions"], how
 
 
 def test_the_pin_fails_when_an_allowed_caller_is_gone() -> None:
-    sources = tree_sources()
+    sources = product_sources()
     runner = "orchestrator/sop/runner.py"
     # an older SOP runner, calling the engine itself, and a Sessions without its child turns
     sources[runner] += "\nasync def _old(e, t):\n    return await run_tool_call_loop(e, t, 'step')\n"

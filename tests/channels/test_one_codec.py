@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Final
 
 from channels import APPROVAL_COMMANDS
+from tests.source_files import product_sources
 
-ROOT: Final = Path(__file__).resolve().parents[2]
 CODEC: Final = "channels/approval_codec.py"
 _WORDS: Final = frozenset(command.lstrip("/") for command in APPROVAL_COMMANDS)
 
@@ -62,17 +61,12 @@ def hand_written(sources: Mapping[str, str]) -> list[str]:
     return found
 
 
-def adapter_sources() -> dict[str, str]:
-    """Return every module of the `channels` package by its path from the repository root."""
-    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted((ROOT / "channels").rglob("*.py"))}
-
-
 def test_no_adapter_spells_an_approval_by_hand() -> None:
-    assert hand_written(adapter_sources()) == []
+    assert hand_written(product_sources("channels")) == []
 
 
 def test_the_codec_itself_holds_every_spelling() -> None:
-    codec = adapter_sources()[CODEC]
+    codec = product_sources("channels")[CODEC]
     assert hand_written({"channels/elsewhere.py": codec})  # the same text anywhere else fails the rule
 
 
@@ -92,7 +86,7 @@ PLANTED: Final = {
 def test_the_rule_fails_on_a_parser_planted_in_the_slack_adapter() -> None:
     planted_at = "channels/slack.py"
     for how, text in PLANTED.items():
-        sources = adapter_sources()
+        sources = product_sources("channels")
         sources[planted_at] += "\n\n" + text
         found = hand_written(sources)
         assert found and all(entry.startswith(f"{planted_at}:") for entry in found), how

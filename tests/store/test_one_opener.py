@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Final
 
-ROOT: Final = Path(__file__).resolve().parents[2]
-SOURCES: Final = ("orchestrator", "channels")
+from tests.source_files import product_sources
+
 OPENER: Final = "orchestrator/store/sqlite.py"
 _MODULES: Final = frozenset({"sqlite3", "sqlite3.dbapi2"})
 
@@ -84,16 +83,8 @@ def outside_the_opener(sources: Mapping[str, str]) -> list[str]:
     return [where for where in connect_calls(sources) if not where.startswith(f"{OPENER}:")]
 
 
-def tree_sources() -> dict[str, str]:
-    """Return every module of the product by its path from the repository root."""
-    return {
-        str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
-        for top in SOURCES for path in sorted((ROOT / top).rglob("*.py"))
-    }
-
-
 def test_only_the_one_opener_calls_sqlite3_connect() -> None:
-    sources = tree_sources()
+    sources = product_sources()
     assert outside_the_opener(sources) == []
     assert len(connect_calls(sources)) == 2  # the opener's: read-write and read-only
 
@@ -113,4 +104,4 @@ def test_the_rule_fails_on_a_connect_planted_in_the_memory_store() -> None:
     planted_at = "orchestrator/memory/store.py"
     for how, text in PLANTED.items():
         line = text.splitlines().index(next(x for x in text.splitlines() if "return" in x)) + 1
-        assert outside_the_opener({**tree_sources(), planted_at: text}) == [f"{planted_at}:{line}"], how
+        assert outside_the_opener({**product_sources(), planted_at: text}) == [f"{planted_at}:{line}"], how
