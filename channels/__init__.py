@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from channels.approval_codec import (
     APPROVAL_COMMANDS,
+    APPROVE_COMMAND,
+    DENY_COMMAND,
     SHOW_COMMAND,
     approval_command,
     encode_approval_button,
@@ -59,6 +61,8 @@ __all__ = [
     "StreamingAdapter",
     "StreamStatus",
     "APPROVAL_COMMANDS",
+    "APPROVE_COMMAND",
+    "DENY_COMMAND",
     "SHOW_COMMAND",
     "ApprovalAnswer",
     "ApprovalPrompt",

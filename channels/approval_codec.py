@@ -1,13 +1,17 @@
 """The approval codec: the one spelling of an Approve / Deny / Show all button and of `/approve ID` text.
 
 Buttons carry `ap:<request_id>:y`, `ap:<request_id>:n` or `ap:<request_id>:s` (Telegram
-`callback_data`, Discord `custom_id`, Slack's button `value` for Show all); people type
+`callback_data`, Discord `custom_id`, Slack's button `action_id` and `value`); people type
 `/approve ID`, `/deny ID` or `/show ID` (Telegram groups: `/approve@bot ID`). A Show all
 press reaches the core as the text `/show ID` from the presser, a chat command like any
 other (the daemon decides who may see the call).
 Everything parsed here comes from strangers, so a parse returns None for anything but a
 well-formed answer with a plausible request id, never raises, and never hands on a huge or
 invisible id (the core echoes the id back: "There is no pending approval ...").
+
+One older dialect is still read, never written: Slack Approve / Deny buttons posted before
+the codec spelled them carry `action_id` `approve` or `deny` and the bare id as their value
+(`from_legacy_slack_button`), so a prompt posted before an upgrade can still be answered.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ __all__ = [
     "approval_command",
     "encode_approval_button",
     "encode_show_button",
+    "from_legacy_slack_button",
     "is_request_id",
     "parse_approval_button",
     "parse_approval_command",
@@ -41,6 +46,8 @@ _BUTTON_PREFIX: Final = "ap"
 _SEPARATOR: Final = ":"
 _FLAGS: Final = {"y": True, "n": False}
 _SHOW_FLAG: Final = "s"
+# The Slack buttons of before the codec: action_id -> approved, the bare request id as value.
+_LEGACY_SLACK_ACTIONS: Final = {"approve": True, "deny": False}
 
 
 def is_request_id(text: str) -> bool:
@@ -74,6 +81,14 @@ def parse_show_button(data: str | None) -> str | None:
     """Return the request id of a Show all payload `ap:<request_id>:s`, else None."""
     parsed = _button(data)
     return parsed[0] if parsed is not None and parsed[1] == _SHOW_FLAG else None
+
+
+def from_legacy_slack_button(action_id: object, value: object) -> str | None:
+    """Return the payload `ap:<id>:y|n` an older Slack button stands for (`approve`|`deny`, the bare id), else None."""
+    approved = _LEGACY_SLACK_ACTIONS.get(action_id) if isinstance(action_id, str) else None
+    if approved is None or not isinstance(value, str) or not is_request_id(value):
+        return None
+    return encode_approval_button(value, approved=approved)
 
 
 def _button(data: str | None) -> tuple[str, str] | None:

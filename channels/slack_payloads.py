@@ -23,25 +23,25 @@ from collections.abc import Mapping
 from typing import Any, Final, TypedDict
 
 from channels.approval_codec import (
-    approval_command, encode_show_button, parse_approval_command, parse_show_button, show_command,
+    approval_command,
+    encode_approval_button,
+    encode_show_button,
+    from_legacy_slack_button,
+    parse_approval_button,
+    parse_approval_command,
+    parse_show_button,
+    show_command,
 )
 from channels.base import ApprovalAnswer, ApprovalPrompt, Inbound, fit_arguments
 from channels.slack_files import attachments_from_event
 
 __all__ = [
-    "APPROVE",
-    "DENY",
-    "SHOW",
     "ApprovalMessage",
     "approval_message",
     "escape",
     "from_block_actions",
     "from_event",
 ]
-
-APPROVE: Final = "approve"
-DENY: Final = "deny"
-SHOW: Final = "show"  # its value is the codec's `ap:<id>:s`
 
 _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
 _USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
@@ -137,8 +137,11 @@ def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnsw
     for action in actions:
         if not isinstance(action, Mapping):
             continue
-        action_id, request_id = action.get("action_id"), _str(action, "value")
-        shown = parse_show_button(request_id) if action_id == SHOW else None
+        # the codec's payload is the button's value (and its action_id); an older prompt's
+        # Approve / Deny carried the bare id, read through the codec too (its id checked)
+        value = _str(action, "value")
+        data = from_legacy_slack_button(action.get("action_id"), value) or value
+        shown = parse_show_button(data)
         if shown is not None and chat is not None:
             message, container = _map(payload, "message"), _map(payload, "container")
             return Inbound(
@@ -146,10 +149,9 @@ def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnsw
                 event_id=f"show-{_str(payload, 'trigger_id') or _str(action, 'action_ts')}",
                 thread=_str(message, "thread_ts") or _str(container, "thread_ts"), is_direct=chat.startswith("D"),
             )
-        if action_id in (APPROVE, DENY) and request_id is not None:
-            return ApprovalAnswer(
-                channel=channel, request_id=request_id, sender=sender, approved=action_id == APPROVE, chat=chat
-            )
+        answer = parse_approval_button(data)
+        if answer is not None:
+            return ApprovalAnswer(channel=channel, request_id=answer[0], sender=sender, approved=answer[1], chat=chat)
     return None
 
 
@@ -171,11 +173,11 @@ def approval_message(prompt: ApprovalPrompt) -> ApprovalMessage:
         + (f" The arguments are cut: press Show all or reply `{escape(show_command(prompt.request_id))}`." if cut else "")
     )
     buttons = [
-        _button("Approve", APPROVE, prompt.request_id, style="primary"),
-        _button("Deny", DENY, prompt.request_id, style="danger"),
+        _button("Approve", encode_approval_button(prompt.request_id, approved=True), style="primary"),
+        _button("Deny", encode_approval_button(prompt.request_id, approved=False), style="danger"),
     ]
     if cut:
-        buttons.append(_button("Show all", SHOW, encode_show_button(prompt.request_id), style=None))
+        buttons.append(_button("Show all", encode_show_button(prompt.request_id), style=None))
     return ApprovalMessage(
         text=f"Approval needed: {tool} (request {ident}). Reply {approve} or {deny}.",
         blocks=[
@@ -191,11 +193,13 @@ def _in_code_block(raw: str) -> str:
     return escape(raw).replace("``", "`\u200b`")  # no run of three backticks survives, however long
 
 
-def _button(label: str, action_id: str, value: str, *, style: str | None) -> dict[str, Any]:
-    button: dict[str, Any] = {"type": "button", "action_id": action_id, "text": {"type": "plain_text", "text": label}}
+def _button(label: str, payload: str, *, style: str | None) -> dict[str, Any]:
+    # The codec's payload is both the action_id (unique within the block, as Slack requires)
+    # and the value the press sends back.
+    button: dict[str, Any] = {"type": "button", "action_id": payload, "text": {"type": "plain_text", "text": label}}
     if style is not None:  # Slack refuses a style other than primary or danger
         button["style"] = style
-    return button | {"value": value}
+    return button | {"value": payload}
 
 
 def _duration(seconds: float) -> str:

@@ -298,8 +298,9 @@ def _cmd_init(args: argparse.Namespace) -> int:
 def _cmd_agent(args: argparse.Namespace) -> int:
     import asyncio
 
-    from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
+    from orchestrator.engine import StopReason
     from orchestrator.seam import ConstructionPath, build_cli_run, open_services
+    from orchestrator.sessions import MemoryTranscripts, Sessions
 
     config = _load(args)
     allowed = frozenset(t.strip() for item in args.allow for t in item.split(",") if t.strip())
@@ -315,13 +316,12 @@ def _cmd_agent(args: argparse.Namespace) -> int:
                 config, args.name, services,
                 caller_allowed=allowed if args.allow else None, interactive=interactive,
             )
-            result = await run_tool_call_loop(
-                execution,
-                Transcript(session="cli"),
-                args.message,
-                approver=_tty_approver if interactive else None,
-                actor=_cli_user(),
+            # the one turn runner, as every path (its transcript's session is "cli")
+            turn = await Sessions(transcripts=MemoryTranscripts(prefix="")).run_turn(
+                "cli", agent=args.name, execution=execution, text=args.message,
+                approver=_tty_approver if interactive else None, actor=_cli_user(),
             )
+            result = turn.completed()
         if result.stop is StopReason.PROVIDER_ERROR:
             print(f"error: {result.error}", file=sys.stderr)
             return 1

@@ -71,6 +71,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.redaction",
     "orchestrator.scheduler",
     "orchestrator.seam",
+    "orchestrator.sessions",  # `orchestrator agent` runs its turn through `Sessions`
     "orchestrator.sop",
     "orchestrator.store",  # `orchestrator usage` reads the usage table
     "orchestrator.text",

@@ -9,7 +9,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels import Inbound, Outbound, parse_show_command
+from channels import APPROVE_COMMAND, DENY_COMMAND, SHOW_COMMAND, Inbound, Outbound, parse_show_command
 from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
 from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send, whole_call
 from orchestrator.daemon.runtime import Runtime
@@ -116,9 +116,9 @@ _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     "/help": "- this list",
     COMPACT_COMMAND: "- fold older messages into a summary now",
     SOP_COMMAND: "NAME [context] - run an SOP",
-    "/approve": "ID - allow a tool call you were asked about",
-    "/deny": "ID - refuse it",
-    "/show": "ID - the whole call of an approval you may answer",
+    APPROVE_COMMAND: "ID - allow a tool call you were asked about",
+    DENY_COMMAND: "ID - refuse it",
+    SHOW_COMMAND: "ID - the whole call of an approval you may answer",
 })
 
 
@@ -188,7 +188,7 @@ async def _sop(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
         runtime.store.mark(inbound.channel, inbound.event_id, "running")
         async with runtime.in_flight():
             return await run_sop(
-                config, parts[1], services=runtime.services, approver=approver,
+                config, parts[1], services=runtime.services, sessions=runtime.sessions, approver=approver,
                 interactivity=Interactivity.CHANNEL_PROMPT,
                 context=parts[2] if len(parts) > 2 else "", initiator=route.agent,
                 actor=f"{inbound.channel}:{inbound.sender}", session=key,
@@ -236,6 +236,6 @@ async def _tell(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: str 
 
 COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
     "/new": _new, "/stop": _stop, "/usage": _usage, "/help": _help, COMPACT_COMMAND: _compact, SOP_COMMAND: _sop,
-    "/approve": _approval_usage, "/deny": _approval_usage, "/show": _show,
+    APPROVE_COMMAND: _approval_usage, DENY_COMMAND: _approval_usage, SHOW_COMMAND: _show,
 })
 assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -12,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, TypeVar
 
-from orchestrator.private import SIDE_FILES, private_dir, private_file
+from orchestrator.store import open_database
 from orchestrator.threads import in_thread
 
 __all__ = ["MemoryRecord", "MemoryStore"]
@@ -38,8 +37,6 @@ CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
 END;
 """
-# Another process (the CLI next to the daemon) may hold the write lock briefly.
-_BUSY_TIMEOUT_MS: Final = 5000
 # Matches in the text count more than matches in the tags.
 _BM25_WEIGHTS: Final = "10.0, 3.0"
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
@@ -66,19 +63,10 @@ class MemoryStore:
     """
 
     def __init__(self, path: Path) -> None:
-        private_dir(path.parent)
-        private_file(path, side_files=SIDE_FILES)  # 0600 first: SQLite gives its side files the same mode
+        """Open (or create) the store at `path`; raises `StateError` or `StateCorrupt` as every store does."""
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        try:
-            self._db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.Error:
-            self._db.close()
-            raise
+        self._db = open_database(path, _SCHEMA)
 
     def __enter__(self) -> MemoryStore:
         return self

@@ -44,7 +44,7 @@ async def run_schedule(host: ScheduleHost, config: Config, schedule: ScheduleCon
     if schedule.sop is not None:
         async with host.in_flight():
             sop = await run_sop(
-                config, schedule.sop, services=host.services, actor=session_key(schedule.name),
+                config, schedule.sop, services=host.services, sessions=host.sessions, actor=session_key(schedule.name),
                 session=session_key(schedule.name),
             )
         return ScheduleOutcome(status=sop.status.value, text=sop.output or sop.message)

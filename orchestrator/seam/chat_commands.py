@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
+from channels import APPROVAL_COMMANDS
+
 if TYPE_CHECKING:
     from orchestrator.config import Config
     from orchestrator.config import RouteConfig
@@ -35,7 +37,7 @@ SESSION_COMMANDS: Final = ("/new", "/stop", "/usage", "/help")
 # Folds the session's older messages into its summary now; it waits for a running turn.
 COMPACT_COMMAND: Final = "/compact"
 SOP_COMMAND: Final = "/sop"
-APPROVAL_COMMANDS: Final = ("/approve", "/deny", "/show")
+# `/approve`, `/deny`, `/show`: the approval codec's (`channels/approval_codec.py`), which spells them for every adapter
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,8 +1,9 @@
 """Sessions: run one turn in a session (lock, transcript, engine, persist), for every caller.
 
-Channel dispatch, the gateway, schedules, ACP and the library all run their turns through
-`Sessions.run_turn`; observers (a typing indicator, later streaming and usage) attach there
-once as `TurnHook`s.
+Channel dispatch, the gateway, schedules, ACP, the library and `orchestrator agent` all run
+their turns through `Sessions.run_turn`, and each SOP step through `Sessions.run_child`;
+observers (metrics, traces, a typing indicator) attach there once as `TurnHook`s and see
+every turn. Nothing else calls the engine but its own delegated turns (tests/test_turn_runner.py).
 """
 
 from orchestrator.sessions.host import TurnHost

@@ -225,6 +225,40 @@ class Sessions:
 
         return await _watched(watchers, 0, turn, body)
 
+    async def run_child(
+        self,
+        transcript: Transcript,
+        *,
+        agent: str,
+        execution: ResolvedAgentExecution,
+        text: str,
+        approver: Approver | None,
+        actor: str | None,
+        hooks: Sequence[TurnHook] = (),
+    ) -> Turn:
+        """Run one child turn (an SOP step) of `agent` on its own `transcript`, inside every hook.
+
+        No session is taken and the transcript is neither loaded nor saved: the caller holds
+        what the child runs under (`run_task` for a chat's `/sop`) and owns the transcript.
+        The turn's key is the transcript's session. Cancellation propagates (the hooks see it).
+        """
+        turn = Turn(key=transcript.session, agent=agent, transcript=transcript, execution=execution)
+        watchers = (*self._hooks, *hooks) if self._hooks else tuple(hooks)
+
+        async def body() -> Turn:
+            observer = _fan_out(None, turn._watchers) if turn._watchers else None
+            beside = [asyncio.ensure_future(extra()) for extra in turn._alongside]
+            try:
+                turn.result = await run_tool_call_loop(
+                    execution, transcript, text, approver=approver, actor=actor, events=observer
+                )
+            finally:
+                for extra_task in beside:
+                    extra_task.cancel()
+            return turn
+
+        return await _watched(watchers, 0, turn, body)
+
     async def compact(
         self,
         session: str,

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from loguru import logger
 
 from orchestrator.config import Config
-from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
+from orchestrator.engine import StopReason, Transcript
 from orchestrator.errors import OrchestratorError
 from orchestrator.policy import Approver, Interactivity, Verdict
 from orchestrator.seam import Services, build_sop_step
+from orchestrator.sessions import Sessions
 
 __all__ = ["SopResult", "SopStatus", "StepOutcome", "UnknownSop", "run_sop", "sop_agents"]
 
@@ -73,6 +74,7 @@ async def run_sop(
     name: str,
     *,
     services: Services,
+    sessions: Sessions,
     approver: Approver | None = None,
     interactivity: Interactivity = Interactivity.NON_INTERACTIVE,
     context: str = "",
@@ -81,6 +83,9 @@ async def run_sop(
     session: str = "sop",
 ) -> SopResult:
     """Run SOP `name` and return how it ended; raises UnknownSop for a name the config lacks.
+
+    Each step is a child turn of `sessions` (`Sessions.run_child`), so every hook that
+    watches its turns (metrics, traces) sees the steps too.
 
     `approver` and `interactivity` are the starting surface's (a schedule passes neither:
     steps needing confirmation then stop the SOP). `initiator` is the parent correlation
@@ -122,10 +127,11 @@ async def run_sop(
                 return finish(
                     SopStatus.STOPPED, f"{label} needs confirmation and {who} ({decision.reason}); the SOP stopped there"
                 )
-        result = await run_tool_call_loop(
-            execution, transcript, _step_message(step.prompt, previous, first=index == 1),
-            approver=approver, actor=actor,
+        turn = await sessions.run_child(
+            transcript, agent=agent, execution=execution,
+            text=_step_message(step.prompt, previous, first=index == 1), approver=approver, actor=actor,
         )
+        result = turn.completed()
         if result.stop is not StopReason.COMPLETED:
             outcomes.append(StepOutcome(index=index, agent=agent, status=SopStatus.FAILED, text=result.text))
             return finish(SopStatus.FAILED, f"{label} did not finish ({result.stop.value}): {result.text}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from orchestrator.config import Config
 from orchestrator.policy import Approver, Interactivity
 from orchestrator.seam import ConstructionPath, open_services
+from orchestrator.sessions import MemoryTranscripts, Sessions
 from orchestrator.sop.runner import SopResult, run_sop, sop_agents
 
 __all__ = ["run_sop_standalone"]
@@ -28,6 +29,7 @@ async def run_sop_standalone(
     sop_agents(config, name)  # UnknownSop before anything is opened
     async with open_services(config, (), ConstructionPath.SOP_STEP, sops=[name]) as services:
         return await run_sop(
-            config, name, services=services, approver=approver, interactivity=interactivity,
+            config, name, services=services, sessions=Sessions(transcripts=MemoryTranscripts(prefix="sop:")),
+            approver=approver, interactivity=interactivity,
             context=context, actor=actor,
         )

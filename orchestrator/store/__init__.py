@@ -5,7 +5,7 @@ from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
-from orchestrator.store.sqlite import Database, state_fault
+from orchestrator.store.sqlite import Database, open_database, open_read_only, state_fault
 from orchestrator.store.usage import GROUPINGS, NOBODY, Grouping, Purpose, UsageLog, UsageRow, UsageTotal, read_usage
 from orchestrator.store.usage_report import BadUsageQuery, UsageReport, parse_grouping, parse_since
 
@@ -30,6 +30,8 @@ __all__ = [
     "UsageTotal",
     "WalSync",
     "hold_state_lock",
+    "open_database",
+    "open_read_only",
     "parse_grouping",
     "parse_since",
     "read_usage",

@@ -1,4 +1,10 @@
-"""Open the daemon's SQLite databases the same way everywhere (WAL, busy timeout, schema)."""
+"""Open the daemon's SQLite databases the same way everywhere (WAL, busy timeout, schema, integrity).
+
+This module is the only one that calls `sqlite3.connect` (tests/store/test_one_opener.py):
+every store, the memory store included, opens its file with `open_database`, and a reader
+beside a running daemon with `open_read_only`, so a file that cannot be opened or is damaged
+is one line naming it, whichever store it is.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from orchestrator.errors import StateCorrupt, StateError
 from orchestrator.private import SIDE_FILES, private_dir, private_file
 from orchestrator.store.durable import StateSyncFailed
 
-__all__ = ["Database", "open_database", "state_fault"]
+__all__ = ["Database", "open_database", "open_read_only", "state_fault"]
 
 _BUSY_TIMEOUT_MS: Final = 5000
 
@@ -57,7 +63,7 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
     try:
         private_dir(path.parent)
         private_file(path, side_files=SIDE_FILES)  # 0600 first: SQLite gives its side files the same mode
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db = _connect(path)
     except (OSError, sqlite3.Error) as exc:
         raise StateError(str(path), getattr(exc, "strerror", None) or str(exc)) from exc
     try:
@@ -77,6 +83,27 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
         db.close()
         raise StateCorrupt(str(path), "; ".join(problems)[:300])
     return db
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """Connect to the existing file at `path` read-only (a running daemon may be writing it); create nothing.
+
+    Raises `StateError` (one line: the file and why) when it cannot be opened. Reads through
+    the connection raise `sqlite3.Error` for a damaged file: the caller translates them.
+    """
+    try:
+        db = _connect(path, read_only=True)
+        db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as exc:
+        raise StateError(str(path), str(exc)) from exc
+    return db
+
+
+def _connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+    # The one `sqlite3.connect`: autocommit, usable from a worker thread (callers serialise access).
+    if read_only:
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
 class Database:

@@ -12,7 +12,7 @@ from typing import Final, Literal
 from loguru import logger
 
 from orchestrator.errors import StateError
-from orchestrator.store.sqlite import Database, state_fault
+from orchestrator.store.sqlite import Database, open_read_only, state_fault
 
 __all__ = ["GROUPINGS", "NOBODY", "Grouping", "Purpose", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
 
@@ -204,12 +204,8 @@ def read_usage(
     """
     if not path.exists():
         return []
+    db = open_read_only(path)
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise StateError(str(path), str(exc)) from exc
-    try:
-        db.execute("PRAGMA busy_timeout=5000")
         return _totals(db, by=by, since=since, agent=agent, sender=sender)
     except sqlite3.Error as exc:
         raise StateError(str(path), str(exc)) from exc

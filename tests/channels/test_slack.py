@@ -280,9 +280,60 @@ async def test_approval_prompt_shows_buttons_and_clicks_become_answers(fake: Fak
     section = message["blocks"][0]["text"]["text"]
     assert "`shell`" in section and "&lt;done&gt;" in section and "<@U0001>" in section
     buttons = message["blocks"][1]["elements"]
-    assert [(b["action_id"], b["value"]) for b in buttons] == [("approve", "req-7"), ("deny", "req-7")]
+    assert [(b["action_id"], b["value"]) for b in buttons] == [("ap:req-7:y",) * 2, ("ap:req-7:n",) * 2]
     assert first == ApprovalAnswer(channel="work", request_id="req-7", sender="U0099", approved=True, chat="D0001")
     assert second == ApprovalAnswer(channel="work", request_id="req-7", sender="U0100", approved=False, chat="D0001")
+
+
+def buttons_message(*buttons: tuple[str, str]) -> dict[str, Any]:
+    """Return a posted prompt as Slack holds it, with buttons of these (action_id, value)."""
+    elements = [
+        {"type": "button", "action_id": action_id, "text": {"type": "plain_text", "text": "Press"}, "value": value}
+        for action_id, value in buttons
+    ]
+    return {
+        "channel": "D0001", "ts": "1700000000.000200", "text": "Approval needed",
+        "blocks": [{"type": "actions", "block_id": "approval:x", "elements": elements}],
+    }
+
+
+async def press(fake: FakeSlack, button: tuple[str, str]) -> str:
+    """Press the one button (action_id, value) of a prompt; return the envelope id."""
+    return await fake.push("interactive", block_actions(buttons_message(button), button[0], user="U0099"))
+
+
+async def test_a_button_posted_before_the_codec_still_answers_and_its_id_is_checked(fake: FakeSlack) -> None:
+    inbox = Inbox()
+    # an older prompt's buttons: action_id approve|deny and the bare id, read through the codec
+    old = [("approve", "req-old"), ("deny", "req-old")]
+    bad_ids = [("deny", "re q"), ("approve", "a:b"), ("approve", "x" * 65), ("deny", "req\u202e"), ("approve", "")]
+    async with socket_adapter(fake, inbox):
+        pressed = [await press(fake, button) for button in old]
+        answers = [await inbox.next(), await inbox.next()]
+        ignored = [await press(fake, button) for button in bad_ids]
+        for envelope in (*pressed, *ignored):
+            await fake.wait_acked(envelope)  # acked once `deliver` returned (or was never called)
+    assert sorted(answers, key=lambda a: a.approved) == [
+        ApprovalAnswer(channel="work", request_id="req-old", sender="U0099", approved=flag, chat="D0001")
+        for flag in (False, True)
+    ]
+    assert len(inbox.attempts) == 2 and inbox.items.empty()  # no impossible id reached the core
+
+
+async def test_a_press_the_codec_does_not_read_is_acked_and_never_an_answer(fake: FakeSlack) -> None:
+    inbox = Inbox()
+    forged = [
+        ("ap:re q:y", "ap:re q:y"), ("ap:req:yes", "ap:req:yes"), ("ap:a:b:y", "ap:a:b:y"), ("AP:req:y", "AP:req:y"),
+        ("approve", "ap:req:y:"), ("yes", "req-7"), ("approval", "req-7"), ("show", "req-7"),
+    ]
+    async with socket_adapter(fake, inbox):
+        envelopes = [await press(fake, button) for button in forged]
+        answered = await press(fake, ("x", "ap:req-7:n"))
+        last = await inbox.next()  # the one well-formed payload, whatever its action_id
+        for envelope in (*envelopes, answered):
+            await fake.wait_acked(envelope)
+    assert last == ApprovalAnswer(channel="work", request_id="req-7", sender="U0099", approved=False, chat="D0001")
+    assert len(inbox.attempts) == 1 and inbox.items.empty()
 
 
 async def test_approval_preview_is_cut_to_fit_a_section(fake: FakeSlack) -> None:
@@ -410,7 +461,7 @@ async def test_http_button_click_is_acked_and_delivered(fake: FakeSlack) -> None
     inbox = Inbox()
     async with http_adapter(fake, inbox) as (adapter, url):
         await adapter.prompt_approval(prompt("req-9"))
-        payload = block_actions(fake.find_prompt("req-9"), "deny", user="U0777")
+        payload = block_actions(fake.find_prompt("req-9"), "ap:req-9:n", user="U0777")
         status, _ = await post_interaction(url, payload, secret=SIGNING_SECRET)
         item = await inbox.next()
     assert status == 200

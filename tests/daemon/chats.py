@@ -15,6 +15,7 @@ from typing import Any, Final, Protocol
 
 import pytest
 
+from channels import parse_approval_button
 from tests.conftest import provider_toml
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_payloads import custom_ids
@@ -295,7 +296,8 @@ def slack_prompts(slack: FakeSlack) -> list[dict[str, Any]]:
 def request_id(prompt: dict[str, Any]) -> str:
     """Return the approval request id the prompt's Approve button carries."""
     actions = next(b for b in prompt["blocks"] if b["type"] == "actions")
-    return str(next(e["value"] for e in actions["elements"] if e["action_id"] == "approve"))
+    answers = [parse_approval_button(e["value"]) for e in actions["elements"]]
+    return next(answer[0] for answer in answers if answer is not None and answer[1])
 
 
 async def wait_posts(slack: FakeSlack, predicate: Callable[[], bool], *, timeout: float = 10.0) -> None:

@@ -14,12 +14,13 @@ from typing import Any, Final
 
 import pytest
 
+from channels.approval_codec import encode_show_button
 from orchestrator.store import AuditLog
 from tests.conftest import WriteConfig
 from tests.daemon.chats import (
     DISCORD_ALICE, DISCORD_CHANNEL, DISCORD_GUILD, SLACK_ALICE, SLACK_BOB, SLACK_DM, TELEGRAM_TOKEN, TelegramChat,
-    discord_click, discord_mention, discord_prompts, discord_request_of, discord_toml, slack_prompts, slack_toml,
-    texts, wait_post,
+    discord_click, discord_mention, discord_prompts, discord_request_of, discord_toml, request_id, slack_prompts,
+    slack_toml, texts, wait_post,
 )
 from tests.daemon.chats import posts as discord_posts
 from tests.daemon.platforms import daemon
@@ -175,10 +176,11 @@ async def test_slack_show_all_button_sends_the_whole_call_to_the_requester_only(
             (prompt,) = slack_prompts(slack)
             (actions,) = [b for b in prompt["blocks"] if b["type"] == "actions"]
             assert [e["text"]["text"] for e in actions["elements"]] == ["Approve", "Deny", "Show all"]
-            await slack.push("interactive", block_actions(prompt, "show", user=SLACK_BOB))  # not an answerer
+            request = request_id(prompt)
+            show = encode_show_button(request)
+            await slack.push("interactive", block_actions(prompt, show, user=SLACK_BOB))  # not an answerer
             await slack.wait_until(lambda: any("can see its whole call" in t for t in posted(slack)), "refusal", timeout=10)
-            await slack.push("interactive", block_actions(prompt, "show", user=SLACK_ALICE))
-            request = actions["elements"][0]["value"]
+            await slack.push("interactive", block_actions(prompt, show, user=SLACK_ALICE))
             await slack.wait_until(lambda: complete(pieces(posted(slack), request)), "the whole call", timeout=10)
             await slack.click(request, user=SLACK_ALICE, approve=False)
             await slack.wait_until(lambda: "finished" in texts(slack), "the reply", timeout=10)

@@ -48,6 +48,7 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from channels import encode_approval_button
 from tests.fakes.loopback import start_app
 from tests.fakes.slack_streams import METHODS as MESSAGE_METHODS
 from tests.fakes.slack_streams import SlackMessages
@@ -343,8 +344,9 @@ class FakeSlack:
         return await self.push_event(mention_event(text, **fields))
 
     def find_prompt(self, request_id: str) -> dict[str, Any]:
-        """Return the last posted message with a button whose value is `request_id`."""
-        found = [m for m in self.posted if _has_button(m, lambda element: element.get("value") == request_id)]
+        """Return the last posted message with an Approve button for `request_id` (the codec's payload)."""
+        payload = encode_approval_button(request_id, approved=True)
+        found = [m for m in self.posted if _has_button(m, lambda element: element.get("value") == payload)]
         if found:
             return found[-1]
         raise LookupError(f"no posted message has a button for request {request_id!r}")
@@ -352,7 +354,9 @@ class FakeSlack:
     async def click(self, request_id: str, *, user: str, approve: bool = True) -> str:
         """Press Approve (or Deny) on the posted prompt for `request_id` as `user`; return the envelope id."""
         message = self.find_prompt(request_id)
-        return await self.push("interactive", block_actions(message, "approve" if approve else "deny", user=user))
+        payload = encode_approval_button(request_id, approved=approve)
+        _, button = _find_button(message, lambda element: element.get("value") == payload)
+        return await self.push("interactive", block_actions(message, str(button["action_id"]), user=user))
 
     async def drop_socket(self) -> None:
         """Close every live websocket connection with a close frame, as Slack does on a refresh."""

@@ -34,8 +34,13 @@ def gateway_port(log: str) -> int:
     return int(found[1])
 
 
-def daemon_toml(fake: FakeOpenAI, *, gateway: str = "metrics = true", extra: str = "", telemetry: str = "") -> str:
-    """Return a config: agent `helper` on a terminal channel (alice), a provider that is down, a gateway."""
+def daemon_toml(
+    fake: FakeOpenAI, *, gateway: str = "metrics = true", extra: str = "", telemetry: str = "", route: str = ""
+) -> str:
+    """Return a config: agent `helper` on a terminal channel (alice), a provider that is down, a gateway.
+
+    `route` adds keys to the route (`sops = [...]`).
+    """
     return f"""
 [providers.fake]
 base_url = "{fake.base_url}"
@@ -67,6 +72,7 @@ user = "alice"
 channel = "term"
 agent = "helper"
 senders = ["alice"]
+{route}
 
 [gateway]
 port = 0

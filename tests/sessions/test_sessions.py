@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.checks import load_config
 from orchestrator.config import Config
+from orchestrator.engine import Transcript
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services, build_library, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn, TurnHook, TurnRefused, TurnStopped
 from orchestrator.store import SessionStore
@@ -56,6 +57,43 @@ async def test_hooks_wrap_the_turn_in_order_and_see_it_persisted(write_config: W
     assert turn.completed().text == "hello"
     assert seen == ["every enters", "this enters", "this exits after 'hello', 2 stored", "every exits after 'hello', 2 stored"]
     assert len(sessions) == 0  # nobody holds the session any more
+
+
+async def test_a_child_turn_runs_inside_every_hook_under_the_session_its_caller_holds(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(text("step done"))
+    seen: list[tuple[str, str, str, str | None]] = []
+    async with opened(write_config(provider_toml(fake_llm.base_url) + AGENT)) as (config, services, store):
+
+        def hook(name: str) -> TurnHook:
+            @asynccontextmanager
+            async def watch(turn: Turn) -> AsyncIterator[None]:
+                seen.append((name, turn.key, turn.agent, None))
+                yield
+                seen.append((name, turn.key, turn.agent, turn.completed().text))
+
+            return watch
+
+        sessions = Sessions(transcripts=StoredTranscripts(store), hooks=(hook("every"),))
+        child = Transcript(session="k/sop:x:1", parent="ops")
+
+        async def step() -> Turn:  # as an SOP in a chat runs it: inside the chat's session
+            return await sessions.run_child(
+                child, agent="ops", execution=execution(config, services), text="do it", approver=None, actor=None,
+                hooks=(hook("this"),),
+            )
+
+        turn = await sessions.run_task("k", step)
+        _, stored = store.load_messages(store.open_session("k", "ops"))
+    assert turn is not None and turn.completed().text == "step done"
+    key = "k/sop:x:1"
+    assert seen == [
+        ("every", key, "ops", None), ("this", key, "ops", None),
+        ("this", key, "ops", "step done"), ("every", key, "ops", "step done"),
+    ]
+    assert [m["content"] for m in child.messages] == ["do it", "step done"]  # the caller's transcript
+    assert stored == 0 and len(sessions) == 0  # nothing loaded or saved for the session; nobody holds it
 
 
 async def test_turns_of_one_session_run_one_at_a_time_in_arrival_order(

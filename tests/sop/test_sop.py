@@ -21,6 +21,7 @@ from orchestrator.policy import (
     Verdict,
 )
 from orchestrator.seam import ConstructionPath, ResolvedAgentExecution, Services
+from orchestrator.sessions import MemoryTranscripts, Sessions
 from orchestrator.sop import SopStatus, UnknownSop, run_sop
 from orchestrator.store import AuditLog
 from tests.conftest import WriteConfig, provider_toml
@@ -28,6 +29,10 @@ from tests.daemon.harness import running
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 
 SECRET = "SECRET-CHAT-HISTORY-5521"
+
+
+def _sessions() -> Sessions:
+    return Sessions(transcripts=MemoryTranscripts(prefix="sop:"))
 
 
 def sop_toml(fake: FakeOpenAI, *, extra: str = "") -> str:
@@ -134,20 +139,24 @@ async def test_confirmation_is_asked_through_the_surfaces_approver(
         return answer
 
     fake_llm.script(text("prepared"), text("deployed"))
-    result = await run_sop(config, "guarded", services=services, approver=approver(Verdict.APPROVED),
-                           interactivity=Interactivity.INTERACTIVE, session="s1")
+    result = await run_sop(
+        config, "guarded", services=services, sessions=_sessions(), approver=approver(Verdict.APPROVED),
+        interactivity=Interactivity.INTERACTIVE, session="s1",
+    )
     assert (result.status, result.output) == (SopStatus.COMPLETED, "deployed")
     assert [(r.agent, r.tool, dict(r.arguments)) for r in asked] == [
         ("narrow", "sop:guarded:step2", {"agent": "narrow", "prompt": "Deploy."})
     ]
     assert seen[1].approvals.interactivity is Interactivity.INTERACTIVE
     fake_llm.script(text("prepared again"))
-    refused = await run_sop(config, "guarded", services=services, approver=approver(Verdict.DENIED),
-                            interactivity=Interactivity.INTERACTIVE)
+    refused = await run_sop(
+        config, "guarded", services=services, sessions=_sessions(), approver=approver(Verdict.DENIED),
+        interactivity=Interactivity.INTERACTIVE,
+    )
     assert refused.status is SopStatus.STOPPED and "refused by test:op" in refused.message
     assert len(fake_llm.requests) == 3  # the refused step never reached its model
     with pytest.raises(UnknownSop):
-        await run_sop(config, "nope", services=services)
+        await run_sop(config, "nope", services=services, sessions=_sessions())
 
 
 async def test_a_step_that_cannot_be_reassembled_fails_the_sop_closed(
@@ -175,7 +184,7 @@ prompt = "Third."
     # ... and a config that slipped past it (built in code) still fails closed at the step
     config = Config.model_validate(tomllib.loads(toml))
     fake_llm.script(text("first done"))
-    result = await run_sop(config, "broken", services=services)
+    result = await run_sop(config, "broken", services=services, sessions=_sessions())
     assert result.status is SopStatus.FAILED
     assert result.message.startswith("SOP 'broken' step 2 (ghost) cannot be assembled (unknown agent 'ghost'")
     assert [(s.index, s.status) for s in result.steps] == [(1, SopStatus.COMPLETED), (2, SopStatus.FAILED)]
