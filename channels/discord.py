@@ -320,6 +320,17 @@ class DiscordAdapter:
             call=self._call,
         )
 
+    def reopen_stream(self, message: Outbound, message_ids: Sequence[str]) -> EditStream | None:
+        """Take over the messages a crashed stream left half-shown: `finish` edits them (None: cannot)."""
+        try:
+            channel = self._channel(message.chat, message.thread)
+        except ChannelError:
+            return None
+        return open_edit_stream(
+            name=self.name, channel=channel, reply_to=message.reply_to, pacers=self._pacers, call=self._call,
+            existing=[mid for mid in message_ids if mid.isdigit()],
+        ) if message_ids else None
+
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
         """Reply to the last message a crashed stream left with `ending` (raises like `send`)."""
         await close_abandoned_stream(
