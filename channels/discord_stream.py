@@ -78,6 +78,7 @@ def open_edit_stream(
         delete=delete,
         limit=MAX_MESSAGE_CHARS,
         pacer=pacers.pacer(str(channel.id)),
+        existing=existing,
     )
 
 

@@ -136,10 +136,11 @@ async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stre
 
     The old adapter, kept open for it, puts the final text in place of what it showed, under
     the reply protocol. It no longer receives and may have lost its connection with the gateway
-    (Discord's closes with it), so it is tried once: when it fails, the stream is closed as
-    after a crash, by the current adapter following the partial message up with `CONTINUED`,
-    and the reply is sent in full through the current adapter (the chunks the old one got out
-    are not sent again). True once it is finished.
+    (Discord's closes with it), so it is tried once: when it fails before any part was in place,
+    the current adapter takes the shown messages over and edits them into the reply, as after
+    a crash (one that cannot follows the partial message up with `CONTINUED` and sends the
+    reply in full); after a part, the rest goes out through the current adapter (the chunks
+    the old one got out are not sent again). True once it is finished.
     """
     store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
     store.begin_reply(channel, event_id, text)
@@ -155,6 +156,9 @@ async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stre
         store.mark(channel, event_id, "done")
         return True
     if progress.done == 0 and stream.message_ids:
+        reopened = reopen_abandoned(runtime, inbound, stream.message_ids)
+        if reopened is not None:  # the current adapter edits what the old one showed
+            return await deliver_reply(runtime, inbound, text, stream=reopened)
         await close_abandoned(runtime, inbound, stream.message_ids, CONTINUED)
         store.stream_messages(channel, event_id, ())  # closed: a restart sends the rest anew, not in place
     return await deliver_reply(runtime, inbound, text, sent=progress.done)
