@@ -189,6 +189,25 @@ async def test_a_crash_mid_stream_turns_the_half_shown_message_into_the_notice_o
     assert len(fake_llm.requests) == 1
 
 
+async def test_a_half_shown_message_deleted_before_the_restart_gets_the_notice_posted_anew(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    path = write_config(bot_toml(fake_llm, tg))
+    fake_llm.script(paced(text(ANSWER), over_s=6.0))
+    async with started(path) as runtime:
+        tg.push_message(GROUP, USER, "write slowly", chat_type="group")
+        await tg.wait_for(lambda: kinds(tg, GROUP, "edit"), timeout=20)
+        (row,) = runtime.store.unfinished()
+    tg.delete_as_admin(int(row.stream[0]))  # an admin removed the half-shown message meanwhile
+    async with started(path) as runtime:
+        await tg.wait_for(lambda: len(kinds(tg, GROUP, "send")) == 2, timeout=20)
+        await runtime.drain(10)
+        assert runtime.store.unfinished() == []
+    [notice] = tg.shown(GROUP)  # the edit was refused: the notice is posted instead, once
+    assert notice.startswith('I was restarted while answering "write slowly"')
+    assert len(fake_llm.requests) == 1
+
+
 async def test_a_reconnect_during_a_stream_changes_nothing_the_user_sees(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
