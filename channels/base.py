@@ -276,8 +276,15 @@ class StreamingAdapter(Protocol):
         """Return a stream for a reply to `message.chat` (None: this chat cannot stream; send instead)."""
         ...
 
+    def reopen_stream(self, message: Outbound, message_ids: Sequence[str]) -> ReplyStream | None:
+        """After a restart: return a stream over the messages a crash left half-shown (`message_ids`,
+        their text unknown), whose `finish` edits them into the final text (None: they cannot be
+        edited; `close_abandoned` follows them up instead). A message that refuses the edit
+        (deleted, too old) gets its part posted anew, as in any `finish`."""
+        ...
+
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
-        """After a restart: end a stream a crash left half-shown (edit it or follow it up with `ending`)."""
+        """After a restart: end a stream a crash left half-shown by following it up with `ending`."""
         ...
 
 

@@ -306,18 +306,20 @@ class DiscordAdapter:
 
     def open_stream(self, message: Outbound) -> EditStream | None:
         """Return a send-then-edit stream into the reply's channel or thread (None with `stream = false`)."""
-        if not self._stream:
-            return None
+        return self._edit_stream(message, ()) if self._stream else None
+
+    def reopen_stream(self, message: Outbound, message_ids: Sequence[str]) -> EditStream | None:
+        """Take over the messages a crashed stream left half-shown: `finish` edits them (None: cannot)."""
+        return self._edit_stream(message, [m for m in message_ids if m.isdigit()]) if message_ids else None
+
+    def _edit_stream(self, message: Outbound, existing: Sequence[str]) -> EditStream | None:
         try:
             channel = self._channel(message.chat, message.thread)
         except ChannelError:
             return None  # not connected or not a channel id: `send` reports it (and is retried)
         return open_edit_stream(
-            name=self.name,
-            channel=channel,
-            reply_to=message.reply_to,
-            pacers=self._pacers,
-            call=self._call,
+            name=self.name, channel=channel, reply_to=message.reply_to, pacers=self._pacers, call=self._call,
+            existing=existing,
         )
 
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:

@@ -33,8 +33,13 @@ def open_edit_stream(
     reply_to: str | None,
     pacers: PacerBook,
     call: Call,
+    existing: Sequence[str] = (),
 ) -> EditStream:
-    """Return a stream into `channel` (a channel or thread), its first message replying to `reply_to`."""
+    """Return a stream into `channel` (a channel or thread), its first message replying to `reply_to`.
+
+    With `existing` (a crashed process's messages, reopened after a restart) the stream starts
+    with those, and its `finish` edits them into the final text.
+    """
 
     async def guarded(what: str, operation: Awaitable[_T]) -> _T:
         try:
@@ -48,7 +53,7 @@ def open_edit_stream(
                 raise StreamRateLimited(name, _retry_after(cause)) from cause
             raise
 
-    posted: list[str] = []
+    posted: list[str] = list(existing)
 
     async def post(text: str) -> str:
         kwargs: dict[str, Any] = {}
@@ -73,6 +78,7 @@ def open_edit_stream(
         delete=delete,
         limit=MAX_MESSAGE_CHARS,
         pacer=pacers.pacer(str(channel.id)),
+        existing=existing,
     )
 
 

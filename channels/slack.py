@@ -299,6 +299,23 @@ class SlackAdapter:
             support=self._stream_support,
         )
 
+    def reopen_stream(self, message: Outbound, message_ids: Sequence[str]) -> SlackStream | None:
+        """Take over the messages a crashed reply left half-shown: `finish` edits them (None: cannot)."""
+        client = self._client
+        if not message_ids or client is None:
+            return None
+        return SlackStream(
+            name=self.name,
+            client=client,
+            api=self._api,
+            chat=message.chat,
+            thread=message.thread,
+            recipient=None,
+            pacer=self._pacers.pacer(message.chat),
+            support=self._stream_support,
+            existing=message_ids,
+        )
+
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
         """Stop a stream a crash left live and follow it up with `ending` (raises like `send`)."""
         await close_abandoned_stream(

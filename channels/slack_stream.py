@@ -65,6 +65,8 @@ _STREAM_GONE: Final = frozenset(
     {"message_not_in_streaming_state", "stopped_by_user", "streaming_state_conflict", "message_not_found"}
 )
 _log: Final = logging.getLogger(__name__)
+# What a reopened stream (after a restart) knows it appended: nothing a text starts with.
+_UNKNOWN_STREAM: Final = "\x00"
 
 _T = TypeVar("_T")
 Api = Callable[[str, Awaitable[Any]], Awaitable[Any]]
@@ -143,7 +145,11 @@ def _error_code(exc: BaseException) -> tuple[str | None, SlackApiError | None]:
 
 
 class SlackStream:
-    """One streamed Slack reply (a `ReplyStream`); see the module docstring."""
+    """One streamed Slack reply (a `ReplyStream`); see the module docstring.
+
+    Made with `existing` (`SlackAdapter.reopen_stream`), it takes over the messages a crashed
+    process's reply posted: `finish` stops what may still stream and edits them into the final text.
+    """
 
     def __init__(
         self,
@@ -156,13 +162,17 @@ class SlackStream:
         recipient: tuple[str, str] | None,
         pacer: ChatPacer,
         support: StreamSupport,
+        existing: Sequence[str] = (),
     ) -> None:
         self._name, self._client, self._api = name, client, api
         self._chat, self._thread = chat, thread
         self._recipient = recipient
         self._support = support
-        self._native = thread is not None and recipient is not None and support.streams
-        self._streaming: dict[str, str] = {}  # ts of a live chat stream -> the text appended so far
+        self._native = thread is not None and recipient is not None and support.streams and not existing
+        # ts of a live chat stream -> the text appended so far. A crashed process's messages
+        # (`existing`) may still be live streams with unknown text: the first edit of each stops
+        # it (best effort) and edits it with chat.update, as for a stream the text left behind.
+        self._streaming: dict[str, str] = dict.fromkeys(existing, _UNKNOWN_STREAM)
         self._edits = EditStream(
             channel=name,
             post=self._post,
@@ -171,6 +181,7 @@ class SlackStream:
             limit=TEXT_LIMIT,
             pacer=pacer,
             render=escape,
+            existing=existing,
         )
 
     @property

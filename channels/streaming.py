@@ -30,6 +30,9 @@ measures it (characters for Discord and Slack, UTF-16 units for Telegram). The r
   `ReplyProgress` protocol; messages the final text no longer needs are deleted (or, without
   `delete`, emptied to a "…"). `abort(ending)` appends `ending` to the partial text, or posts it
   when it does not fit.
+- Reopening: made with `existing` (the ids a crashed process's stream posted), the stream
+  starts with those messages and no known text, so `finish` edits them into the final text
+  (a restart's replay: the half-shown reply is replaced, not followed).
 
 Lifecycle: the flusher task is created on the first deferred update and always joined by
 `finish` / `abort`; without them it ends by itself after the last pending flush, so a stream
@@ -197,14 +200,17 @@ class EditStream:
         measure: Measure = len,
         delete: Delete | None = None,
         render: Callable[[str], str] | None = None,
+        existing: Sequence[str] = (),
     ) -> None:
         self._channel = channel
         self._post, self._edit, self._delete = post, edit, delete
         self._limit, self._measure = limit, measure
         self._pacer = pacer
         self._render = render or (lambda text: text)
-        self._ids: list[str] = []
-        self._shown: list[str] = []  # what each message in `_ids` shows now
+        # `existing`: messages a previous process posted (a stream reopened after a restart);
+        # what they show is unknown (""), so `finish` edits every one it keeps
+        self._ids: list[str] = list(existing)
+        self._shown: list[str] = [""] * len(self._ids)  # what each message in `_ids` shows now
         self._latest_text = ""  # the newest text from `update`
         self._latest_chunks: list[str] | None = []  # its chunks (None: not split yet)
         self._lock = asyncio.Lock()  # one platform call of this stream at a time

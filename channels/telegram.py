@@ -204,6 +204,16 @@ class TelegramAdapter:
         self._streams.add(stream)
         return stream
 
+    def reopen_stream(self, message: Outbound, message_ids: Sequence[str]) -> TelegramStream | None:
+        """Take over the messages a crashed stream left half-shown: `finish` edits them (None without any)."""
+        if not message_ids:
+            return None
+        stream = TelegramStream(
+            self, message, pacer=self._pacers.pacer(message.chat), private=False, existing=message_ids
+        )
+        self._streams.add(stream)
+        return stream
+
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
         """Tell the chat a reply a crash left half-shown ended (a reply to its last message)."""
         await close_abandoned(self, chat, thread, message_ids, ending)

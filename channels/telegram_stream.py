@@ -73,20 +73,27 @@ def _not_modified(exc: ChannelError) -> bool:
 class TelegramStream:
     """One reply streaming into one Telegram chat; made by `TelegramAdapter.open_stream`.
 
+    Made with `existing` (`TelegramAdapter.reopen_stream`), it takes over the messages a
+    crashed process's stream posted: `finish` edits them into the final text.
+
     Lifecycle: `update` only records the newest text and returns; a flusher task (one per
     stream, made on the first update) shows it when the chat's pacer allows. `finish` or
     `abort` stops the flusher (an API call in flight completes, so its result is known) and
     ends the reply; both may be awaited once.
     """
 
-    def __init__(self, adapter: TelegramAdapter, message: Outbound, *, pacer: ChatPacer, private: bool) -> None:
+    def __init__(
+        self, adapter: TelegramAdapter, message: Outbound, *, pacer: ChatPacer, private: bool, existing: Sequence[str] = ()
+    ) -> None:
         self._adapter = adapter
         self._message = message
         self._pacer = pacer
-        self._private = private
-        self._draft_id = next(_draft_ids) if private else 0
-        self._ids: list[str] = []  # group messages posted so far
-        self._shown: list[str] = []  # what each of them shows now
+        self._private = private and not existing
+        self._draft_id = next(_draft_ids) if self._private else 0
+        # group messages posted so far; `existing` are a crashed process's (reopened after a
+        # restart), whose text is unknown (""), so `finish` edits each one it keeps
+        self._ids: list[str] = list(existing)
+        self._shown: list[str] = [""] * len(self._ids)  # what each of them shows now
         self._drafted = ""  # the draft text shown (private chats)
         self._latest = ""
         self._lock = asyncio.Lock()  # one API call of this stream at a time

@@ -252,6 +252,10 @@ class TerminalAdapter:
             return None
         return _TerminalStream(self)
 
+    def reopen_stream(self, message: Outbound, message_ids: Sequence[str]) -> None:
+        """Return None: nothing printed before a restart can be taken back."""
+        return None
+
     async def close_abandoned(self, chat: str, thread: str | None, message_ids: Sequence[str], ending: str) -> None:
         """Print `ending` (nothing printed before a restart can be taken back)."""
         self._write(ending)

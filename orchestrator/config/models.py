@@ -252,6 +252,9 @@ class McpServerConfig(_Model):
     url: NonEmptyStr | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     tool_timeout_s: float = Field(default=60.0, gt=0, strict=True)
+    # How long a call (or the first turn after start-up) waits for the server while it
+    # (re)connects before the call fails as a tool error (or the turn goes on without its tools).
+    ready_wait_s: float = Field(default=5.0, ge=0, strict=True)
     isolation: Literal["shared", "per_agent"] = "shared"
 
 

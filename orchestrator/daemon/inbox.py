@@ -20,7 +20,7 @@ from orchestrator.daemon.approvals import answer_approval
 from orchestrator.daemon.channels import Channel
 from orchestrator.daemon.commands import run_command
 from orchestrator.daemon.delivery import inbound_of, serve_deliveries
-from orchestrator.daemon.replies import CONTINUED, close_abandoned, deliver_reply, resume_reply
+from orchestrator.daemon.replies import CONTINUED, close_abandoned, deliver_reply, reopen_abandoned, resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
 from orchestrator.sessions import TurnRefused
@@ -248,19 +248,29 @@ async def replay_unfinished(
 
 
 async def _resume(runtime: Runtime, inbound: Inbound, row: InboxRow) -> None:
-    """Send the rest of a finished turn's reply; a stream it had not yet replaced is closed first."""
-    if row.stream and row.sent == 0:
+    """Send the rest of a finished turn's reply, in place of the stream it had not yet replaced.
+
+    The half-shown messages are edited into the reply (a message that refuses the edit gets
+    its part posted anew); an adapter that cannot edit them (it no longer streams) follows
+    them up with `CONTINUED` and the reply is sent in full below.
+    """
+    stream = reopen_abandoned(runtime, inbound, row.stream)
+    if stream is None and row.stream and row.sent == 0:
         await close_abandoned(runtime, inbound, row.stream, CONTINUED)
-    await resume_reply(runtime, inbound, row.reply or "", sent=row.sent)
+    await resume_reply(runtime, inbound, row.reply or "", sent=row.sent, stream=stream)
 
 
 async def _close_stream(runtime: Runtime, inbound: Inbound, message_ids: tuple[str, ...], notice: str) -> None:
-    """End a stream the previous process left half-shown with `notice`, then finish its row.
+    """Turn a stream the previous process left half-shown into `notice`, under the reply protocol.
 
-    The close edits the shown message where the platform can (an edit repeated after another
-    restart shows the same text, so the user is told once); an adapter that can no longer
-    stream (the config changed) gets the notice as a message instead.
+    The half-shown messages are edited: the first says `notice`, the rest are removed (a
+    restart during it edits them again, so the user is told once). Where they cannot be
+    edited (an adapter that no longer streams) they are followed up with the notice.
     """
+    stream = reopen_abandoned(runtime, inbound, message_ids)
+    if stream is not None:
+        await resume_reply(runtime, inbound, notice, sent=0, stream=stream)
+        return
     async with runtime.in_flight():
         if await close_abandoned(runtime, inbound, message_ids, notice):
             runtime.store.mark(inbound.channel, inbound.event_id, "interrupted")

@@ -24,7 +24,8 @@ from orchestrator.daemon.runtime import Runtime
 from orchestrator.redaction import redact
 
 __all__ = [
-    "CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "fit_reply", "park_reply", "resume_reply",
+    "CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "fit_reply", "park_reply", "reopen_abandoned",
+    "resume_reply",
 ]
 
 # Retrying a reply send: the first wait and the cap (the deadline is [daemon] reply_deadline_s).
@@ -119,10 +120,15 @@ def park_reply(runtime: Runtime, inbound: Inbound, *, delay: float) -> None:
     runtime.replies_waiting.set()
 
 
-async def resume_reply(runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False) -> None:
-    """Send what the previous process owed `inbound` (counted in flight, like a turn)."""
+async def resume_reply(
+    runtime: Runtime, inbound: Inbound, text: str, *, sent: int, notice: bool = False, stream: ReplyStream | None = None
+) -> None:
+    """Send what the previous process owed `inbound` (counted in flight, like a turn).
+
+    With `stream` (`reopen_abandoned`) the text replaces the messages it left half-shown.
+    """
     async with runtime.in_flight():
-        await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent)
+        await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent, stream=stream)
 
 
 async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stream: ReplyStream) -> bool:
@@ -130,10 +136,11 @@ async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stre
 
     The old adapter, kept open for it, puts the final text in place of what it showed, under
     the reply protocol. It no longer receives and may have lost its connection with the gateway
-    (Discord's closes with it), so it is tried once: when it fails, the stream is closed as
-    after a crash, by the current adapter following the partial message up with `CONTINUED`,
-    and the reply is sent in full through the current adapter (the chunks the old one got out
-    are not sent again). True once it is finished.
+    (Discord's closes with it), so it is tried once: when it fails before any part was in place,
+    the current adapter takes the shown messages over and edits them into the reply, as after
+    a crash (one that cannot follows the partial message up with `CONTINUED` and sends the
+    reply in full); after a part, the rest goes out through the current adapter (the chunks
+    the old one got out are not sent again). True once it is finished.
     """
     store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
     store.begin_reply(channel, event_id, text)
@@ -149,8 +156,21 @@ async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stre
         store.mark(channel, event_id, "done")
         return True
     if progress.done == 0 and stream.message_ids:
+        reopened = reopen_abandoned(runtime, inbound, stream.message_ids)
+        if reopened is not None:  # the current adapter edits what the old one showed
+            return await deliver_reply(runtime, inbound, text, stream=reopened)
         await close_abandoned(runtime, inbound, stream.message_ids, CONTINUED)
+        store.stream_messages(channel, event_id, ())  # closed: a restart sends the rest anew, not in place
     return await deliver_reply(runtime, inbound, text, sent=progress.done)
+
+
+def reopen_abandoned(runtime: Runtime, inbound: Inbound, message_ids: Sequence[str]) -> ReplyStream | None:
+    """Return a stream over the messages a crash left half-shown, to finish in place (None: it cannot be)."""
+    live = runtime.channels.get(inbound.channel)
+    if not message_ids or live is None or not isinstance(live.adapter, StreamingAdapter):
+        return None
+    message = Outbound(chat=inbound.chat, thread=inbound.thread, text="", reply_to=inbound.message_id)
+    return live.adapter.reopen_stream(message, message_ids)
 
 
 async def close_abandoned(runtime: Runtime, inbound: Inbound, message_ids: Sequence[str], ending: str) -> bool:

@@ -20,7 +20,7 @@ from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.streaming import StreamFeed
 from orchestrator.engine import TurnResult, TurnUsage
 from orchestrator.media import MediaRefused
-from orchestrator.seam import build_channel, resolve_chat_commands
+from orchestrator.seam import ConstructionPath, build_channel, mcp_servers_for, resolve_chat_commands
 from orchestrator.sessions import SessionState, Turn, TurnHook
 from orchestrator.store import state_fault
 from orchestrator.tools import bind_outlet
@@ -50,6 +50,13 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
         answerers=lambda _: commands.answerers(route.agent, inbound.sender),
     )
 
+    pool = runtime.services.mcp
+    if pool is not None:  # the first turn after READY: servers still connecting get `ready_wait_s`
+        try:
+            await pool.first_connects(mcp_servers_for(config, route.agent, path=ConstructionPath.CHANNEL), agent=route.agent)
+        except BaseException:
+            runtime.sessions.release(state)
+            raise
     text = inbound.text
     media: tuple[dict[str, Any], ...] = ()
     outlet = ChatFileOutlet(adapter=channel.adapter, inbound=inbound) if isinstance(channel.adapter, FileAdapter) else None

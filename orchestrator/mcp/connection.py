@@ -35,6 +35,9 @@ __all__ = ["Backoff", "ConnectionState", "McpConnection"]
 
 _T = TypeVar("_T")
 _MAX_PAGES: Final = 100  # a server whose listing never ends cannot hang a refresh
+# The longest reconnect backoff while a call waits for the server (`ready_wait_s`): a
+# server that comes back is found within this, not after the backoff grown while it was down.
+_HURRIED_BACKOFF_S: Final = 0.25
 _CLIENT_NAME: Final = "orchestrator"
 
 
@@ -85,6 +88,9 @@ class McpConnection:
         self._on_offer = on_offer
         self._client: Client | None = None
         self._retry_at = 0.0
+        self._backoff_from = 0.0  # when the current backoff began
+        self._waiting = 0  # calls waiting for the server (`ready_wait_s`): the backoff is cut short
+        self._hurry = asyncio.Event()  # a call began waiting, or `close()`: a backoff under way is re-timed
         self._closing = False
         self._state_changed = asyncio.Event()
         self._wake = asyncio.Event()  # leave the current session: stream lost, restart, close
@@ -97,6 +103,7 @@ class McpConnection:
         """Ask the owner task to shut the session down and stop."""
         self._closing = True
         self._wake.set()
+        self._hurry.set()
 
     @property
     def connecting(self) -> bool:
@@ -107,6 +114,22 @@ class McpConnection:
         """Wait until the connection is ready or an attempt to connect has failed."""
         while self.state is ConnectionState.CONNECTING:
             await self._state_changed.wait()
+
+    async def first_connect(self) -> None:
+        """Wait up to the server's `ready_wait_s` while its first attempt to connect is under way.
+
+        Returns at once for a server that was ready once, or whose first attempt failed
+        (`settled` is what start-up waits for; a turn waits only this long, then goes on).
+        """
+        try:
+            async with asyncio.timeout(self._config.ready_wait_s):
+                while self.offer is None and self.failed_attempts == 0 and self.state is ConnectionState.CONNECTING:
+                    await self._state_changed.wait()
+        except TimeoutError:
+            logger.info(
+                "MCP server {!r} still connecting after ready_wait_s={:g}s; this turn goes on without it",
+                self.server, self._config.ready_wait_s,
+            )
 
     async def run(self) -> None:
         """Own the session until `close()`: connect, serve, reconnect after faults.
@@ -134,9 +157,10 @@ class McpConnection:
                 delay = self._backoff.delay(failures)
                 failures += 1
                 logger.warning("MCP server {!r}: {}; reconnecting in {:.2f}s", self.server, fault.text, delay)
-                self._retry_at = asyncio.get_running_loop().time() + delay
+                self._backoff_from = asyncio.get_running_loop().time()
+                self._retry_at = self._backoff_from + delay
                 self._set(ConnectionState.BACKOFF, fault.text)
-                await self._until_closed(delay)
+                await self._back_off()
         finally:
             self._client = None
             self._set(ConnectionState.CLOSED)
@@ -202,22 +226,42 @@ class McpConnection:
             raise ToolFailure(display, f"MCP server {self.server!r} failed ({type(exc).__name__})") from None
 
     async def _ready_client(self, display: str, deadline: float) -> Client:
-        failed_before = self.failed_attempts
-        while True:
-            ending = self._wake.is_set()  # the session is ending: wait for the next one
-            if self.state is ConnectionState.READY and self._client is not None and not ending:
-                return self._client
-            if self.state is ConnectionState.FAILED:
-                raise ToolFailure(display, f"MCP server {self.server!r} is unavailable: {self.last_error}")
-            if self.state is ConnectionState.CLOSED:
-                raise ToolFailure(display, f"MCP server {self.server!r} is shut down")
-            if self.failed_attempts > failed_before or (
-                self.state is ConnectionState.BACKOFF and self._retry_at >= deadline
-            ):
-                raise ToolFailure(
-                    display, f"MCP server {self.server!r} is down ({self.last_error}); it is being restarted"
-                )
-            await self._state_changed.wait()
+        """Return the live session, waiting for one while the server (re)connects.
+
+        The wait is bounded by the server's `ready_wait_s` (and the call's own deadline);
+        meanwhile the reconnect backoff is cut to `_HURRIED_BACKOFF_S`, so a server that
+        comes back within the wait serves the call.
+        """
+        loop = asyncio.get_running_loop()
+        wait_s = self._config.ready_wait_s
+        give_up = min(deadline, loop.time() + wait_s)
+        self._waiting += 1
+        self._hurry.set()
+        try:
+            while True:
+                ending = self._wake.is_set()  # the session is ending: wait for the next one
+                if self.state is ConnectionState.READY and self._client is not None and not ending:
+                    return self._client
+                if self.state is ConnectionState.FAILED:
+                    raise ToolFailure(display, f"MCP server {self.server!r} is unavailable: {self.last_error}")
+                if self.state is ConnectionState.CLOSED:
+                    raise ToolFailure(display, f"MCP server {self.server!r} is shut down")
+                retry_at = min(self._retry_at, self._backoff_from + _HURRIED_BACKOFF_S)
+                left = give_up - loop.time()
+                if left <= 0 or (self.state is ConnectionState.BACKOFF and retry_at >= give_up):
+                    raise ToolFailure(
+                        display,
+                        f"MCP server {self.server!r} is down ({self.last_error}); it is being restarted "
+                        f"(waited {wait_s:g}s, its ready_wait_s)",
+                    )
+                changed = self._state_changed
+                try:
+                    async with asyncio.timeout(left):
+                        await changed.wait()
+                except TimeoutError:
+                    continue  # the wait is over: the checks above say so
+        finally:
+            self._waiting -= 1
 
     def _restart(self, client: Client | None) -> None:
         self._end_session_of(client, "a call failed at the transport level")
@@ -352,6 +396,24 @@ class McpConnection:
             self.last_error = error
         self._state_changed.set()
         self._state_changed = asyncio.Event()
+
+    async def _back_off(self) -> None:
+        """Wait out the backoff (until `_retry_at`, or `_HURRIED_BACKOFF_S` after it began
+        while a call waits for the server), or until `close()`."""
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            until = self._retry_at
+            if self._waiting:
+                until = min(until, self._backoff_from + _HURRIED_BACKOFF_S)
+            left = until - loop.time()
+            if left <= 0:
+                return
+            self._hurry.clear()
+            try:
+                async with asyncio.timeout(left):
+                    await self._hurry.wait()  # a call began waiting, or `close()`: re-time
+            except TimeoutError:
+                pass
 
     async def _until_closed(self, delay: float | None) -> None:
         """Sleep `delay` seconds (None: forever), or until `close()`."""

@@ -105,6 +105,21 @@ class McpPool:
         if failures:
             raise McpServerUnavailable(failures)
 
+    async def first_connects(self, servers: Iterable[str], *, agent: str | None = None) -> None:
+        """Wait, up to each one's `ready_wait_s`, for those of `servers` still on their first connect.
+
+        A turn that starts while the daemon's servers are still coming up (the first turn
+        after READY) calls this before it resolves, so the tools of a server that connects
+        within the wait are offered to it; it never raises (a server not up in time is left
+        out of that turn, as before).
+        """
+        connections = [
+            found for server in dict.fromkeys(servers)
+            if (found := self._connections.get(self._key(server, agent))) is not None
+        ]
+        if connections:
+            await asyncio.gather(*(connection.first_connect() for connection in connections))
+
     def offer(self, server: str, agent: str | None) -> ServerOffer | None:
         """Return what `server` last listed for `agent`, or None when it never connected."""
         connection = self._connections.get(self._key(server, agent))

@@ -24,14 +24,17 @@ says it is ending (`done`) there is no more resting, so the tail costs no latenc
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
 from orchestrator.redaction import Redactor, redact
 
-__all__ = ["READ_GAP_S", "Endpoint", "OnText", "Take"]
+__all__ = ["READ_GAP_S", "Endpoint", "OnText", "Take", "connection_refused", "http_client"]
 
 OnText = Callable[[str], Awaitable[None]]
 Take = Callable[[str | None, Any], str]
@@ -103,9 +106,12 @@ class Endpoint:
     async def stream(
         self, client: Any, path: str, body: Mapping[str, Any], *, cast_to: type[Any], stream_cls: type[Any],
         take: Take, on_text: OnText, done: Callable[[], bool],
-    ) -> None:
+    ) -> Any | None:
         """Post a streamed request (the SDK retries until the stream starts), then read its events.
 
+        Returns None once the events are read; a server that ignored `stream: true` and
+        answered with one `application/json` body gets that body back, as the SDK builds the
+        unstreamed answer (`cast_to`), for the caller to take as the whole answer.
         What `on_text` raises propagates unchanged; the connection is released however the
         read ends, cancellation included.
         """
@@ -114,7 +120,23 @@ class Endpoint:
         except self.sdk_error as exc:
             raise self.failure(exc) from exc
         async with stream:  # `AsyncStream.close` closes the response
-            await self._read_events(stream.response.aiter_bytes(), take, on_text, done, _socket_of(stream.response))
+            response = stream.response
+            if _is_json(response.headers.get("content-type")):
+                return await self._whole(response, cast_to)
+            await self._read_events(response.aiter_bytes(), take, on_text, done, _socket_of(response))
+        return None
+
+    async def _whole(self, response: Any, cast_to: type[Any]) -> Any:
+        """Read an unstreamed answer to a streamed request and build it as the SDK builds one."""
+        try:
+            data = json.loads(await response.aread())
+        except self._broken as exc:
+            raise self.broken(exc) from exc
+        except ValueError as exc:
+            raise self.malformed(exc) from exc
+        if not isinstance(data, dict):
+            raise self.malformed(TypeError(f"the answer is a JSON {type(data).__name__}, not an object"))
+        return cast_to.construct(**data)  # the SDK's own unvalidated build, as for an unstreamed answer
 
     async def _read_events(
         self, chunks: AsyncIterator[bytes], take: Take, on_text: OnText, done: Callable[[], bool],
@@ -155,6 +177,10 @@ class Endpoint:
 
     def failure(self, exc: Exception) -> ProviderError:
         """Translate what the SDK raised."""
+        if connection_refused(exc):
+            parts = urlsplit(self.url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            return self.unavailable(f"connection refused by {parts.hostname}:{port}")
         if isinstance(exc, self._timed_out) and _timed_out(exc):
             return self.unavailable(f"no answer within {self.timeout_s:g} s", timed_out=True)
         if isinstance(exc, self._unreachable):
@@ -200,6 +226,66 @@ class Endpoint:
             text = self._own.redact(text)
         text = " ".join(text.split())
         return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"
+
+
+def http_client(sdk: Any, error: type[Exception]) -> Any:
+    """Return the SDK's aiohttp client (`sdk.DefaultAioHttpClient`), except that a refused
+    connection raises `error` (the SDK's base error) at once.
+
+    The SDKs retry every connection failure with backoff (7-9 s over the default retries)
+    and their aiohttp transport reports a refused one as `ConnectTimeout`; nothing listens
+    there, which a retry within that backoff does not change. Both SDKs pass their own base
+    error through without retrying or wrapping it, and `Endpoint.failure` names the refusal.
+    """
+    return _refusal_not_retried(sdk.DefaultAioHttpClient, error)()
+
+
+# One client class per (SDK client class, SDK error): made on first use.
+_CLIENTS: dict[tuple[type[Any], type[Exception]], type[Any]] = {}
+
+
+def _refusal_not_retried(base: type[Any], error: type[Exception]) -> type[Any]:
+    found = _CLIENTS.get((base, error))
+    if found is not None:
+        return found
+
+    class RefusalNotRetried(base):  # type: ignore[misc]
+        async def send(self, request: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().send(request, **kwargs)
+            except Exception as exc:
+                if not connection_refused(exc):
+                    raise
+                raise error("connection refused") from exc
+
+    _CLIENTS[(base, error)] = RefusalNotRetried
+    return RefusalNotRetried
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """Return True when `exc`, or what caused it, is a refused TCP connection (nothing listens).
+
+    A host with several addresses (`localhost`: ::1 and 127.0.0.1) fails with one OSError
+    listing each attempt; it counts when every attempt was refused.
+    """
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        if isinstance(seen, OSError) and seen.errno is None and str(seen).startswith("Multiple exceptions"):
+            codes = re.findall(r"\[Errno (\d+)\]", str(seen))
+            if codes and all(int(code) == errno.ECONNREFUSED for code in codes):
+                return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Return True for an `application/json` (or `+json`) body, which is no event stream."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def _socket_of(response: Any) -> asyncio.ReadTransport | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from orchestrator.errors import ProviderError, ProviderOverrides
 from orchestrator.providers._anthropic_messages import StreamedMessage, to_completion, to_request
-from orchestrator.providers._transport import Endpoint
+from orchestrator.providers._transport import Endpoint, http_client
 from orchestrator.providers.base import DEFAULT_MAX_OUTPUT_TOKENS, Completion
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class AnthropicProvider:
         try:
             self._client: AsyncAnthropic = anthropic.AsyncAnthropic(
                 base_url=origin, api_key=api_key or _PLACEHOLDER_KEY, timeout=timeout_s, max_retries=max_retries,
-                http_client=anthropic.DefaultAioHttpClient(),
+                http_client=http_client(anthropic, anthropic.AnthropicError),
             )
         except anthropic.AnthropicError as exc:
             raise ProviderError(name, base_url, f"cannot configure the client: {self._endpoint.shorten(str(exc))}") from exc
@@ -125,7 +125,9 @@ class AnthropicProvider:
             body["tools"] = request.tools
         if on_text is not None:
             return await self._stream(body, on_text)
-        response = await self._endpoint.post(self._client, "/v1/messages", body, self._cast)
+        return self._completion(await self._endpoint.post(self._client, "/v1/messages", body, self._cast))
+
+    def _completion(self, response: Any) -> Completion:
         try:
             return to_completion(response)
         except (AttributeError, TypeError) as exc:
@@ -135,10 +137,15 @@ class AnthropicProvider:
     async def _stream(self, body: dict[str, Any], on_text: Callable[[str], Awaitable[None]]) -> Completion:
         body["stream"] = True
         reply = StreamedMessage(on_error=self._stream_error)
-        await self._endpoint.stream(
+        whole = await self._endpoint.stream(
             self._client, "/v1/messages", body, cast_to=self._cast, stream_cls=self._stream_cls,
             take=reply.take, on_text=on_text, done=reply.ending,
         )
+        if whole is not None:  # the server ignored `stream: true`: its one message is the whole answer
+            completion = self._completion(whole)
+            if completion.text:
+                await on_text(completion.text)
+            return completion
         try:
             return reply.completion()
         except (TypeError, ValueError) as exc:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ProviderError, ProviderOverrides
-from orchestrator.providers._transport import Endpoint
+from orchestrator.providers._transport import Endpoint, http_client
 from orchestrator.providers.base import DEFAULT_MAX_OUTPUT_TOKENS, Completion, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class OpenAICompatProvider:
                 api_key=api_key or _PLACEHOLDER_KEY,
                 timeout=timeout_s,
                 max_retries=max_retries,
-                http_client=openai.DefaultAioHttpClient(),
+                http_client=http_client(openai, openai.OpenAIError),
             )
         except openai.OpenAIError as exc:
             raise ProviderError(name, base_url, f"cannot configure the client: {exc}") from exc
@@ -121,7 +121,9 @@ class OpenAICompatProvider:
             body["temperature"] = temperature
         if on_text is not None:
             return await self._stream(body, on_text)
-        response = await self._endpoint.post(self._client, "/chat/completions", body, self._cast)
+        return self._completion(await self._endpoint.post(self._client, "/chat/completions", body, self._cast))
+
+    def _completion(self, response: Any) -> Completion:
         try:
             return _to_completion(response)
         except (AttributeError, IndexError, TypeError) as exc:
@@ -135,10 +137,15 @@ class OpenAICompatProvider:
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
         reply = _StreamedReply(self._endpoint)
-        await self._endpoint.stream(
+        whole = await self._endpoint.stream(
             self._client, "/chat/completions", body, cast_to=self._cast, stream_cls=self._stream_cls,
             take=reply.take, on_text=on_text, done=reply.ending,
         )
+        if whole is not None:  # the server ignored `stream: true`: its one answer is the whole answer
+            completion = self._completion(whole)
+            if completion.text:
+                await on_text(completion.text)
+            return completion
         try:
             return reply.completion()
         except (IndexError, TypeError) as exc:

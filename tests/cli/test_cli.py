@@ -115,6 +115,17 @@ def test_unreachable_provider_is_one_clear_line(write_config: WriteConfig, unuse
     assert "base_url" in line
 
 
+def test_a_refused_port_is_reported_as_refused(write_config: WriteConfig, unused_tcp_port: int) -> None:
+    # the provider's default retries: a refused connection is not one of the failures they wait out
+    url = f"http://127.0.0.1:{unused_tcp_port}/v1"
+    path = write_config(f'[providers.local]\nbase_url = "{url}"\n[agents.a]\nprovider = "local"\nmodel = "m"\n')
+    done = orchestrator("agent", "a", "-m", "hi", "--config", str(path))
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: cannot reach provider 'local' at {url} (connection refused by 127.0.0.1:{unused_tcp_port});")
+    assert "ConnectTimeout" not in line
+
+
 def test_unreachable_provider_names_its_base_url_env(write_config: WriteConfig, unused_tcp_port: int) -> None:
     # the newcomer's step: the model server runs elsewhere; the error must say which variable moves it
     url = f"http://127.0.0.1:{unused_tcp_port}/v1"

@@ -182,7 +182,7 @@ async def test_a_model_failing_mid_stream_replaces_the_partial_text_with_the_fai
     assert no_flood(tg)
 
 
-async def test_a_crash_mid_stream_is_closed_once_after_the_restart(
+async def test_a_crash_mid_stream_turns_the_half_shown_message_into_the_notice_once(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
     path = write_config(bot_toml(fake_llm, tg))
@@ -192,17 +192,40 @@ async def test_a_crash_mid_stream_is_closed_once_after_the_restart(
         await tg.wait_for(lambda: kinds(tg, GROUP, "edit"), timeout=20)
         (row,) = runtime.store.unfinished()
         assert row.state == "running" and len(row.stream) == 1  # the shown message is on record
-    # The daemon died mid-stream (the runtime closed under the turn). The next start closes it,
-    # and Telegram redelivers the unconfirmed update, which must not run the turn again.
+    # The daemon died mid-stream (the runtime closed under the turn). The next start edits the
+    # half-shown message into the notice, and Telegram redelivers the unconfirmed update, which
+    # must not run the turn again.
     partial_id = int(row.stream[0])
+
+    def noticed() -> bool:
+        return [t[:31] for t in tg.shown(GROUP)] == ["I was restarted while answering"]
+
     for _ in range(2):  # and a second restart tells nobody anything twice
         async with started(path) as runtime:
-            await tg.wait_for(lambda: len(kinds(tg, GROUP, "send")) == 2, timeout=20)
+            await tg.wait_for(noticed, timeout=20)
             await runtime.drain(10)
             assert runtime.store.unfinished() == []
-    notices = [p for p in tg.sent if "I was restarted while answering" in p["text"]]
-    assert len(notices) == 1 and notices[0]["reply_parameters"]["message_id"] == partial_id
-    assert len(kinds(tg, GROUP, "send")) == 2  # the partial message and its one follow-up
+    assert [v.id for v in tg.visible if v.chat_id == GROUP and v.text.startswith("I was restarted")] == [partial_id]
+    assert len(kinds(tg, GROUP, "send")) == 1  # the partial message, now the notice; nothing below it
+    assert len(fake_llm.requests) == 1
+
+
+async def test_a_half_shown_message_deleted_before_the_restart_gets_the_notice_posted_anew(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
+) -> None:
+    path = write_config(bot_toml(fake_llm, tg))
+    fake_llm.script(paced(text(ANSWER), over_s=6.0))
+    async with started(path) as runtime:
+        tg.push_message(GROUP, USER, "write slowly", chat_type="group")
+        await tg.wait_for(lambda: kinds(tg, GROUP, "edit"), timeout=20)
+        (row,) = runtime.store.unfinished()
+    tg.delete_as_admin(int(row.stream[0]))  # an admin removed the half-shown message meanwhile
+    async with started(path) as runtime:
+        await tg.wait_for(lambda: len(kinds(tg, GROUP, "send")) == 2, timeout=20)
+        await runtime.drain(10)
+        assert runtime.store.unfinished() == []
+    [notice] = tg.shown(GROUP)  # the edit was refused: the notice is posted instead, once
+    assert notice.startswith('I was restarted while answering "write slowly"')
     assert len(fake_llm.requests) == 1
 
 

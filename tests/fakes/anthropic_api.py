@@ -41,6 +41,8 @@ per block `content_block_start`, `content_block_delta` (`text_delta` pieces or
 `input_json_delta` pieces), `content_block_stop`, then `message_delta` (stop reason and
 output usage) and `message_stop`.  `cut_off(reply, after=N)` drops the connection after
 N events; `stream_error(429)` sends `message_start` and then an `event: error`.
+`fake.ignore_stream = True` answers a streamed request with the plain JSON message instead,
+as a server (a proxy) that ignores `stream: true` does.
 """
 
 from __future__ import annotations
@@ -177,6 +179,8 @@ class FakeAnthropic:
         self.latency_s = latency_s
         self.min_cacheable_tokens = min_cacheable_tokens
         self.refuse_key = False
+        # A server that ignores `stream: true`: a streamed request gets the plain JSON message.
+        self.ignore_stream = False
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.keys: list[str | None] = []
@@ -247,7 +251,7 @@ class FakeAnthropic:
         if reply.status != 200:
             return _error_response(reply)
         message = self._message(body, reply)
-        if body.get("stream"):
+        if body.get("stream") and not self.ignore_stream:
             return await _stream(request, reply, message)
         return web.Response(body=json.dumps(message).encode(), content_type=_JSON)
 

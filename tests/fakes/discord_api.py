@@ -233,6 +233,11 @@ class FakeDiscord:
         pattern = re.compile("/".join(parts))
         self._failures.append(_Failure(method.upper(), pattern, status, retry_after, times))
 
+    def heal(self) -> None:
+        """Forget every failure and delay still queued."""
+        self._failures.clear()
+        self._delays.clear()
+
     def slow_next(self, method: str, path: str, seconds: float, *, times: int = 1) -> None:
         """Answer the next `times` matching REST calls only after `seconds` (same `path` syntax)."""
         parts = [("[^/]+" if re.fullmatch(r"\{[^/]*\}", p) else re.escape(p)) for p in path.split("/")]

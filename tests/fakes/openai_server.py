@@ -44,6 +44,9 @@ Every answer has an `id` (`chatcmpl-fake-N`, N counting from 1) and names the mo
 `model`, unless `fake.served_model` is set: then it names that one, as OpenAI answers a request
 for `gpt-4o` with the dated snapshot that wrote it (`gpt-4o-2024-08-06`).
 
+`fake.ignore_stream = True` answers a streamed request with the plain JSON completion
+(`application/json`), as a server that ignores `stream: true` does.
+
 `fake.refuse_key = True` switches on a fault: every chat request is answered 401 with a
 message quoting the API key from its `Authorization` header back, as an echoing proxy does.
 """
@@ -229,6 +232,8 @@ class FakeOpenAI:
         self.model_list_authorizations: list[str | None] = []  # GET /v1/models, kept apart from the chat calls
         self.refuse_key = False
         self.served_model: str | None = None  # the `model` answers name (None: the one asked)
+        # A server that ignores `stream: true`: a streamed request gets the plain JSON answer.
+        self.ignore_stream = False
         self.report_usage = True
         self.usages: list[dict[str, Any]] = []
         self.parts: list[list[dict[str, Any]]] = []  # per request: its user messages' content parts
@@ -306,9 +311,10 @@ class FakeOpenAI:
         head = b'{"id":"chatcmpl-fake-%d' % next(self._ids) + self._created
         model = json.dumps(self.served_model if self.served_model is not None else body.get("model")).encode()
         usage = self._usage(body, reply) if self.report_usage else None
-        if body.get("stream") and reply.raw_stream is not None:
+        streamed = bool(body.get("stream")) and not self.ignore_stream
+        if streamed and reply.raw_stream is not None:
             return await _raw_stream(request, reply.raw_stream)
-        if body.get("stream"):
+        if streamed:
             chunk_head = head.replace(b'"chat.completion"', b'"chat.completion.chunk"')
             options = body.get("stream_options")
             wanted = usage if isinstance(options, dict) and options.get("include_usage") else None

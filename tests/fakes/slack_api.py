@@ -255,6 +255,11 @@ class FakeSlack:
         failure = _Failure(status=status, error=error or default, retry_after=retry_after)
         self._failures[method].extend([failure] * times)
 
+    def heal(self, method: str) -> None:
+        """Forget the failures and delays still queued for `method`."""
+        self._failures.pop(method, None)
+        self._delays.pop(method, None)
+
     def slow_next(self, method: str, seconds: float, *, times: int = 1) -> None:
         """Answer the next `times` calls to `method` only after `seconds` (a slow Web API)."""
         self._delays[method].extend([seconds] * times)

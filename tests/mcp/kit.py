@@ -58,9 +58,14 @@ def stdio_kit(
     return "\n".join(lines) + "\n"
 
 
-def http_kit(name: str, url: str, *, tool_timeout_s: float = 15.0, headers: dict[str, str] | None = None) -> str:
+def http_kit(
+    name: str, url: str, *, tool_timeout_s: float = 15.0, headers: dict[str, str] | None = None,
+    ready_wait_s: float | None = None,
+) -> str:
     """Return `[mcp.servers.NAME]` for a kit server on streamable HTTP."""
     text = f'[mcp.servers.{name}]\ntransport = "http"\nurl = "{url}"\ntool_timeout_s = {tool_timeout_s}\n'
+    if ready_wait_s is not None:
+        text += f"ready_wait_s = {ready_wait_s}\n"
     if headers:
         text += "headers = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in headers.items()) + " }\n"
     return text

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from loguru import logger
 
 from orchestrator.config import Config
 from orchestrator.errors import ToolFailure
@@ -73,7 +75,7 @@ async def test_an_http_server_that_dies_mid_call_is_reconnected_once_it_is_back(
     try:
         config = load(
             provider_toml("http://127.0.0.1:9/v1")
-            + http_kit("web", server.url)
+            + http_kit("web", server.url, ready_wait_s=0.5)
             + bundle("b", servers={"web": ["pid", "crash"]})
             + agent_toml("a", bundles=["b"])
         )
@@ -87,11 +89,47 @@ async def test_an_http_server_that_dies_mid_call_is_reconnected_once_it_is_back(
                 await crash_tool.invoke({})
             assert crashed.value.reason.startswith("the connection to MCP server 'web' was lost")
             server.wait_exited()
-            with pytest.raises(ToolFailure, match="MCP server 'web' is down"):
-                await pid_tool.invoke({})  # nothing listens: a clear error, not a hang
+            with pytest.raises(ToolFailure, match=r"MCP server 'web' is down .*\(waited 0.5s, its ready_wait_s\)"):
+                await pid_tool.invoke({})  # nothing listens: a clear error after the stated wait, not a hang
             server.start()
             await wait_for(lambda: [s.state for s in pool.status()] == [ConnectionState.READY])
             second = await pid_tool.invoke({})
         assert first != second
     finally:
+        server.stop()
+
+
+async def test_a_call_while_its_http_server_is_down_waits_for_it_and_runs_once_it_is_back(
+    load: Callable[..., Config], tmp_path: Path
+) -> None:
+    server = HttpKit(free_port(), tmp_path / "server.log")
+    server.start()
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m.record["message"])), level="WARNING")
+    try:
+        config = load(
+            provider_toml("http://127.0.0.1:9/v1")
+            + http_kit("web", server.url, ready_wait_s=30)
+            + bundle("b", servers={"web": ["pid", "crash"]})
+            + agent_toml("a", bundles=["b"])
+        )
+        async with mcp_services(config, "a") as services:
+            tools = execution(config, services, "a").tools
+            pid_tool, crash_tool = tools.get("web__pid"), tools.get("web__crash")
+            assert pid_tool is not None and crash_tool is not None
+            first = await pid_tool.invoke({})
+            with pytest.raises(ToolFailure):
+                await crash_tool.invoke({})
+            server.wait_exited()
+            async with asyncio.TaskGroup() as group:
+                call = group.create_task(pid_tool.invoke({}))  # arrives while the server is down
+                seen = len(lines)
+                # reconnect attempts fail while it waits (before, the first one failed the call)
+                await wait_for(lambda: sum("reconnecting in" in line for line in lines[seen:]) >= 2, timeout=20)
+                assert not call.done()
+                server.start()
+            second = call.result()
+        assert second != first  # run by the server that came back
+    finally:
+        logger.remove(sink)
         server.stop()

@@ -7,6 +7,7 @@ error classification, no key in any error).
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -158,6 +159,23 @@ async def test_streamed_deltas_add_up_to_the_same_completion(backend: Backend) -
     assert [sent.get("stream") for sent in backend.requests] == [None, True]
 
 
+async def test_a_plain_json_answer_to_a_streamed_request_is_the_whole_answer(backend: Backend) -> None:
+    backend.fake.ignore_stream = True  # a server (a proxy) that answers `stream: true` with one JSON body
+    call = backend.tool_call("list_dir", {"path": "."}, id="call_ls")
+    backend.fake.script(backend.text("the whole answer"), call, backend.text("the whole answer"), call)
+    sink, silent = Pieces(), Pieces()
+    async with backend.provider() as provider:
+        streamed = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=sink)
+        streamed_call = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=silent)
+        plain = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+        plain_call = await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+    assert streamed == plain and streamed.text == "the whole answer"
+    assert sink.pieces == ["the whole answer"]  # shown at once, in one piece
+    assert streamed_call == plain_call and [c.name for c in streamed_call.tool_calls] == ["list_dir"]
+    assert silent.pieces == []
+    assert [sent.get("stream") for sent in backend.requests] == [True, True, None, None]
+
+
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_rate_limit_after_the_sdk_retries_is_unavailable_with_its_status(backend: Backend, streamed: bool) -> None:
     backend.fake.script(*[backend.status(429)] * 3)
@@ -214,6 +232,25 @@ async def test_connection_refused_is_unavailable(backend: Backend, streamed: boo
             )
     assert caught.value.status is None
     assert url in str(caught.value)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_refused_connection_says_so_at_once_without_retrying(
+    backend: Backend, streamed: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    caplog.set_level(logging.DEBUG)
+    async with backend.provider(f"http://127.0.0.1:{port}", max_retries=3) as provider:
+        with pytest.raises(ProviderUnavailable) as caught:
+            await provider.complete(
+                model="m", messages=USER, tools=(), temperature=None, on_text=Pieces() if streamed else None
+            )
+    assert caught.value.reason == f"connection refused by 127.0.0.1:{port}"
+    assert not caught.value.timed_out
+    # nothing listens, and a retry cannot change that within the SDK's backoff: one attempt
+    assert [r.getMessage() for r in caplog.records if "Retrying request" in r.getMessage()] == []
 
 
 async def test_slow_answer_is_unavailable(backend: Backend) -> None:
