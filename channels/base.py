@@ -32,6 +32,8 @@ __all__ = [
     "Outbound",
     "PromptArguments",
     "Ready",
+    "report_degraded",
+    "report_recovered",
     "fit_arguments",
 ]
 
@@ -171,6 +173,21 @@ class Deliver(Protocol):
 
 
 Ready = Callable[[], None]
+
+
+def report_degraded(ready: Ready, reason: str) -> None:
+    """Tell the supervisor behind `ready` that the channel is connected but its platform fails
+    requests the adapter retries in place (a plain callback, as tests pass, ignores it)."""
+    degraded = getattr(ready, "degraded", None)
+    if callable(degraded):
+        degraded(reason)
+
+
+def report_recovered(ready: Ready) -> None:
+    """Tell the supervisor behind `ready` that the platform answers again after `report_degraded`."""
+    recovered = getattr(ready, "recovered", None)
+    if callable(recovered):
+        recovered()
 
 
 class ChannelError(OrchestratorError):

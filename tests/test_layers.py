@@ -25,7 +25,7 @@ SOURCES: Final = ("orchestrator", "channels")
 # To move a unit, move its name; a new package must be placed here before its test passes.
 LAYERS: Final = (
     # Leaves: no orchestrator imports but each other's.
-    ("base", ("errors", "redaction", "logs", "text", "threads", "workspace_io", "private")),
+    ("base", ("errors", "redaction", "logs", "text", "threads", "workspace_io", "private", "lifecycle")),
     # Parses and validates its own models only.
     ("config", ("config",)),
     ("policy", ("policy",)),

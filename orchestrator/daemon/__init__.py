@@ -4,7 +4,8 @@
 and `inbox` (routing, the durable inbox, `process_message`), `turns` (a chat message's turn
 through `Sessions.run_turn`), `commands` (the chat commands table), `approvals` (asking in
 the chat), `replies` (the reply protocol), `serving` (`orchestrator run`), `routing`,
-`secrets`, `systemd`.
+`secrets`, `systemd`, `status` (the status document), `status_socket` (`orchestrator status`
+asks the daemon), `status_text` (the document as lines).
 """
 
 from orchestrator.daemon.admission import Admitted, Disposition, admit
@@ -24,6 +25,9 @@ from orchestrator.daemon.routing import RouteMatch, explain_route, match_route, 
 from orchestrator.daemon.runtime import Reloadable, Runtime
 from orchestrator.daemon.secrets import channel_secret_problems
 from orchestrator.daemon.serving import reload_config, run_daemon, serve
+from orchestrator.daemon.status import SCHEMA_VERSION, build_status
+from orchestrator.daemon.status_socket import DaemonNotRunning, ask_status, serve_status_socket, status_socket_path
+from orchestrator.daemon.status_text import status_lines
 
 __all__ = [
     "Admitted",
@@ -32,12 +36,16 @@ __all__ = [
     "ChannelSet",
     "ChannelState",
     "ChannelStatus",
+    "DaemonNotRunning",
     "Disposition",
     "Reloadable",
     "RouteMatch",
     "Runtime",
+    "SCHEMA_VERSION",
     "admit",
     "answer_approval",
+    "ask_status",
+    "build_status",
     "channel_secret_problems",
     "deliver",
     "deliver_reply",
@@ -51,8 +59,11 @@ __all__ = [
     "resume_reply",
     "run_daemon",
     "serve",
+    "serve_status_socket",
     "session_key",
     "start_channel",
+    "status_lines",
+    "status_socket_path",
     "start_channels",
     "stop_channel",
 ]
