@@ -29,20 +29,11 @@ from orchestrator.daemon import ask_status, status_socket_path
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
-from tests.mcp.kit import bundle
+from tests.mcp.kit import bundle, gated_kit
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 ROOT = Path(__file__).resolve().parents[2]
-# The kit MCP server, unless the gate file exists: then it exits at once (a server that cannot come back).
-GATED_KIT = """\
-import os, runpy, sys
-gate, log = sys.argv[1], sys.argv[2]
-if os.path.exists(gate):
-    sys.exit(3)
-sys.argv = ["kit", "--spawn-log", log]
-runpy.run_module("tests.fakes.mcp_servers.kit", run_name="__main__", alter_sys=True)
-"""
 MANY = 10_000  # failures queued: more than any wait here lets through
 
 
@@ -95,15 +86,13 @@ def server(document: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def config_text(fake: FakeOpenAI, tg: FakeTelegram, gate: Path, spawn_log: Path) -> str:
-    args = json.dumps(["-c", GATED_KIT, str(gate), str(spawn_log)])
     return (
         provider_toml(fake.base_url)
         + '[agents.helper]\nprovider = "fake"\nmodel = "m"\nmcp_bundles = ["tools"]\n'
         + f'[channels.tg]\nkind = "telegram"\ntoken = "env:STATUS_TG_TOKEN"\napi_base_url = "{tg.api_base_url}"\n'
         + "poll_timeout_s = 1\n"
         + '[[routes]]\nchannel = "tg"\nagent = "helper"\nsenders = ["*"]\n'
-        + f'[mcp.servers.kit]\ntransport = "stdio"\ncommand = {json.dumps(sys.executable)}\nargs = {args}\n'
-        + f"cwd = {json.dumps(str(ROOT))}\n"
+        + gated_kit("kit", gate=gate, spawn_log=spawn_log)
         + bundle("tools", servers={"kit": ["echo"]})
         + '[gateway]\nport = 0\nmetrics = true\n'
     )

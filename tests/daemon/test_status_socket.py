@@ -1,14 +1,16 @@
-"""The status socket in process: a state dir whose socket path is longer than a unix address holds."""
+"""The status socket and document in process: a long state dir, an MCP server folded from per-agent connections."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from pathlib import Path
 
 from orchestrator.checks import load_config
 from orchestrator.daemon import Runtime, ask_status, serve_status_socket, status_socket_path
 from tests.conftest import WriteConfig, provider_toml
+from tests.mcp.kit import agent_toml, bundle, gated_kit, wait_for
 
 
 async def test_a_state_dir_past_the_unix_address_limit_still_answers(write_config: WriteConfig, tmp_path: Path) -> None:
@@ -25,3 +27,26 @@ async def test_a_state_dir_past_the_unix_address_limit_still_answers(write_confi
             assert document["channels"] == [] and document["config"]["path"] == str(path)
             assert document["uptime_s"] >= 0 and document["instance"]["pid"] == os.getpid()
         assert not socket_path.exists()  # removed at exit
+
+
+async def test_a_per_agent_server_with_one_connection_down_is_degraded(write_config: WriteConfig, tmp_path: Path) -> None:
+    gate, spawns = tmp_path / "gate", tmp_path / "spawns.log"
+    path = write_config(
+        provider_toml("http://127.0.0.1:9/v1")
+        + gated_kit("kit", gate=gate, spawn_log=spawns, isolation="per_agent")
+        + bundle("tools", servers={"kit": ["echo"]})
+        + agent_toml("alpha", bundles=["tools"]) + agent_toml("beta", bundles=["tools"])
+    )
+    async with Runtime.open(load_config(path), config_path=path) as runtime:
+        await asyncio.wait_for(runtime.mcp_settled.wait(), 30)
+        await wait_for(lambda: [s["state"] for s in runtime.status_document()["mcp_servers"]] == ["ready"])
+        first = int(spawns.read_text().split()[0])
+        gate.touch()  # the killed connection cannot come back; the other one is untouched
+        os.kill(first, signal.SIGKILL)
+        await wait_for(lambda: [s["state"] for s in runtime.status_document()["mcp_servers"]] == ["degraded"], timeout=30)
+        (row,) = runtime.status_document()["mcp_servers"]
+        assert row["name"] == "kit" and row["last_error"]
+        states = sorted(c.lifecycle.value for c in runtime.services.mcp.status()) if runtime.services.mcp else []
+        assert states == ["ready", "reconnecting"]
+        gate.unlink()
+        await wait_for(lambda: [s["state"] for s in runtime.status_document()["mcp_servers"]] == ["ready"], timeout=30)
