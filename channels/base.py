@@ -33,6 +33,7 @@ __all__ = [
     "PromptArguments",
     "Ready",
     "report_degraded",
+    "report_reconnecting",
     "report_recovered",
     "fit_arguments",
 ]
@@ -183,8 +184,17 @@ def report_degraded(ready: Ready, reason: str) -> None:
         degraded(reason)
 
 
+def report_reconnecting(ready: Ready, reason: str) -> None:
+    """Tell the supervisor behind `ready` that the connection was lost and the SDK reconnects in place
+    (Slack's Socket Mode client, discord.py's RESUME); `report_recovered` once it is back."""
+    reconnecting = getattr(ready, "reconnecting", None)
+    if callable(reconnecting):
+        reconnecting(reason)
+
+
 def report_recovered(ready: Ready) -> None:
-    """Tell the supervisor behind `ready` that the platform answers again after `report_degraded`."""
+    """Tell the supervisor behind `ready` that the platform answers again (after `report_degraded`
+    or `report_reconnecting`)."""
     recovered = getattr(ready, "recovered", None)
     if callable(recovered):
         recovered()

@@ -52,8 +52,9 @@ async def supervise(
     exception is treated like a lost connection. Cancellation propagates.
 
     `on_change` hears what happens between: `RECONNECTING` (with the reason) when the
-    connection was lost, `DEGRADED` (with the reason) and `READY` when the adapter reports
-    a platform failing requests it retries in place (`report_degraded`) and recovering.
+    connection was lost (here, or in the SDK: `report_reconnecting`), `DEGRADED` (with the
+    reason) when the adapter reports a platform failing requests it retries in place
+    (`report_degraded`), and `READY` when it reports the platform back (`report_recovered`).
     """
     backoff = backoff or Backoff()
     loop = asyncio.get_running_loop()
@@ -109,6 +110,10 @@ class _Readiness:
     def degraded(self, reason: str) -> None:
         """The platform fails requests the adapter retries in place."""
         self._changed(Lifecycle.DEGRADED, reason)
+
+    def reconnecting(self, reason: str) -> None:
+        """The connection was lost; the SDK reconnects in place."""
+        self._changed(Lifecycle.RECONNECTING, reason)
 
     def recovered(self) -> None:
         """The platform answers again."""

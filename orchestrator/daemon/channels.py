@@ -113,7 +113,7 @@ class Channel:
         elif state is Lifecycle.DEGRADED and current is not Lifecycle.READY:
             if reason is not None:
                 self._record.last_error = reason
-        elif state is Lifecycle.READY and current is not Lifecycle.DEGRADED:
+        elif state is Lifecycle.READY and current not in (Lifecycle.DEGRADED, Lifecycle.RECONNECTING):
             return
         else:
             self._move(state, reason)
