@@ -240,7 +240,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_status(args: argparse.Namespace) -> int:
     import json
 
-    from orchestrator.daemon import DaemonNotRunning, ask_status, status_lines
+    from orchestrator.status_client import DaemonNotRunning, ask_status, status_lines  # not the daemon: a fast start
 
     try:
         document = ask_status(_load(args).state_path())

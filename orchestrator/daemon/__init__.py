@@ -4,8 +4,8 @@
 and `inbox` (routing, the durable inbox, `process_message`), `turns` (a chat message's turn
 through `Sessions.run_turn`), `commands` (the chat commands table), `approvals` (asking in
 the chat), `replies` (the reply protocol), `serving` (`orchestrator run`), `routing`,
-`secrets`, `systemd`, `status` (the status document), `status_socket` (`orchestrator status`
-asks the daemon), `status_text` (the document as lines).
+`secrets`, `systemd`, `status` (the status document), `status_socket` (where `orchestrator status`
+asks the daemon; the client is `orchestrator.status_client`).
 """
 
 from orchestrator.daemon.admission import Admitted, Disposition, admit
@@ -26,8 +26,7 @@ from orchestrator.daemon.runtime import Reloadable, Runtime
 from orchestrator.daemon.secrets import channel_secret_problems
 from orchestrator.daemon.serving import reload_config, run_daemon, serve
 from orchestrator.daemon.status import SCHEMA_VERSION, build_status
-from orchestrator.daemon.status_socket import DaemonNotRunning, ask_status, serve_status_socket, status_socket_path
-from orchestrator.daemon.status_text import status_lines
+from orchestrator.daemon.status_socket import serve_status_socket
 
 __all__ = [
     "Admitted",
@@ -36,7 +35,6 @@ __all__ = [
     "ChannelSet",
     "ChannelState",
     "ChannelStatus",
-    "DaemonNotRunning",
     "Disposition",
     "Reloadable",
     "RouteMatch",
@@ -44,7 +42,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "admit",
     "answer_approval",
-    "ask_status",
     "build_status",
     "channel_secret_problems",
     "deliver",
@@ -62,8 +59,6 @@ __all__ = [
     "serve_status_socket",
     "session_key",
     "start_channel",
-    "status_lines",
-    "status_socket_path",
     "start_channels",
     "stop_channel",
 ]

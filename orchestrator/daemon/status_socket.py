@@ -1,9 +1,10 @@
 """The status socket: `orchestrator status` asks the running daemon for its status document.
 
-A unix stream socket, `run/status.sock` in the state dir: the folder 0700 and the socket
+The server half (the client, stdlib only, is `orchestrator/status_client.py`). A unix stream
+socket, `run/status.sock` in the state dir: the folder 0700 and the socket
 0600, so only the daemon's own user reaches it. The exchange is one line each way: the
 client sends `status`, the daemon answers the document as one JSON line and closes. The
-request is bounded (`_MAX_REQUEST` bytes, `_REQUEST_TIMEOUT_S`), and connections are
+request is bounded (`MAX_REQUEST` bytes, `_REQUEST_TIMEOUT_S`), and connections are
 answered one at a time by one task in the runtime's TaskGroup.
 
 Served with `asyncio` sockets rather than aiohttp's `UnixSite`: aiohttp is imported only
@@ -17,7 +18,7 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -25,29 +26,12 @@ from typing import Any, Final
 from loguru import logger
 
 from orchestrator.daemon.runtime import Runtime
-from orchestrator.errors import OrchestratorError
 from orchestrator.private import private_dir
+from orchestrator.status_client import MAX_REQUEST, REQUEST, addressable, status_socket_path
 
-__all__ = ["DaemonNotRunning", "ask_status", "serve_status_socket", "status_socket_path"]
+__all__ = ["serve_status_socket"]
 
-_REQUEST: Final = b"status\n"
-_MAX_REQUEST: Final = 64
 _REQUEST_TIMEOUT_S: Final = 2.0
-_MAX_ANSWER: Final = 4 * 1024 * 1024
-_SUN_PATH_MAX: Final = 107  # sockaddr_un.sun_path holds 108 bytes with the final NUL
-
-
-class DaemonNotRunning(OrchestratorError):
-    """No daemon answers on the status socket (it is missing, refused or silent)."""
-
-    def __init__(self, *, path: Path, reason: str) -> None:
-        self.path, self.reason = path, reason
-        super().__init__(f"no daemon is running for this state dir ({path}: {reason})")
-
-
-def status_socket_path(state_dir: Path) -> Path:
-    """Return where the daemon serving `state_dir` listens for `orchestrator status`."""
-    return state_dir / "run" / "status.sock"
 
 
 @asynccontextmanager
@@ -64,7 +48,7 @@ async def serve_status_socket(runtime: Runtime) -> AsyncIterator[Path]:
         path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        with _addressable(path) as address:
+        with addressable(path) as address:
             listener.bind(address)
         os.chmod(path, 0o600)  # unreachable meanwhile: the folder is 0700
         listener.listen(16)
@@ -100,71 +84,13 @@ async def _answer_each(runtime: Runtime, listener: socket.socket) -> None:
 
 async def _answer(runtime: Runtime, connection: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
     request = b""
-    while b"\n" not in request and len(request) <= _MAX_REQUEST:
-        chunk = await loop.sock_recv(connection, _MAX_REQUEST + 1)
+    while b"\n" not in request and len(request) <= MAX_REQUEST:
+        chunk = await loop.sock_recv(connection, MAX_REQUEST + 1)
         if not chunk:
             break
         request += chunk
-    if request != _REQUEST:
+    if request != REQUEST:
         answer: dict[str, Any] = {"error": "bad_request", "detail": "send one line: status"}
     else:
         answer = runtime.status_document()
     await loop.sock_sendall(connection, json.dumps(answer).encode() + b"\n")
-
-
-def ask_status(state_dir: Path, *, timeout_s: float = 5.0) -> dict[str, Any]:
-    """Return the status document of the daemon serving `state_dir`.
-
-    Raises `DaemonNotRunning` when the socket is missing, refuses the connection or does
-    not answer within `timeout_s`.
-    """
-    path = status_socket_path(state_dir)
-    if not path.exists():
-        raise DaemonNotRunning(path=path, reason="no socket")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-        client.settimeout(timeout_s)
-        try:
-            with _addressable(path) as address:
-                client.connect(address)
-            client.sendall(_REQUEST)
-            answer = _read_line(client)
-        except ConnectionRefusedError:
-            raise DaemonNotRunning(path=path, reason="connection refused: the daemon is gone") from None
-        except TimeoutError:
-            raise DaemonNotRunning(path=path, reason=f"no answer within {timeout_s:g}s") from None
-        except PermissionError:
-            raise DaemonNotRunning(path=path, reason="permission denied: run as the daemon's user") from None
-        except OSError as exc:
-            raise DaemonNotRunning(path=path, reason=exc.strerror or str(exc)) from None
-    try:
-        document = json.loads(answer)
-    except ValueError:
-        raise DaemonNotRunning(path=path, reason="the answer was not a status document") from None
-    if not isinstance(document, dict) or "schema" not in document:
-        raise DaemonNotRunning(path=path, reason="the answer was not a status document")
-    return document
-
-
-def _read_line(client: socket.socket) -> bytes:
-    answer = b""
-    while not answer.endswith(b"\n"):
-        chunk = client.recv(65536)
-        if not chunk:
-            break
-        answer += chunk
-        if len(answer) > _MAX_ANSWER:
-            break
-    return answer
-
-
-@contextlib.contextmanager
-def _addressable(path: Path) -> Iterator[str]:
-    """Yield an address for `path` that fits `sun_path`: itself, or through its folder's descriptor."""
-    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
-        yield str(path)
-        return
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        yield f"/proc/self/fd/{folder}/{path.name}"
-    finally:
-        os.close(folder)

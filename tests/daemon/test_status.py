@@ -25,7 +25,7 @@ import jsonschema
 import pytest
 import pytest_asyncio
 
-from orchestrator.daemon import ask_status, status_socket_path
+from orchestrator.status_client import ask_status, status_socket_path
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram

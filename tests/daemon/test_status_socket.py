@@ -8,7 +8,8 @@ import signal
 from pathlib import Path
 
 from orchestrator.checks import load_config
-from orchestrator.daemon import Runtime, ask_status, serve_status_socket, status_socket_path
+from orchestrator.daemon import Runtime, serve_status_socket
+from orchestrator.status_client import ask_status, status_socket_path
 from tests.conftest import WriteConfig, provider_toml
 from tests.mcp.kit import agent_toml, bundle, gated_kit, wait_for
 
