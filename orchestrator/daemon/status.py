@@ -148,7 +148,8 @@ class RecentErrors:
         """Add the sink to loguru; return its id for `logger.remove`."""
         from loguru import logger
 
-        return logger.add(self._write, level="DEBUG", format="{message}", filter=_kept, catch=True)
+        # WARNING, not lower: a sink at DEBUG would make every debug call build its record.
+        return logger.add(self._write, level="WARNING", format="{message}", filter=_kept, catch=True)
 
     def rows(self) -> list[dict[str, Any]]:
         """Return the kept errors, oldest first."""

@@ -7,8 +7,11 @@ import os
 import signal
 from pathlib import Path
 
+from loguru import logger
+
 from orchestrator.checks import load_config
 from orchestrator.daemon import Runtime, serve_status_socket
+from orchestrator.redaction import redact, register_secret
 from orchestrator.status_client import ask_status, status_socket_path
 from tests.conftest import WriteConfig, provider_toml
 from tests.mcp.kit import agent_toml, bundle, gated_kit, wait_for
@@ -51,3 +54,21 @@ async def test_a_per_agent_server_with_one_connection_down_is_degraded(write_con
         assert states == ["ready", "reconnecting"]
         gate.unlink()
         await wait_for(lambda: [s["state"] for s in runtime.status_document()["mcp_servers"]] == ["ready"], timeout=30)
+
+
+async def test_last_errors_are_redacted_bounded_and_keep_the_lifecycle_lines(write_config: WriteConfig) -> None:
+    secret = "sk-status-test-" + "q" * 24
+    register_secret(secret)
+    path = write_config(provider_toml("http://127.0.0.1:9/v1") + '[agents.a]\nprovider = "fake"\nmodel = "m"\n')
+    async with Runtime.open(load_config(path), config_path=path) as runtime:
+        logger.warning("an ordinary warning is not kept")
+        logger.bind(lifecycle="channel tg").warning("channel tg is reconnecting (was ready): boom")
+        first = runtime.status_document()["last_errors"]
+        for index in range(25):
+            logger.error("call {} failed with key {}", index, secret)
+        errors = runtime.status_document()["last_errors"]
+    assert [(e["where"], e["message"]) for e in first] == [("channel tg", "channel tg is reconnecting (was ready): boom")]
+    assert len(errors) == 20 and errors[-1]["message"].startswith("call 24 failed")
+    assert all(secret not in e["message"] for e in errors)
+    assert errors[0]["message"] == "call 5 failed with key " + redact(secret)  # the oldest kept: 25 - 20
+    assert errors[0]["where"] == __name__  # the module that logged it
