@@ -32,6 +32,9 @@ __all__ = [
     "Outbound",
     "PromptArguments",
     "Ready",
+    "report_degraded",
+    "report_reconnecting",
+    "report_recovered",
     "fit_arguments",
 ]
 
@@ -171,6 +174,30 @@ class Deliver(Protocol):
 
 
 Ready = Callable[[], None]
+
+
+def report_degraded(ready: Ready, reason: str) -> None:
+    """Tell the supervisor behind `ready` that the channel is connected but its platform fails
+    requests the adapter retries in place (a plain callback, as tests pass, ignores it)."""
+    degraded = getattr(ready, "degraded", None)
+    if callable(degraded):
+        degraded(reason)
+
+
+def report_reconnecting(ready: Ready, reason: str) -> None:
+    """Tell the supervisor behind `ready` that the connection was lost and the SDK reconnects in place
+    (Slack's Socket Mode client, discord.py's RESUME); `report_recovered` once it is back."""
+    reconnecting = getattr(ready, "reconnecting", None)
+    if callable(reconnecting):
+        reconnecting(reason)
+
+
+def report_recovered(ready: Ready) -> None:
+    """Tell the supervisor behind `ready` that the platform answers again (after `report_degraded`
+    or `report_reconnecting`)."""
+    recovered = getattr(ready, "recovered", None)
+    if callable(recovered):
+        recovered()
 
 
 class ChannelError(OrchestratorError):

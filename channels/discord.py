@@ -47,6 +47,8 @@ from channels.base import (
     Ready,
     ReplyProgress,
     fit_arguments,
+    report_reconnecting,
+    report_recovered,
 )
 from channels.approval_codec import (
     approval_command,
@@ -442,6 +444,16 @@ class _GatewayClient(discord.Client):
         if not self._orc_announced:
             self._orc_announced = True
             self._orc_ready()
+        else:  # a new session after a lost one (IDENTIFY again)
+            report_recovered(self._orc_ready)
+
+    async def on_disconnect(self) -> None:
+        # discord.py reconnects (RESUME, else IDENTIFY) itself; the channel says so meanwhile.
+        if self._orc_announced and not self.is_closed():
+            report_reconnecting(self._orc_ready, "the gateway connection closed; discord.py is reconnecting")
+
+    async def on_resumed(self) -> None:
+        report_recovered(self._orc_ready)
 
     async def on_message(self, message: discord.Message) -> None:
         me = self.user

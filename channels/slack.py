@@ -56,6 +56,8 @@ from channels.base import (
     OutboundFile,
     Ready,
     ReplyProgress,
+    report_reconnecting,
+    report_recovered,
 )
 from channels.chunking import chunk_text
 from channels.slack_payloads import approval_message, escape, from_block_actions, from_event
@@ -218,19 +220,31 @@ class SlackAdapter:
             except TimeoutError:
                 raise ChannelError(self.name, f"socket mode: no websocket within {grace_s:g}s") from None
             ready()
-            await self._watch_socket(handler, ping_s, grace_s)
+            await self._watch_socket(handler, ping_s, grace_s, ready)
         finally:
             await connection.close_async()
 
-    async def _watch_socket(self, handler: AsyncSocketModeHandler, ping_s: float, grace_s: float) -> None:
-        """Return never; raise `ChannelError` once the SDK has not reconnected for `grace_s`."""
+    async def _watch_socket(self, handler: AsyncSocketModeHandler, ping_s: float, grace_s: float, ready: Ready) -> None:
+        """Return never; raise `ChannelError` once the SDK has not reconnected for `grace_s`.
+
+        Meanwhile the channel is reported reconnecting (the SDK reconnects in place), and
+        recovered once the SDK is connected again.
+        """
         loop = asyncio.get_running_loop()
         connected_at = loop.time()
+        lost = False
         while True:
             await asyncio.sleep(ping_s)
             if await handler.client.is_connected():
                 connected_at = loop.time()
-            elif loop.time() - connected_at > grace_s:
+                if lost:
+                    lost = False
+                    report_recovered(ready)
+                continue
+            if not lost:
+                lost = True
+                report_reconnecting(ready, "socket mode: disconnected; the SDK is reconnecting")
+            if loop.time() - connected_at > grace_s:
                 raise ChannelError(self.name, f"socket mode: disconnected for over {grace_s:g}s")
 
     async def _serve_http(self, app: AsyncApp, ready: Ready) -> None:

@@ -10,6 +10,7 @@ from typing import Final
 from loguru import logger
 
 from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver
+from orchestrator.lifecycle import Lifecycle
 
 __all__ = ["Backoff", "supervise"]
 
@@ -42,25 +43,25 @@ async def supervise(
     on_ready: Callable[[], None],
     on_fatal: Callable[[BaseException], None],
     backoff: Backoff | None = None,
+    on_change: Callable[[Lifecycle, str | None], None] | None = None,
 ) -> None:
     """Run `adapter` until cancelled, reconnecting after `ChannelError`.
 
     A `ChannelAuthError` (bad token) is reported through `on_fatal` once and not retried:
     the channel stays down, the rest of the daemon keeps serving. Any other unexpected
     exception is treated like a lost connection. Cancellation propagates.
+
+    `on_change` hears what happens between: `RECONNECTING` (with the reason) when the
+    connection was lost (here, or in the SDK: `report_reconnecting`), `DEGRADED` (with the
+    reason) when the adapter reports a platform failing requests it retries in place
+    (`report_degraded`), and `READY` when it reports the platform back (`report_recovered`).
     """
     backoff = backoff or Backoff()
     loop = asyncio.get_running_loop()
+    changed = on_change or (lambda state, reason: None)
     while True:
         ready_at: list[float] = []
-
-        def ready() -> None:
-            # The backoff is not reset here: a channel that connects and then crashes at once
-            # would otherwise reconnect at the base delay forever. It resets only after the
-            # connection stayed up for a stable period (below).
-            ready_at.append(loop.time())
-            on_ready()
-
+        ready = _Readiness(loop, ready_at, on_ready, changed)
         try:
             await adapter.run(deliver, ready)
             reason = "the connection closed"
@@ -80,5 +81,40 @@ async def supervise(
         if ready_at and loop.time() - ready_at[0] > _STABLE_AFTER_S:
             backoff.reset()
         delay = backoff.next_delay()
+        changed(Lifecycle.RECONNECTING, reason)
         logger.warning("channel {}: {}; reconnecting in {:.1f}s", adapter.name, reason, delay)
         await asyncio.sleep(delay)
+
+
+class _Readiness:
+    """The `ready` callback one attempt's `run` gets, with the `degraded` and `recovered` reports."""
+
+    __slots__ = ("_changed", "_loop", "_on_ready", "_ready_at")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        ready_at: list[float],
+        on_ready: Callable[[], None],
+        changed: Callable[[Lifecycle, str | None], None],
+    ) -> None:
+        self._loop, self._ready_at, self._on_ready, self._changed = loop, ready_at, on_ready, changed
+
+    def __call__(self) -> None:
+        # The backoff is not reset here: a channel that connects and then crashes at once
+        # would otherwise reconnect at the base delay forever. It resets only after the
+        # connection stayed up for a stable period (in `supervise`).
+        self._ready_at.append(self._loop.time())
+        self._on_ready()
+
+    def degraded(self, reason: str) -> None:
+        """The platform fails requests the adapter retries in place."""
+        self._changed(Lifecycle.DEGRADED, reason)
+
+    def reconnecting(self, reason: str) -> None:
+        """The connection was lost; the SDK reconnects in place."""
+        self._changed(Lifecycle.RECONNECTING, reason)
+
+    def recovered(self) -> None:
+        """The platform answers again."""
+        self._changed(Lifecycle.READY, None)

@@ -52,6 +52,8 @@ from channels.base import (
     Ready,
     ReplyProgress,
     fit_arguments,
+    report_degraded,
+    report_recovered,
 )
 from channels.approval_codec import (
     approval_command,
@@ -350,9 +352,12 @@ class TelegramAdapter:
                     if failures > _POLL_RETRIES:
                         raise
                     delay = min(_POLL_RETRY_CAP_S, 0.25 * 2**failures) * random.uniform(0.5, 1.0)
+                    report_degraded(ready, exc.reason)
                     logger.warning("channel {}: {}; polling again in {:.1f}s", self.name, exc.reason, delay)
                     await asyncio.sleep(delay)
                     continue
+                if failures:
+                    report_recovered(ready)
                 failures = 0
                 await self._deliver_batch(updates, deliver)
         finally:

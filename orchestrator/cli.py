@@ -68,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     run = command("run", "run the daemon: channels, routing, sessions (SIGHUP reloads, SIGTERM drains)")
     run.set_defaults(handler=_cmd_run)
 
+    status = command("status", "ask the running daemon for its status document; exit 3 when none runs")
+    status.add_argument("--json", action="store_true", help="print the document as JSON (docs/status.md)")
+    status.set_defaults(handler=_cmd_status)
+
     route = command("route", "explain which route and agent a message would get, and its chat commands and SOPs")
     route.add_argument("channel", help="channel name")
     route.add_argument("--chat", required=True, help="chat id")
@@ -231,6 +235,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from orchestrator.daemon import run_daemon
 
     return run_daemon(Path(args.config), verbose=args.verbose, hangup_seen=lambda: bool(_hangups))
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    import json
+
+    from orchestrator.status_client import DaemonNotRunning, ask_status, status_lines  # not the daemon: a fast start
+
+    try:
+        document = ask_status(_load(args).state_path())
+    except DaemonNotRunning as exc:
+        print(f"orchestrator status: {exc}", file=sys.stderr)
+        return 3
+    print(json.dumps(document, indent=2) if args.json else "\n".join(status_lines(document)))
+    return 0
 
 
 def _cmd_route(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ SOURCES: Final = ("orchestrator", "channels")
 # To move a unit, move its name; a new package must be placed here before its test passes.
 LAYERS: Final = (
     # Leaves: no orchestrator imports but each other's.
-    ("base", ("errors", "redaction", "logs", "text", "threads", "workspace_io", "private")),
+    ("base", ("errors", "redaction", "logs", "text", "threads", "workspace_io", "private", "lifecycle", "status_client")),
     # Parses and validates its own models only.
     ("config", ("config",)),
     ("policy", ("policy",)),
@@ -73,6 +73,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.seam",
     "orchestrator.sessions",  # `orchestrator agent` runs its turn through `Sessions`
     "orchestrator.sop",
+    "orchestrator.status_client",  # `orchestrator status` asks the daemon without importing it
     "orchestrator.store",  # `orchestrator usage` reads the usage table
     "orchestrator.text",
     "orchestrator.threads",  # the TTY approver reads stdin on the blocking pool

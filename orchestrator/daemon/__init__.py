@@ -4,7 +4,8 @@
 and `inbox` (routing, the durable inbox, `process_message`), `turns` (a chat message's turn
 through `Sessions.run_turn`), `commands` (the chat commands table), `approvals` (asking in
 the chat), `replies` (the reply protocol), `serving` (`orchestrator run`), `routing`,
-`secrets`, `systemd`.
+`secrets`, `systemd`, `status` (the status document), `status_socket` (where `orchestrator status`
+asks the daemon; the client is `orchestrator.status_client`).
 """
 
 from orchestrator.daemon.admission import Admitted, Disposition, admit
@@ -24,6 +25,8 @@ from orchestrator.daemon.routing import RouteMatch, explain_route, match_route, 
 from orchestrator.daemon.runtime import Reloadable, Runtime
 from orchestrator.daemon.secrets import channel_secret_problems
 from orchestrator.daemon.serving import reload_config, run_daemon, serve
+from orchestrator.daemon.status import SCHEMA_VERSION, build_status
+from orchestrator.daemon.status_socket import serve_status_socket
 
 __all__ = [
     "Admitted",
@@ -36,8 +39,10 @@ __all__ = [
     "Reloadable",
     "RouteMatch",
     "Runtime",
+    "SCHEMA_VERSION",
     "admit",
     "answer_approval",
+    "build_status",
     "channel_secret_problems",
     "deliver",
     "deliver_reply",
@@ -51,6 +56,7 @@ __all__ = [
     "resume_reply",
     "run_daemon",
     "serve",
+    "serve_status_socket",
     "session_key",
     "start_channel",
     "start_channels",

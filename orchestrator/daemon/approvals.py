@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final
@@ -40,9 +41,14 @@ class Approvals:
 
     def __init__(self) -> None:
         self._pending: dict[str, PendingApproval] = {}
+        self._asked_at: dict[str, float] = {}  # wall-clock seconds each prompt began waiting
 
     def __len__(self) -> int:
         return len(self._pending)
+
+    def oldest_asked_at(self) -> float | None:
+        """Return when the longest-waiting prompt was asked (wall-clock seconds), None with none waiting."""
+        return min(self._asked_at.values(), default=None)
 
     def get(self, request_id: str) -> PendingApproval | None:
         """Return the pending approval `request_id`, if it still waits."""
@@ -51,10 +57,12 @@ class Approvals:
     def add(self, request_id: str, pending: PendingApproval) -> None:
         """Wait for an answer to `request_id`."""
         self._pending[request_id] = pending
+        self._asked_at.setdefault(request_id, time.time())
 
     def discard(self, request_id: str) -> None:
         """Stop waiting for `request_id`."""
         self._pending.pop(request_id, None)
+        self._asked_at.pop(request_id, None)
 
     def cancel_all(self) -> None:
         """Cancel every wait (the runtime is closing)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,25 +11,28 @@ from loguru import logger
 
 from channels import ChannelAdapter, ChannelError, Deliver, supervise
 from orchestrator.config import ChannelConfig
+from orchestrator.lifecycle import Lifecycle, LifecycleRecord
 
 __all__ = ["Channel", "ChannelSet", "ChannelState", "ChannelStatus"]
 
-class ChannelState(enum.Enum):
-    """Where a channel is in its life."""
-
-    STARTING = "starting"  # connecting (or reconnecting before it was ever ready)
-    READY = "ready"  # receiving (a later reconnect keeps it READY: the supervisor retries)
-    FAILED = "failed"  # refused for good (bad credentials): not retried
-    STOPPED = "stopped"
+# The one state value (STYLE rule 19); the name stays for the daemon's callers.
+ChannelState = Lifecycle
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelStatus:
-    """What `/health` and the ready line show of one channel."""
+    """What `/health`, the metrics, the status document and the ready line show of one channel."""
 
     kind: str
-    ready: bool
-    error: str | None
+    state: Lifecycle
+    since: float  # wall-clock seconds when it entered `state`
+    last_error: str | None  # the last failure seen (kept after a recovery), None when there was none
+    error: str | None  # why it was refused for good (bad credentials), else None
+
+    @property
+    def ready(self) -> bool:
+        """Return True while the channel is connected and its platform answers."""
+        return self.state is Lifecycle.READY
 
 
 class Channel:
@@ -40,8 +42,9 @@ class Channel:
         self.name = name
         self.settings = settings
         self.adapter = adapter
-        self._state = ChannelState.STARTING
+        self._record = LifecycleRecord()
         self._error: BaseException | None = None
+        self._ever_ready = False
         self._settled = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._leases = 0  # streamed replies still going through this adapter (see `ChannelSet.lease`)
@@ -58,35 +61,70 @@ class Channel:
         return self._retired
 
     @property
-    def state(self) -> ChannelState:
+    def state(self) -> Lifecycle:
         """Return the current state."""
-        return self._state
+        return self._record.state
 
     @property
     def error(self) -> BaseException | None:
-        """Return why the channel FAILED (None otherwise)."""
+        """Return why the channel was refused for good (None otherwise)."""
         return self._error
+
+    @property
+    def refused(self) -> bool:
+        """Return True when the channel stopped for good on its own (bad credentials, unusable)."""
+        return self._error is not None
 
     def status(self) -> ChannelStatus:
         """Return the channel's status row."""
+        record = self._record
         return ChannelStatus(
             kind=self.kind,
-            ready=self._state is ChannelState.READY,
+            state=record.state,
+            since=record.since,
+            last_error=record.last_error,
             error=str(self._error) if self._error is not None else None,
         )
 
+    def _move(self, state: Lifecycle, error: str | None = None) -> None:
+        left = self._record.move(state, error)
+        if left is None:
+            return
+        if state in (Lifecycle.DEGRADED, Lifecycle.RECONNECTING) or (state is Lifecycle.STOPPED and error):
+            # Bound as a lifecycle line: the status document's `last_errors` keeps it.
+            logger.bind(lifecycle=f"channel {self.name}").warning(
+                "channel {} is {} (was {}): {}", self.name, state.value, left.value, error
+            )
+        else:
+            logger.info("channel {} is {} (was {})", self.name, state.value, left.value)
+
     def _ready(self) -> None:
-        if self._state is ChannelState.STARTING:
-            self._state = ChannelState.READY
+        if self._record.state is not Lifecycle.STOPPED:
+            self._ever_ready = True
+            self._move(Lifecycle.READY)
         self._settled.set()
 
+    def _changed(self, state: Lifecycle, reason: str | None) -> None:
+        current = self._record.state
+        if current is Lifecycle.STOPPED:
+            return
+        if state is Lifecycle.RECONNECTING and not self._ever_ready:
+            self._record.move(Lifecycle.CONNECTING, reason)  # still its first connect
+        elif state is Lifecycle.DEGRADED and current is not Lifecycle.READY:
+            if reason is not None:
+                self._record.last_error = reason
+        elif state is Lifecycle.READY and current not in (Lifecycle.DEGRADED, Lifecycle.RECONNECTING):
+            return
+        else:
+            self._move(state, reason)
+
     def _failed(self, exc: BaseException) -> None:
-        self._state, self._error = ChannelState.FAILED, exc
+        self._error = exc
+        self._move(Lifecycle.STOPPED, str(exc))
         self._settled.set()
 
     def _stopped(self) -> None:
-        if self._state is not ChannelState.FAILED:
-            self._state = ChannelState.STOPPED
+        self._move(Lifecycle.STOPPED)
         self._settled.set()
 
 
@@ -112,9 +150,9 @@ class ChannelSet:
         return self._channels.get(name)
 
     def adapter(self, name: str) -> ChannelAdapter | None:
-        """Return the adapter of channel `name` unless the channel is gone or FAILED."""
+        """Return the adapter of channel `name` unless the channel is gone or refused for good."""
         channel = self._channels.get(name)
-        if channel is None or channel.state is ChannelState.FAILED:
+        if channel is None or channel.refused:
             return None
         return channel.adapter
 
@@ -123,7 +161,7 @@ class ChannelSet:
         return {name: self._channels[name].status() for name in sorted(self._channels)}
 
     def failures(self) -> dict[str, BaseException]:
-        """Return why each FAILED channel failed."""
+        """Return why each channel refused for good (bad credentials, unusable) stopped."""
         return {n: c.error for n, c in self._channels.items() if c.error is not None}
 
     async def start(
@@ -134,15 +172,15 @@ class ChannelSet:
         Task-group `start()` semantics: the channel keeps running (reconnecting as needed)
         after this returns, and cancelling the wait does not stop it. Raises its start
         failure (`ChannelAuthError`: bad credentials) or `ChannelError` when the channel
-        is stopped before it was ever ready; either way it is still in the set (FAILED or
-        STOPPED) until `stop`.
+        is stopped before it was ever ready; either way it is still in the set (STOPPED)
+        until `stop`.
         """
         if name in self._channels:
             raise ValueError(f"channel {name!r} is already in the set")
         channel = self._channels[name] = Channel(name=name, settings=settings, adapter=adapter)
         channel._task = self._spawn(self._supervise(channel, deliver), f"channel:{name}")
         await channel._settled.wait()
-        if channel.state is ChannelState.READY:
+        if channel.state is not Lifecycle.STOPPED:  # ready (and maybe already degraded)
             return channel
         if channel.error is not None:
             raise channel.error
@@ -204,7 +242,9 @@ class ChannelSet:
     @staticmethod
     async def _supervise(channel: Channel, deliver: Deliver) -> None:
         try:
-            await supervise(channel.adapter, deliver, on_ready=channel._ready, on_fatal=channel._failed)
+            await supervise(
+                channel.adapter, deliver, on_ready=channel._ready, on_fatal=channel._failed, on_change=channel._changed
+            )
         finally:
-            if channel.state is ChannelState.STARTING:  # never ready: wake whoever awaits the start
+            if not channel._settled.is_set():  # never ready: wake whoever awaits the start
                 channel._stopped()

@@ -80,7 +80,7 @@ async def _try(runtime: Runtime, row: InboxRow, clock: Callable[[], float]) -> b
         runtime.replies_given_up += 1
         return True
     live = runtime.channels.get(row.channel)
-    if live is None or live.state is not ChannelState.READY:
+    if live is None or live.state not in (ChannelState.READY, ChannelState.DEGRADED):  # degraded: sends may work
         store.retry_reply(row.channel, row.event_id, next_try=clock() + _backoff(row.tries))
         return False
     progress = ReplyProgress(row.sent, on_advance=lambda done: store.reply_progress(row.channel, row.event_id, done))

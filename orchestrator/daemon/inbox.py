@@ -45,7 +45,7 @@ async def start_channel_set(
 ) -> list[str]:
     """Start `channels` together; return the names receiving within `ready_timeout_s`.
 
-    A channel that failed for good stays FAILED in `runtime.channels`; one still connecting
+    A channel refused for good stays STOPPED (with its error) in `runtime.channels`; one still connecting
     after the timeout keeps trying in the background (only the wait for it ends).
     """
 
@@ -75,7 +75,7 @@ async def start_channel(
     """Create (unless given) and supervise one channel's adapter; return once it is receiving.
 
     Raises its start failure (`ChannelAuthError` for refused credentials); the channel then
-    stays in `runtime.channels` as FAILED.
+    stays in `runtime.channels` as STOPPED, with its error.
     """
     if adapter is None:
         adapter = create_adapter(name, settings, secrets=runtime.secret)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -14,6 +16,7 @@ from orchestrator.config import Config, SecretRef, resolve_secret
 from orchestrator.daemon.approvals import Approvals
 from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.servers import connect_servers
+from orchestrator.daemon.status import RecentErrors, build_status, config_digest
 from orchestrator.observability import Observability, open_observability, require_telemetry
 from orchestrator.seam import ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
@@ -52,6 +55,11 @@ class Runtime:
     ) -> None:
         self.config = config
         self.config_path = config_path
+        # The file's hash as read at start and at each reload (what `orchestrator status` shows).
+        self.config_sha256 = config_digest(config_path)
+        self.started_at = time.time()
+        # The last errors and lifecycle changes logged, for the status document (`attach`ed at open).
+        self.errors = RecentErrors()
         self.services = services
         self.store = store
         self.transcripts = StoredTranscripts(store)
@@ -116,6 +124,7 @@ class Runtime:
             runtime = cls(
                 config=config, config_path=config_path, services=services, store=store, tasks=tasks, stack=stack
             )
+            stack.callback(_detach, runtime.errors.attach())
             # Before any turn resolves (it binds the audit sink).
             runtime.observability = await observed.enter_async_context(open_observability(runtime, config))
             stack.push_async_callback(runtime._cancel_everything)
@@ -232,9 +241,14 @@ class Runtime:
         except TimeoutError:
             return False
 
+    def status_document(self) -> dict[str, Any]:
+        """Return the status document (docs/status.md) as it is now."""
+        return build_status(self)
+
     def swap_config(self, config: Config) -> None:
         """Make `config` the generation new turns use; reloadable components follow it."""
         self.config = config
+        self.config_sha256 = config_digest(self.config_path)
         for component in self._components:
             if isinstance(component, Reloadable):
                 component.sync(config)
@@ -246,6 +260,11 @@ class Runtime:
             task.cancel()
         self.approvals.cancel_all()
         await self.channels.close_all()
+
+
+def _detach(sink: int) -> None:
+    with contextlib.suppress(ValueError):  # `configure_logging` since removed every sink
+        logger.remove(sink)
 
 
 class HeldSessions:

@@ -22,6 +22,7 @@ from orchestrator.config import Config, gateway_token_problems, resolve_secret
 from orchestrator.daemon.inbox import hold_replayed, replay_unfinished, start_channel_set, start_channels, stop_channel
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.secrets import channel_secret_problems
+from orchestrator.daemon.status_socket import serve_status_socket
 from orchestrator.daemon.systemd import notify, watchdog_interval_s
 from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.logs import configure_logging
@@ -125,6 +126,7 @@ async def serve(config: Config, config_path: Path, *, hangup_seen: Callable[[], 
             # Start-up races the signals: a channel that cannot connect must not hold off a
             # SIGTERM for its whole ready timeout, and nothing is called ready that is not.
             runtime.spawn(_stop_on_failure(runtime, signals), name="state-watch")
+            await _open_status_socket(runtime)
             if await _until_stopped(_start_up(runtime, gateway), signals.stop):
                 await _serve_until_stopped(runtime, config_path, signals)
             notify("STOPPING=1")
@@ -150,6 +152,14 @@ async def serve(config: Config, config_path: Path, *, hangup_seen: Callable[[], 
             loop.remove_signal_handler(sig)
     logger.info("stopped")
     return 1 if failure is not None else 0
+
+
+async def _open_status_socket(runtime: Runtime) -> None:
+    """Serve `orchestrator status` from the start (a channel still connecting shows as such)."""
+    try:
+        await runtime.enter_async_context(serve_status_socket(runtime))
+    except OSError as exc:  # the daemon serves on; only `orchestrator status` cannot reach it
+        logger.error("the status socket could not be opened ({}); `orchestrator status` will not answer", exc)
 
 
 async def _stop_on_failure(runtime: Runtime, signals: _Signals) -> None:

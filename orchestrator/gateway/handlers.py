@@ -17,6 +17,7 @@ from orchestrator.gateway.multipart import FORM_CONTENT_TYPE, staged_form
 from orchestrator.gateway.uploads import attachments_fingerprint, inline_attachments
 from orchestrator.media import Incoming, MediaRefused, take_in
 from orchestrator.gateway.state import GATEWAY, GatewayHost, json_error
+from orchestrator.lifecycle import Lifecycle
 from orchestrator.store import parse_grouping, parse_since
 from orchestrator.seam import (
     ConstructionPath,
@@ -35,29 +36,32 @@ _ACTOR: Final = "gateway"
 
 
 async def health(request: web.Request) -> web.Response:
-    """Report per-channel and per-MCP-connection readiness; 503 while anything is not ready."""
+    """Report each channel's and MCP connection's state; 503 while anything is not ready.
+
+    `?detail=1` adds the status document (docs/status.md) under `detail`.
+    """
     host = request.app[GATEWAY].host
     channels = {
-        name: {"kind": status.kind, "ready": status.ready, "error": status.error}
+        name: {"kind": status.kind, "state": status.state.value, "ready": status.ready, "error": status.error}
         for name, status in sorted(host.channels.status().items())
     }
     mcp: list[dict[str, Any]] = []
     if host.services.mcp is not None:
-        from orchestrator.mcp import ConnectionState
-
         mcp = [
             {
                 "server": s.server,
                 "agent": s.agent,
-                "state": s.state.value,
-                "ready": s.state is ConnectionState.READY,
+                "state": s.lifecycle.value,
+                "ready": s.lifecycle is Lifecycle.READY,
                 "error": s.last_error,
             }
             for s in host.services.mcp.status()
         ]
     ready = all(c["ready"] for c in channels.values()) and all(m["ready"] for m in mcp)
     status = "stopping" if not host.accepting else "ok" if ready else "degraded"
-    body = {"status": status, "channels": channels, "mcp": mcp}
+    body: dict[str, Any] = {"status": status, "channels": channels, "mcp": mcp}
+    if request.query.get("detail") == "1":
+        body["detail"] = host.status_document()
     return web.json_response(body, status=200 if status == "ok" else 503)
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from aiohttp import web
 
 from orchestrator.config import SecretRef
 from orchestrator.gateway.idempotency import IdempotencyStore
+from orchestrator.lifecycle import Lifecycle
 from orchestrator.observability import Observability
 from orchestrator.sessions import TurnHost
 
@@ -22,6 +23,9 @@ class ChannelHealth(Protocol):
 
     @property
     def kind(self) -> str: ...
+
+    @property
+    def state(self) -> Lifecycle: ...
 
     @property
     def ready(self) -> bool: ...
@@ -46,6 +50,8 @@ class GatewayHost(TurnHost, Protocol):
     def observability(self) -> Observability: ...
 
     def secret(self, ref: SecretRef) -> str: ...
+
+    def status_document(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

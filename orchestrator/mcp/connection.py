@@ -22,6 +22,7 @@ from loguru import logger
 
 from orchestrator.config import McpServerConfig
 from orchestrator.errors import SecretError, ToolFailure
+from orchestrator.lifecycle import Lifecycle, LifecycleRecord
 from orchestrator.mcp.launch import open_transport
 from orchestrator.mcp.offer import ServerOffer
 from orchestrator.mcp.naming import unusable_reason
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client import IncomingMessage
 
-__all__ = ["Backoff", "ConnectionState", "McpConnection"]
+__all__ = ["Backoff", "ConnectionState", "McpConnection", "lifecycle_of"]
 
 _T = TypeVar("_T")
 _MAX_PAGES: Final = 100  # a server whose listing never ends cannot hang a refresh
@@ -49,6 +50,15 @@ class ConnectionState(enum.Enum):
     BACKOFF = "backoff"  # the last attempt failed; another is scheduled
     FAILED = "failed"  # a fault retrying cannot fix (missing command or secret, auth refused)
     CLOSED = "closed"
+
+
+def lifecycle_of(state: ConnectionState, *, ever_ready: bool) -> Lifecycle:
+    """Return the lifecycle value of a connection in `state`: before its first ready it is connecting."""
+    if state is ConnectionState.READY:
+        return Lifecycle.READY
+    if state in (ConnectionState.FAILED, ConnectionState.CLOSED):
+        return Lifecycle.STOPPED
+    return Lifecycle.RECONNECTING if ever_ready else Lifecycle.CONNECTING
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +91,9 @@ class McpConnection:
         self.state = ConnectionState.CONNECTING
         self.last_error: str | None = None
         self.failed_attempts = 0  # connect attempts that failed, ever (waiting callers watch it)
+        # The one state value `/health`, the metrics and `orchestrator status` read (from `state`).
+        self.lifecycle = LifecycleRecord()
+        self._ever_ready = False
         self._config = config
         self._base = base
         self._connect_timeout_s = connect_timeout_s
@@ -394,6 +407,17 @@ class McpConnection:
         self.state = state
         if error is not None or state is ConnectionState.READY:
             self.last_error = error
+        self._ever_ready = self._ever_ready or state is ConnectionState.READY
+        value = lifecycle_of(state, ever_ready=self._ever_ready)
+        left = self.lifecycle.move(value, error)
+        if left is not None:
+            if value is Lifecycle.RECONNECTING or (value is Lifecycle.STOPPED and error):
+                # Bound as a lifecycle line: the status document's `last_errors` keeps it.
+                logger.bind(lifecycle=f"mcp {self.server}").warning(
+                    "MCP server {!r} is {} (was {}): {}", self.server, value.value, left.value, error
+                )
+            else:
+                logger.debug("MCP server {!r} is {} (was {})", self.server, value.value, left.value)
         self._state_changed.set()
         self._state_changed = asyncio.Event()
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from orchestrator.config import Config, McpServerConfig
 from orchestrator.errors import ToolFailure
+from orchestrator.lifecycle import Lifecycle
 from orchestrator.mcp.connection import Backoff, ConnectionState, McpConnection
 from orchestrator.mcp.content import render_call_result, render_resource
 from orchestrator.mcp.errors import McpServerUnavailable
@@ -42,6 +43,8 @@ class ConnectionStatus:
     state: ConnectionState
     last_error: str | None
     offer: ServerOffer | None
+    lifecycle: Lifecycle = Lifecycle.CONNECTING  # the one state value `/health`, metrics and status show
+    since: float = 0.0  # wall-clock seconds when it entered `lifecycle`
 
 
 class McpPool:
@@ -129,7 +132,8 @@ class McpPool:
         """Return every connection's state, in creation order."""
         return tuple(
             ConnectionStatus(
-                server=server, agent=agent, state=c.state, last_error=c.last_error, offer=c.offer
+                server=server, agent=agent, state=c.state, last_error=c.last_error, offer=c.offer,
+                lifecycle=c.lifecycle.state, since=c.lifecycle.since,
             )
             for (server, agent), c in self._connections.items()
         )

@@ -15,7 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.metrics_core import Metric
 
-from orchestrator.mcp import ConnectionState
+from orchestrator.lifecycle import Lifecycle
 from orchestrator.observability.state import ObservedState
 
 __all__ = ["StateCollector"]
@@ -39,22 +39,30 @@ class StateCollector(Collector):
         """Yield the channel, MCP, inbox and session-queue gauges as they are now."""
         state = self._state
         channels = GaugeMetricFamily(
-            "orchestrator_channel_up", "1 while a channel is connected and receiving, else 0.",
+            "orchestrator_channel_up", "1 while a channel is ready (connected and receiving), else 0.",
             labels=("channel", "kind"),
         )
+        states = GaugeMetricFamily(
+            "orchestrator_channel_state",
+            "1 for the state each channel is in (connecting, ready, degraded, reconnecting, stopped), 0 for the others.",
+            labels=("channel", "kind", "state"),
+        )
         for name, status in sorted(state.channels.status().items()):
-            channels.add_metric((name, status.kind), 1.0 if status.ready else 0.0)
+            channels.add_metric((name, status.kind), 1.0 if status.state is Lifecycle.READY else 0.0)
+            for kind in Lifecycle:
+                states.add_metric((name, status.kind, kind.value), 1.0 if status.state is kind else 0.0)
         yield channels
+        yield states
         servers = GaugeMetricFamily(
             "orchestrator_mcp_server_state",
-            "1 for the state each MCP connection is in (connecting, ready, backoff, failed, closed).",
+            "1 for the state each MCP connection is in (connecting, ready, degraded, reconnecting, stopped).",
             labels=("server", "agent", "state"),
         )
         pool = state.services.mcp
         for connection in pool.status() if pool is not None else ():
-            for kind in ConnectionState:
+            for kind in Lifecycle:
                 servers.add_metric(
-                    (connection.server, connection.agent or "", kind.value), 1.0 if connection.state is kind else 0.0
+                    (connection.server, connection.agent or "", kind.value), 1.0 if connection.lifecycle is kind else 0.0
                 )
         yield servers
         try:

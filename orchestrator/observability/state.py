@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from orchestrator.lifecycle import Lifecycle
 from orchestrator.seam import Services
 from orchestrator.sessions import Sessions
 
@@ -18,7 +19,7 @@ class ObservedChannel(Protocol):
     def kind(self) -> str: ...
 
     @property
-    def ready(self) -> bool: ...
+    def state(self) -> Lifecycle: ...
 
 
 class ObservedChannels(Protocol):

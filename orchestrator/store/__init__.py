@@ -4,7 +4,7 @@ from orchestrator.store.audit import AuditLog
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
-from orchestrator.store.sessions import InboxRow, SessionStore
+from orchestrator.store.sessions import Backlog, InboxRow, SessionStore
 from orchestrator.store.sqlite import Database, open_database, open_read_only, state_fault
 from orchestrator.store.usage import GROUPINGS, NOBODY, Grouping, Purpose, UsageLog, UsageRow, UsageTotal, read_usage
 from orchestrator.store.usage_report import BadUsageQuery, UsageReport, parse_grouping, parse_since
@@ -13,6 +13,7 @@ __all__ = [
     "GROUPINGS",
     "NOBODY",
     "AuditLog",
+    "Backlog",
     "BadUsageQuery",
     "Database",
     "Grouping",

@@ -12,7 +12,7 @@ from typing import Any, Final
 from orchestrator.store.durable import WalSync
 from orchestrator.store.sqlite import Database
 
-__all__ = ["InboxRow", "SessionStore"]
+__all__ = ["Backlog", "InboxRow", "SessionStore"]
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -77,6 +77,17 @@ class InboxRow:
     # `queued` rows: when the reply was parked in the delivery queue, and how often it was retried since.
     queued_at: float | None = None
     tries: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backlog:
+    """What the inbox holds unfinished: `depth` messages (the oldest received at `oldest_received`),
+    `waiting` of them replies in the delivery queue (the oldest parked at `oldest_queued`); store-clock seconds."""
+
+    depth: int
+    oldest_received: float | None
+    waiting: int
+    oldest_queued: float | None
 
 
 class SessionStore(Database):
@@ -233,6 +244,16 @@ class SessionStore(Database):
             "SELECT COUNT(*) FROM inbox WHERE state IN ('pending', 'running', 'replying', 'queued')"
         ).fetchone()
         return int(count)
+
+    def backlog(self) -> Backlog:
+        """Return the inbox depth and the delivery queue, each with its oldest row's time (one read)."""
+        depth, received, waiting, queued = self._db.execute(
+            "SELECT COUNT(*) FILTER (WHERE state IN ('pending', 'running', 'replying', 'queued')),"
+            " MIN(received) FILTER (WHERE state IN ('pending', 'running', 'replying', 'queued')),"
+            " COUNT(*) FILTER (WHERE state = 'queued'), MIN(queued_at) FILTER (WHERE state = 'queued')"
+            " FROM inbox"
+        ).fetchone()
+        return Backlog(depth=int(depth), oldest_received=received, waiting=int(waiting), oldest_queued=queued)
 
     def inbox_size(self) -> int:
         """Return how many rows the inbox holds (finished ones included)."""

@@ -20,8 +20,10 @@ from channels import (
     Outbound,
     create_adapter,
 )
+from channels.supervisor import supervise
 from orchestrator.config.channels import DiscordChannelConfig
 from orchestrator.errors import ConfigError
+from orchestrator.lifecycle import Lifecycle
 from orchestrator.policy import ApprovalArguments
 from tests.fakes.discord_api import FakeDiscord
 
@@ -387,3 +389,25 @@ async def test_one_api_base_per_process(fake: FakeDiscord, make_adapter: MakeAda
     await first.aclose()
     await same.aclose()
     make_adapter(api_base_url="http://127.0.0.1:9/api/v10")  # nothing live any more
+
+
+async def test_a_dropped_gateway_is_reconnecting_until_it_is_resumed(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
+    changes: list[tuple[Lifecycle, str | None]] = []
+    readies: list[int] = []
+    async with asyncio.TaskGroup() as tasks:
+        task = tasks.create_task(supervise(
+            make_adapter(), Inbox().deliver, on_ready=lambda: readies.append(1), on_fatal=lambda exc: None,
+            on_change=lambda state, reason: changes.append((state, reason)),
+        ))
+        async with asyncio.timeout(10):
+            while not readies:
+                await asyncio.sleep(0.02)
+        await fake.drop_gateway()
+        await fake.wait_until(lambda: fake.gateway_connections[-1].get("op") == "resume")
+        async with asyncio.timeout(10):
+            while not changes or changes[-1][0] is not Lifecycle.READY:
+                await asyncio.sleep(0.02)
+        task.cancel()
+    assert changes[0] == (Lifecycle.RECONNECTING, "the gateway connection closed; discord.py is reconnecting")
+    assert {state for state, _ in changes[1:]} == {Lifecycle.READY}  # back (said on connect and on RESUMED)
+    assert readies == [1]  # resumed in place: the channel was never torn down

@@ -12,6 +12,8 @@ import pytest
 
 from channels import ApprovalAnswer, ApprovalPrompt, ChannelAuthError, ChannelError, Inbound, Outbound, create_adapter
 from channels.slack import SlackAdapter
+from channels.supervisor import supervise
+from orchestrator.lifecycle import Lifecycle
 from orchestrator.config.channels import SlackChannelConfig
 from orchestrator.config.secrets import SecretRef
 from orchestrator.policy import ApprovalArguments
@@ -476,3 +478,28 @@ def test_config_adds_ping_interval_and_allows_an_ephemeral_http_port() -> None:
     assert config.socket_ping_interval_s == 10.0 and config.http_port == 0
     with pytest.raises(ValueError, match="should match pattern"):
         SlackChannelConfig(kind="slack", bot_token=SecretRef("env:B"), http_path="slack/events")
+
+
+async def test_a_dropped_socket_is_reconnecting_until_the_sdk_is_back(fake: FakeSlack) -> None:
+    changes: list[tuple[Lifecycle, str | None]] = []
+    readies: list[int] = []
+
+    adapter = make_adapter(fake, socket_ping_interval_s=1.0)  # a 6 s grace before the supervisor steps in
+    async with adapter, asyncio.TaskGroup() as tasks:
+        task = tasks.create_task(supervise(
+            adapter, Inbox().deliver, on_ready=lambda: readies.append(1), on_fatal=lambda exc: None,
+            on_change=lambda state, reason: changes.append((state, reason)),
+        ))
+        async with asyncio.timeout(20):
+            while not readies:
+                await asyncio.sleep(0.02)
+            fake.socket_available = False
+            await fake.drop_socket()
+            while not changes:
+                await asyncio.sleep(0.02)
+            fake.socket_available = True
+            while changes[-1][0] is not Lifecycle.READY:
+                await asyncio.sleep(0.02)
+        task.cancel()
+    assert changes[0] == (Lifecycle.RECONNECTING, "socket mode: disconnected; the SDK is reconnecting")
+    assert changes[-1] == (Lifecycle.READY, None) and readies == [1]  # recovered in place, never torn down

@@ -28,7 +28,7 @@ async def test_a_refused_token_fails_the_start_and_leaves_the_channel_failed(
         async with Runtime.open(config, config_path=path) as runtime:
             await start_channels(runtime)  # logs it, serves on without it
             failed = runtime.channels.get("tg")
-            assert failed is not None and failed.state is ChannelState.FAILED
+            assert failed is not None and failed.state is ChannelState.STOPPED and failed.refused
             assert isinstance(failed.error, ChannelAuthError)
             status = runtime.channels.status()["tg"]
             assert (status.kind, status.ready) == ("telegram", False) and status.error == str(failed.error)

@@ -178,7 +178,7 @@ async def test_health_reports_channels_and_mcp_servers(
         assert status == 200
         assert body == {
             "status": "ok",
-            "channels": {"term": {"kind": "terminal", "ready": True, "error": None}},
+            "channels": {"term": {"kind": "terminal", "state": "ready", "ready": True, "error": None}},
             "mcp": [{"server": "kit", "agent": None, "state": "ready", "ready": True, "error": None}],
         }
         runtime.stop_accepting()  # stopping: health says so and chat refuses

@@ -58,6 +58,30 @@ def stdio_kit(
     return "\n".join(lines) + "\n"
 
 
+# The kit server, unless the gate file exists: then it exits at once (a server that cannot come back).
+GATED_KIT = """\
+import os, runpy, sys
+gate, log = sys.argv[1], sys.argv[2]
+if os.path.exists(gate):
+    sys.exit(3)
+sys.argv = ["kit", "--spawn-log", log]
+runpy.run_module("tests.fakes.mcp_servers.kit", run_name="__main__", alter_sys=True)
+"""
+
+
+def gated_kit(name: str, *, gate: Path, spawn_log: Path, isolation: str = "shared") -> str:
+    """Return `[mcp.servers.NAME]` for the stdio kit that refuses to start while `gate` exists.
+
+    Each process it starts appends its pid to `spawn_log`; kill one and touch `gate`, and
+    the server stays down (reconnecting) until the gate is removed.
+    """
+    args = toml_list(["-c", GATED_KIT, str(gate), str(spawn_log)])
+    return (
+        f'[mcp.servers.{name}]\ntransport = "stdio"\ncommand = {json.dumps(sys.executable)}\nargs = {args}\n'
+        f'cwd = {json.dumps(str(ROOT))}\nisolation = "{isolation}"\n'
+    )
+
+
 def http_kit(
     name: str, url: str, *, tool_timeout_s: float = 15.0, headers: dict[str, str] | None = None,
     ready_wait_s: float | None = None,
