@@ -9,7 +9,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver
+from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver, IntakeDeferred
 
 __all__ = ["Backoff", "supervise"]
 
@@ -46,7 +46,8 @@ async def supervise(
     """Run `adapter` until cancelled, reconnecting after `ChannelError`.
 
     A `ChannelAuthError` (bad token) is reported through `on_fatal` once and not retried:
-    the channel stays down, the rest of the daemon keeps serving. Any other unexpected
+    the channel stays down, the rest of the daemon keeps serving. An `IntakeDeferred` (the
+    core could not store a message) reconnects with a quiet line. Any other unexpected
     exception is treated like a lost connection. Cancellation propagates.
     """
     backoff = backoff or Backoff()
@@ -72,13 +73,15 @@ async def supervise(
             logger.warning("channel {} is disabled: {}", adapter.name, exc.reason)
             on_fatal(exc)
             return
+        except IntakeDeferred as exc:  # the core has said why (once); each retry is a quiet line
+            reason, level = exc.reason, "INFO"
         except ChannelError as exc:
-            reason = exc.reason
+            reason, level = exc.reason, "WARNING"
         except Exception as exc:  # an SDK bug must not kill the daemon; reconnect instead
             logger.opt(exception=exc).error("channel {} crashed", adapter.name)
-            reason = f"{type(exc).__name__}: {exc}"
+            reason, level = f"{type(exc).__name__}: {exc}", "WARNING"
         if ready_at and loop.time() - ready_at[0] > _STABLE_AFTER_S:
             backoff.reset()
         delay = backoff.next_delay()
-        logger.warning("channel {}: {}; reconnecting in {:.1f}s", adapter.name, reason, delay)
+        logger.log(level, "channel {}: {}; reconnecting in {:.1f}s", adapter.name, reason, delay)
         await asyncio.sleep(delay)

@@ -2,6 +2,7 @@
 
 from orchestrator.store.audit import AuditLog
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
+from orchestrator.store.full_disk import FullDisk, disk_full
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
@@ -15,6 +16,7 @@ __all__ = [
     "AuditLog",
     "BadUsageQuery",
     "Database",
+    "FullDisk",
     "Grouping",
     "GroupSync",
     "InboxRow",
@@ -29,6 +31,7 @@ __all__ = [
     "UsageRow",
     "UsageTotal",
     "WalSync",
+    "disk_full",
     "hold_state_lock",
     "parse_grouping",
     "parse_since",

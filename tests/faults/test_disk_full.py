@@ -7,11 +7,7 @@ root). Bounded: 16 messages, about 15 s."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import signal
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,34 +16,9 @@ from tests.conftest import WriteConfig
 from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
-from tests.faults.kit import Tally, config_text, settled, start, stderr_of
+from tests.faults.kit import Tally, config_text, fill, settled, small_tmpfs, start, stderr_of
 
 MESSAGES = 16
-
-
-@contextlib.contextmanager
-def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
-
-
-def fill(where: Path) -> Path:
-    """Write a file until the filesystem is full; return it."""
-    filler = where / "filler"
-    # Unbuffered: a buffered file would keep the last partial block and fail again on close,
-    # depending on how the free space happens to align with the buffer.
-    with open(filler, "wb", buffering=0) as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return filler
 
 
 @pytest.mark.timeout(180)
