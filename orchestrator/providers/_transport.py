@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
+from orchestrator.providers._unicode import well_formed
 from orchestrator.redaction import Redactor, redact
 
 __all__ = ["READ_GAP_S", "Endpoint", "OnText", "Take"]
@@ -136,7 +137,7 @@ class Endpoint:
             *blocks, rest = rest.split(b"\n\n")
             text = self._take_all(take, blocks)
             if text:
-                await on_text(text)
+                await on_text(well_formed(text))  # the answer itself is made so by the provider
                 if not done():
                     await _rest(socket)
         if rest.strip():
