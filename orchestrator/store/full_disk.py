@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import Final, TypeVar
@@ -17,6 +18,8 @@ _T = TypeVar("_T")
 # Retrying a write that met a full disk: the first wait and the cap.
 _RETRY_FIRST_S: Final = 0.2
 _RETRY_CAP_S: Final = 5.0
+# Free space that ends an outage (a few of SQLite's pages would not: the next write fills them).
+_SPACE_BACK_BYTES: Final = 1 << 20
 
 
 def disk_full(exc: BaseException) -> bool:
@@ -26,6 +29,15 @@ def disk_full(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.Error):
         return (getattr(exc, "sqlite_errorname", None) or "").startswith("SQLITE_FULL")
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def _free_bytes(where: str) -> int:
+    """Return the bytes an unprivileged writer may still use under `where` (large when unknown)."""
+    try:
+        stat = os.statvfs(where)
+    except OSError:
+        return _SPACE_BACK_BYTES
+    return stat.f_bavail * stat.f_frsize
 
 
 class FullDisk:
@@ -57,8 +69,13 @@ class FullDisk:
             )
 
     def cleared(self) -> None:
-        """A write succeeded: when the disk was full, say that space is back."""
-        if self._full:
+        """A write succeeded: when the disk was full and has room again, say that space is back.
+
+        A write may succeed on a disk still full (SQLite reuses its log's pages after a
+        checkpoint), so the outage ends only once the filesystem reports free space: one
+        outage stays one warning, not one per write that happened to fit.
+        """
+        if self._full and _free_bytes(self.where) >= _SPACE_BACK_BYTES:
             self._full = False
             logger.info("space is back under {}: messages are accepted and stored again", self.where)
 
