@@ -78,13 +78,15 @@ async def deliver_reply(
     A full disk is waited out: storing the reply is retried for up to `patience_s` (default
     `reply_deadline_s`); past that the reply is sent without it (the user gets the answer),
     and finishing the row waits for space, after `unsaved` (the turn's transcript write that
-    a full disk kept back, `Turn.unsaved`). Stopped meanwhile, the row stays unfinished and
-    the next start tells the user.
+    a full disk kept back, `Turn.unsaved`); so does parking it in the delivery queue. Stopped
+    meanwhile, the row stays unfinished and the next start tells the user.
     """
     store, channel, event_id, disk = runtime.store, inbound.channel, inbound.event_id, runtime.disk
-    if sent == 0:
+    stored = sent > 0  # the text is in the row
+    if not stored:
         patience = runtime.config.daemon.reply_deadline_s if patience_s is None else patience_s
-        if await disk.wait_out(lambda: store.begin_reply(channel, event_id, text), for_s=patience):
+        stored = await disk.wait_out(lambda: store.begin_reply(channel, event_id, text), for_s=patience)
+        if stored:
             await runtime.inbox_sync.wait()  # the transcript and this reply on disk before the user reads it
     progress = ReplyProgress(sent, on_advance=lambda done: _record(runtime, inbound, done))
     message = Outbound(
@@ -97,7 +99,7 @@ async def deliver_reply(
         live = runtime.channels.get(channel)
         if live is None:
             logger.warning("channel {} is gone; the reply to {} waits in the delivery queue", channel, event_id)
-            park_reply(runtime, inbound, delay=_SEND_RETRY_FIRST_S)
+            await _park(runtime, inbound, text, progress, stored=stored, delay=_SEND_RETRY_FIRST_S, unsaved=unsaved)
             return False
         try:
             if stream is not None:
@@ -113,7 +115,7 @@ async def deliver_reply(
                     "could not send the reply to {} in chat {} within reply_deadline_s ({}); it waits in the delivery queue",
                     event_id, inbound.chat, exc.reason,
                 )
-                park_reply(runtime, inbound, delay=wait)
+                await _park(runtime, inbound, text, progress, stored=stored, delay=wait, unsaved=unsaved)
                 return False
             logger.warning("sending the reply to {} failed ({}); retrying in {:.1f}s", event_id, exc.reason, wait)
             await asyncio.sleep(wait)
@@ -121,6 +123,28 @@ async def deliver_reply(
             continue
         await finish_row(runtime, inbound, unsaved=unsaved)
         return True
+
+
+async def _park(
+    runtime: Runtime, inbound: Inbound, text: str, progress: ReplyProgress, *, stored: bool, delay: float,
+    unsaved: Callable[[], None] | None,
+) -> None:
+    """`park_reply`, waiting out a full disk: the queue sends from the row, so the row is written first.
+
+    That is the turn's transcript (`unsaved`), the reply's text (unless `stored`) and the
+    chunks already accepted (a full disk may have kept them from the row).
+    """
+    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
+    if unsaved is not None:
+        await runtime.disk.wait_out(unsaved)
+
+    def write() -> None:
+        if not stored:
+            store.begin_reply(channel, event_id, text)
+        store.reply_progress(channel, event_id, progress.done)
+        park_reply(runtime, inbound, delay=delay)
+
+    await runtime.disk.wait_out(write)
 
 
 def _record(runtime: Runtime, inbound: Inbound, done: int) -> None:

@@ -287,7 +287,11 @@ class Sessions:
                 try:
                     return await self._stoppable(state, work, alongside=())
                 finally:
-                    self.transcripts.save(held, keep=keep)
+                    # On a full disk the fold is kept in memory; the session's next save writes it.
+                    if self._disk is None:
+                        self.transcripts.save(held, keep=keep)
+                    else:
+                        self._disk.attempt(lambda: self.transcripts.save(held, keep=keep))
         finally:
             self.release(state)
 

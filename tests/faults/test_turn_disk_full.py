@@ -1,7 +1,8 @@
 """A disk that fills while a turn runs, under the real `orchestrator run`: the state dir is a
 small tmpfs, filled by the fake model as it receives the turn's request, so the turn's end
 (its usage row, its transcript, its reply) meets the full disk. The turn's end waits for space
-(up to `reply_deadline_s`, after which the answer goes out anyway and the bookkeeping waits on);
+(up to `reply_deadline_s`, after which the answer goes out anyway and the bookkeeping waits on,
+or, with the platform down too, the reply waits for space to enter the delivery queue);
 a message that arrives meanwhile is not accepted until space is back; the user gets exactly
 one answer per message, every inbox row ends `done`, the usage table has one row per model
 call, and the log says so in one warning line (no traceback). Needs root for `mount -t tmpfs`.
@@ -47,9 +48,13 @@ async def _wait_for_log(proc: Any, needle: str, *, after: int = 0) -> None:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("deadline_s", [120, 1])
+@pytest.mark.parametrize(
+    ("deadline_s", "sends_fail"),
+    [(120, 0), (1, 0), (1, 6)],
+    ids=["space-back-within-the-deadline", "answered-while-full", "queued-while-full"],
+)
 async def test_a_disk_filled_mid_turn_is_waited_out_and_every_message_answered_once(
-    write_config: WriteConfig, fake_llm: FakeOpenAI, tmp_path: Path, deadline_s: int
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tmp_path: Path, deadline_s: int, sends_fail: int
 ) -> None:
     ballast: list[Path] = []
 
@@ -69,10 +74,14 @@ async def test_a_disk_filled_mid_turn_is_waited_out_and_every_message_answered_o
                 tg.push_message(100, 7, "msg-0")
                 await tg.wait_for(lambda: settled(tg, sent), timeout=30)
                 fake_llm.default = fill_then_answer
+                if sends_fail:  # the platform is down too: past the deadline the reply waits to be queued
+                    tg.fail_next("sendMessage", status=500, times=sends_fail)
                 sent.append("msg-1")
                 tg.push_message(100, 7, "msg-1")
                 await _wait_for_log(proc, "is full")  # the turn's end met the full disk
-                if deadline_s == 1:  # past the deadline the answer goes out while the disk is still full
+                if sends_fail:
+                    await _wait_for_log(proc, "waits in the delivery queue")
+                elif deadline_s == 1:  # past the deadline the answer goes out while the disk is still full
                     await tg.wait_for(lambda: settled(tg, sent), timeout=30)
                 mark = len(stderr_of(proc))
                 sent.append("msg-2")
@@ -96,7 +105,7 @@ async def test_a_disk_filled_mid_turn_is_waited_out_and_every_message_answered_o
             usage_rows = _rows(state / "usage.sqlite3", "SELECT COUNT(*) FROM usage")[0][0]
     tally = Tally.of(tg, sent)
     log = stderr_of(proc)
-    print("\n" + tally.line(f"disk filled mid-turn (reply_deadline_s {deadline_s})"))
+    print("\n" + tally.line(f"disk filled mid-turn (reply_deadline_s {deadline_s}, {sends_fail} sends failing)"))
     print(f"model calls {len(fake_llm.requests)}, usage rows {usage_rows}; full-disk lines: {_full_lines(log)}")
     assert exit_code == 0
     assert (tally.answered, tally.noticed, tally.duplicates, tally.lost) == (3, 0, 0, 0)
