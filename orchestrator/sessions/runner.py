@@ -188,8 +188,9 @@ class Sessions:
         Waits for the session, checks `gate` (False: `TurnRefused`, nothing ran), resolves
         `execution` when given as a callable, loads the transcript, enters the hooks, runs
         the engine and persists what the turn added, whatever happened, before the hooks
-        exit (on a full disk: see the class, and `Turn.unsaved`). `Sessions.stop` ends the turn with `result` None; cancelling the caller
-        cancels the turn, persists it, and propagates.
+        exit (on a full disk: see the class, and `Turn.unsaved`). `Sessions.stop` ends the
+        turn with `result` None; cancelling the caller cancels the turn, persists it, and
+        propagates.
         """
         # The session is held inline (no context-manager object): this runs once per turn.
         state = self.place(session) if isinstance(session, str) else session
