@@ -241,6 +241,14 @@ class ReplyProgress:
             self._on_advance(self.done)
 
 
+class IntakeDeferred(ChannelError):
+    """The core could not store the message now (its disk is full) and has said so once.
+
+    Raised by `deliver`; the adapter does not acknowledge the message, so the platform
+    delivers it again, and logs no more than a quiet line of its own.
+    """
+
+
 class ChannelAuthError(ChannelError):
     """The platform refused the credentials; retrying cannot help."""
 

@@ -42,6 +42,7 @@ from channels.base import (
     ChannelRefused,
     Deliver,
     Inbound,
+    IntakeDeferred,
     Outbound,
     OutboundFile,
     Ready,
@@ -539,6 +540,9 @@ async def _pump(name: str, inbox: asyncio.Queue[_Delivery | None], deliver: Deli
     while (delivery := await inbox.get()) is not None:
         try:
             await deliver(delivery.item)
+        except IntakeDeferred as exc:  # the core said why once
+            logger.info("channel {}: delivering {} failed: {}", name, type(delivery.item).__name__, exc.reason)
+            ok = False
         except Exception as exc:  # one failed delivery must not drop the connection
             logger.opt(exception=exc).error("channel {}: delivering {} failed", name, type(delivery.item).__name__)
             ok = False

@@ -9,7 +9,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver
+from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver, IntakeDeferred
 from orchestrator.lifecycle import Lifecycle
 
 __all__ = ["Backoff", "supervise"]
@@ -48,7 +48,8 @@ async def supervise(
     """Run `adapter` until cancelled, reconnecting after `ChannelError`.
 
     A `ChannelAuthError` (bad token) is reported through `on_fatal` once and not retried:
-    the channel stays down, the rest of the daemon keeps serving. Any other unexpected
+    the channel stays down, the rest of the daemon keeps serving. An `IntakeDeferred` (the
+    core could not store a message) reconnects with a quiet line. Any other unexpected
     exception is treated like a lost connection. Cancellation propagates.
 
     `on_change` hears what happens between: `RECONNECTING` (with the reason) when the
@@ -64,7 +65,7 @@ async def supervise(
         ready = _Readiness(loop, ready_at, on_ready, changed)
         try:
             await adapter.run(deliver, ready)
-            reason = "the connection closed"
+            reason, level = "the connection closed", "WARNING"
         except ChannelAuthError as exc:
             logger.error("channel {}: credentials refused, not retrying: {}", adapter.name, exc.reason)
             on_fatal(exc)
@@ -73,16 +74,18 @@ async def supervise(
             logger.warning("channel {} is disabled: {}", adapter.name, exc.reason)
             on_fatal(exc)
             return
+        except IntakeDeferred as exc:  # the core has said why (once); each retry is a quiet line
+            reason, level = exc.reason, "INFO"
         except ChannelError as exc:
-            reason = exc.reason
+            reason, level = exc.reason, "WARNING"
         except Exception as exc:  # an SDK bug must not kill the daemon; reconnect instead
             logger.opt(exception=exc).error("channel {} crashed", adapter.name)
-            reason = f"{type(exc).__name__}: {exc}"
+            reason, level = f"{type(exc).__name__}: {exc}", "WARNING"
         if ready_at and loop.time() - ready_at[0] > _STABLE_AFTER_S:
             backoff.reset()
         delay = backoff.next_delay()
         changed(Lifecycle.RECONNECTING, reason)
-        logger.warning("channel {}: {}; reconnecting in {:.1f}s", adapter.name, reason, delay)
+        logger.log(level, "channel {}: {}; reconnecting in {:.1f}s", adapter.name, reason, delay)
         await asyncio.sleep(delay)
 
 

@@ -47,6 +47,7 @@ from channels.base import (
     ChannelRefused,
     Deliver,
     Inbound,
+    IntakeDeferred,
     Outbound,
     OutboundFile,
     Ready,
@@ -418,6 +419,9 @@ class TelegramAdapter:
             return web.Response(status=400)
         try:
             await self._handle(update, deliver)
+        except IntakeDeferred as exc:  # the core said why once: Telegram sends it again
+            logger.info("channel {}: update {} not delivered: {}", self.name, update.update_id, exc.reason)
+            return web.Response(status=500)
         except Exception as exc:  # not delivered: a non-2xx answer makes Telegram send it again
             logger.opt(exception=exc).error("channel {}: update {} not delivered", self.name, update.update_id)
             return web.Response(status=500)

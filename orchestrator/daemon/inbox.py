@@ -12,6 +12,7 @@ from channels import (
     ChannelAdapter,
     ChannelError,
     Inbound,
+    IntakeDeferred,
     create_adapter,
 )
 from orchestrator.config import ChannelConfig
@@ -24,7 +25,7 @@ from orchestrator.daemon.replies import CONTINUED, close_abandoned, deliver_repl
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
 from orchestrator.sessions import TurnRefused
-from orchestrator.store import InboxRow, state_fault
+from orchestrator.store import InboxRow, disk_full, state_fault
 
 __all__ = [
     "deliver", "hold_replayed", "process_message", "replay_unfinished", "start_channel", "start_channels", "stop_channel",
@@ -98,7 +99,8 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer, *, synced: b
     the event loop, so an adapter delivering one message at a time is never starved; then
     the write is synced to disk (`Runtime.inbox_sync`; with `synced=False` the adapter's
     next synced delivery does it for the whole batch), so what the platform is told we
-    have survives a power cut. The
+    have survives a power cut. A full disk raises `IntakeDeferred` (said once, by
+    `Runtime.disk`): the platform delivers the message again once space is back. The
     turn then runs in the runtime's TaskGroup; turns of one session start in arrival order
     (tasks start in creation order and the session lock is FIFO).
     """
@@ -115,12 +117,16 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer, *, synced: b
         if synced and admitted is not Disposition.NO_ROUTE:
             await runtime.inbox_sync.wait()
     except Exception as exc:
+        if disk_full(exc):  # not stored, so not acknowledged: the platform delivers it again
+            runtime.disk.met()
+            raise IntakeDeferred(item.channel, "the state disk is full; the message was not accepted") from exc
         reason = state_fault(exc)
         if reason is None:
             raise
         # Not stored, so not acknowledged: the platform delivers it again after the restart.
         runtime.fail(reason)
         raise ChannelError(item.channel, "the state store failed; the message was not accepted") from exc
+    runtime.disk.cleared()
     if isinstance(admitted, Admitted):
         runtime.spawn(
             process_message(runtime, item, admitted=admitted), name=f"msg:{item.channel}:{item.event_id}"

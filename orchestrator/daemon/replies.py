@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from loguru import logger
@@ -24,7 +24,8 @@ from orchestrator.daemon.runtime import Runtime
 from orchestrator.redaction import redact
 
 __all__ = [
-    "CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "fit_reply", "park_reply", "reopen_abandoned",
+    "CONTINUED", "close_abandoned", "deliver_reply", "finish_handed_over", "finish_row", "fit_reply", "park_reply",
+    "reopen_abandoned",
     "resume_reply",
 ]
 
@@ -58,6 +59,8 @@ async def deliver_reply(
     reply_to: bool = True,
     sent: int = 0,
     stream: ReplyStream | None = None,
+    patience_s: float | None = None,
+    unsaved: Callable[[], None] | None = None,
 ) -> bool:
     """Send the reply to `inbound` under the durability protocol; True once it is finished.
 
@@ -72,12 +75,21 @@ async def deliver_reply(
     restarting it), the rest moves to the delivery queue, which this process keeps retrying
     (`serve_deliveries`), and this returns False. A refused send (a 4xx) is not retried:
     the row is finished and the refusal logged.
+
+    A full disk is waited out: storing the reply is retried for up to `patience_s` (default
+    `reply_deadline_s`); past that the reply is sent without it (the user gets the answer),
+    and finishing the row waits for space, after `unsaved` (the turn's transcript write that
+    a full disk kept back, `Turn.unsaved`); so does parking it in the delivery queue. Stopped
+    meanwhile, the row stays unfinished and the next start tells the user.
     """
-    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
-    if sent == 0:
-        store.begin_reply(channel, event_id, text)
-        await runtime.inbox_sync.wait()  # the transcript and this reply on disk before the user reads it
-    progress = ReplyProgress(sent, on_advance=lambda done: store.reply_progress(channel, event_id, done))
+    store, channel, event_id, disk = runtime.store, inbound.channel, inbound.event_id, runtime.disk
+    stored = sent > 0  # the text is in the row
+    if not stored:
+        patience = runtime.config.daemon.reply_deadline_s if patience_s is None else patience_s
+        stored = await disk.wait_out(lambda: store.begin_reply(channel, event_id, text), for_s=patience)
+        if stored:
+            await runtime.inbox_sync.wait()  # the transcript and this reply on disk before the user reads it
+    progress = ReplyProgress(sent, on_advance=lambda done: _record(runtime, inbound, done))
     message = Outbound(
         chat=inbound.chat, thread=inbound.thread, text=text, reply_to=inbound.message_id if reply_to else None
     )
@@ -88,7 +100,7 @@ async def deliver_reply(
         live = runtime.channels.get(channel)
         if live is None:
             logger.warning("channel {} is gone; the reply to {} waits in the delivery queue", channel, event_id)
-            park_reply(runtime, inbound, delay=_SEND_RETRY_FIRST_S)
+            await _park(runtime, inbound, text, progress, stored=stored, delay=_SEND_RETRY_FIRST_S, unsaved=unsaved)
             return False
         try:
             if stream is not None:
@@ -104,14 +116,48 @@ async def deliver_reply(
                     "could not send the reply to {} in chat {} within reply_deadline_s ({}); it waits in the delivery queue",
                     event_id, inbound.chat, exc.reason,
                 )
-                park_reply(runtime, inbound, delay=wait)
+                await _park(runtime, inbound, text, progress, stored=stored, delay=wait, unsaved=unsaved)
                 return False
             logger.warning("sending the reply to {} failed ({}); retrying in {:.1f}s", event_id, exc.reason, wait)
             await asyncio.sleep(wait)
             delay = min(delay * 2, _SEND_RETRY_CAP_S)
             continue
-        store.mark(channel, event_id, "done")
+        await finish_row(runtime, inbound, unsaved=unsaved)
         return True
+
+
+async def _park(
+    runtime: Runtime, inbound: Inbound, text: str, progress: ReplyProgress, *, stored: bool, delay: float,
+    unsaved: Callable[[], None] | None,
+) -> None:
+    """`park_reply`, waiting out a full disk: the queue sends from the row, so the row is written first.
+
+    That is the turn's transcript (`unsaved`), the reply's text (unless `stored`) and the
+    chunks already accepted (a full disk may have kept them from the row).
+    """
+    store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
+    if unsaved is not None:
+        await runtime.disk.wait_out(unsaved)
+
+    def write() -> None:
+        if not stored:
+            store.begin_reply(channel, event_id, text)
+        store.reply_progress(channel, event_id, progress.done)
+        park_reply(runtime, inbound, delay=delay)
+
+    await runtime.disk.wait_out(write)
+
+
+def _record(runtime: Runtime, inbound: Inbound, done: int) -> None:
+    """Record an accepted chunk; on a full disk it is skipped (finishing the row supersedes it)."""
+    runtime.disk.attempt(lambda: runtime.store.reply_progress(inbound.channel, inbound.event_id, done))
+
+
+async def finish_row(runtime: Runtime, inbound: Inbound, *, unsaved: Callable[[], None] | None = None) -> None:
+    """Mark the row of `inbound` done, waiting out a full disk (`unsaved`, the turn's transcript, first)."""
+    if unsaved is not None:
+        await runtime.disk.wait_out(unsaved)
+    await runtime.disk.wait_out(lambda: runtime.store.mark(inbound.channel, inbound.event_id, "done"))
 
 
 def park_reply(runtime: Runtime, inbound: Inbound, *, delay: float) -> None:
@@ -131,7 +177,9 @@ async def resume_reply(
         await deliver_reply(runtime, inbound, text, reply_to=not notice, sent=sent, stream=stream)
 
 
-async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stream: ReplyStream) -> bool:
+async def finish_handed_over(
+    runtime: Runtime, inbound: Inbound, text: str, stream: ReplyStream, *, unsaved: Callable[[], None] | None = None
+) -> bool:
     """Finish a reply streamed through a channel's previous adapter (a reload restarted it mid-turn).
 
     The old adapter, kept open for it, puts the final text in place of what it showed, under
@@ -143,8 +191,9 @@ async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stre
     the old one got out are not sent again). True once it is finished.
     """
     store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
-    store.begin_reply(channel, event_id, text)
-    progress = ReplyProgress(0, on_advance=lambda done: store.reply_progress(channel, event_id, done))
+    patience = 0.0 if unsaved is not None else runtime.config.daemon.reply_deadline_s
+    await runtime.disk.wait_out(lambda: store.begin_reply(channel, event_id, text), for_s=patience)
+    progress = ReplyProgress(0, on_advance=lambda done: _record(runtime, inbound, done))
     try:
         await stream.finish(text, progress=progress)
     except ChannelError as exc:
@@ -153,15 +202,16 @@ async def finish_handed_over(runtime: Runtime, inbound: Inbound, text: str, stre
             channel, event_id, exc.reason,
         )
     else:
-        store.mark(channel, event_id, "done")
+        await finish_row(runtime, inbound, unsaved=unsaved)
         return True
     if progress.done == 0 and stream.message_ids:
         reopened = reopen_abandoned(runtime, inbound, stream.message_ids)
         if reopened is not None:  # the current adapter edits what the old one showed
-            return await deliver_reply(runtime, inbound, text, stream=reopened)
+            return await deliver_reply(runtime, inbound, text, stream=reopened, unsaved=unsaved)
         await close_abandoned(runtime, inbound, stream.message_ids, CONTINUED)
-        store.stream_messages(channel, event_id, ())  # closed: a restart sends the rest anew, not in place
-    return await deliver_reply(runtime, inbound, text, sent=progress.done)
+        # closed: a restart sends the rest anew, not in place (a full disk skips it: the edit in place then is the worst)
+        runtime.disk.attempt(lambda: store.stream_messages(channel, event_id, ()))
+    return await deliver_reply(runtime, inbound, text, sent=progress.done, unsaved=unsaved)
 
 
 def reopen_abandoned(runtime: Runtime, inbound: Inbound, message_ids: Sequence[str]) -> ReplyStream | None:

@@ -20,7 +20,7 @@ from orchestrator.daemon.status import RecentErrors, build_status, config_digest
 from orchestrator.observability import Observability, open_observability, require_telemetry
 from orchestrator.seam import ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
-from orchestrator.store import GroupSync, SessionStore, state_fault
+from orchestrator.store import FullDisk, GroupSync, SessionStore, state_fault
 
 __all__ = ["Reloadable", "Runtime"]
 
@@ -65,7 +65,11 @@ class Runtime:
         self.transcripts = StoredTranscripts(store)
         # What the platform is told we have is on disk first (`deliver`, and a reply's text).
         self.inbox_sync = GroupSync(store.wal_sync)
-        self.sessions = Sessions(transcripts=self.transcripts)
+        # A full state disk, said once per outage; intake, turns and usage rows wait it out.
+        self.disk = FullDisk(str(config.state_path()))
+        self.sessions = Sessions(
+            transcripts=self.transcripts, disk=self.disk, patience=lambda: self.config.daemon.reply_deadline_s
+        )
         self.channels = ChannelSet(spawn=lambda coro, name: self.spawn(coro, name=name))
         self.approvals = Approvals()
         # Set when a reply moves to the delivery queue (`park_reply`): wakes `serve_deliveries`.
@@ -84,7 +88,7 @@ class Runtime:
         # Set once the state files failed in a way no retry fixes: the daemon stops (exit 1).
         self.failed = asyncio.Event()
         self.failure: str | None = None
-        services.usage.report_faults(self.fail)
+        services.usage.report_faults(self.fail, disk=self.disk)
         self._inflight = 0
         self._idle = asyncio.Event()
         self._counter = _InFlight(self)

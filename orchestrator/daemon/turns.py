@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from types import TracebackType
 from typing import Any, Final
@@ -15,7 +16,7 @@ from orchestrator.daemon.admission import Admitted, Disposition
 from orchestrator.daemon.approvals import ChannelApprover
 from orchestrator.daemon.channels import Channel, ChannelSet
 from orchestrator.daemon.media import ChatFileOutlet, echo_transcripts, take_in_chat
-from orchestrator.daemon.replies import close_abandoned, deliver_reply, finish_handed_over, fit_reply
+from orchestrator.daemon.replies import close_abandoned, deliver_reply, finish_handed_over, finish_row, fit_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.streaming import StreamFeed
 from orchestrator.engine import TurnResult, TurnUsage
@@ -104,7 +105,7 @@ async def run_chat_turn(runtime: Runtime, inbound: Inbound, admitted: Admitted, 
             raise
         # The stream already ended with the apology: the user is told once, not twice.
         logger.opt(exception=exc).error("turn for {} failed", inbound.event_id)
-        runtime.store.mark(inbound.channel, inbound.event_id, "done")
+        await finish_row(runtime, inbound)
         return Disposition.FAILED
     finally:
         if feed is not None:
@@ -124,9 +125,11 @@ def _open_stream(
     if stream is None:
         return None
     store, channel, event_id = runtime.store, inbound.channel, inbound.event_id
-    return StreamFeed(
-        stream=stream, cap=cap, on_messages=lambda ids: store.stream_messages(channel, event_id, ids)
-    )
+
+    def record(ids: Sequence[str]) -> None:  # a full disk skips it (a restart then cannot close the stream)
+        runtime.disk.attempt(lambda: store.stream_messages(channel, event_id, ids))
+
+    return StreamFeed(stream=stream, cap=cap, on_messages=record)
 
 
 _FAILED: Final = "Sorry, something went wrong while answering; the error is logged."
@@ -165,7 +168,8 @@ class _Reply:
 
     async def __aenter__(self) -> None:
         runtime, inbound = self._runtime, self._inbound
-        runtime.store.mark(inbound.channel, inbound.event_id, "running")
+        # On a full disk the row stays pending (a restart runs it again): the turn still runs.
+        runtime.disk.attempt(lambda: runtime.store.mark(inbound.channel, inbound.event_id, "running"))
         self._started = time.monotonic()
         await runtime.in_flight().__aenter__()
         if self.feed is not None:
@@ -192,17 +196,23 @@ class _Reply:
         inbound = self._inbound
         _log_turn(inbound, self._agent, result, time.monotonic() - self._started)
         feed = self.feed
+        # The transcript a full disk kept back: the reply goes out at once, the row waits for both.
+        unsaved = self._turn.unsaved if self._turn is not None else None
+        patience = 0.0 if unsaved is not None else None
         if result is None and feed is not None:
             await self._abort(feed, "Stopped.")
-            self._runtime.store.mark(inbound.channel, inbound.event_id, "done")
+            await finish_row(self._runtime, inbound, unsaved=unsaved)
         elif result is None:
-            await deliver_reply(self._runtime, inbound, "Stopped.", reply_to=False)
+            await deliver_reply(self._runtime, inbound, "Stopped.", reply_to=False, patience_s=patience, unsaved=unsaved)
         else:
             text = fit_reply(result.text or "(no reply)", self._max_chars)
             if feed is not None and self.streamer is not None and self.streamer.retired:
-                await finish_handed_over(self._runtime, inbound, text, feed.stream)
+                await finish_handed_over(self._runtime, inbound, text, feed.stream, unsaved=unsaved)
             else:
-                await deliver_reply(self._runtime, inbound, text, stream=feed.stream if feed is not None else None)
+                await deliver_reply(
+                    self._runtime, inbound, text, stream=feed.stream if feed is not None else None,
+                    patience_s=patience, unsaved=unsaved,
+                )
 
     async def _abort(self, feed: StreamFeed, ending: str) -> None:
         """End the stream with `ending`; a platform failure here is logged (the turn is over anyway).

@@ -389,8 +389,10 @@ async def fold(
             written = min(written, day_left) if day_left is not None else 0
         if not written:
             logger.warning(
-                "session {}: summarizing {} messages is deferred: the daily token budget is spent",
-                transcript.session, end - begin,
+                # "too little left", not "spent": the day may still hold less than the request needs
+                "session {}: summarizing {} messages is deferred: the daily token budget has too little left "
+                "for it (about {} tokens to send, and room to write)",
+                transcript.session, end - begin, projected,
             )
             return folded_any
         started = loop.time()

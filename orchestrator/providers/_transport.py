@@ -32,6 +32,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ProviderError, ProviderOverrides, ProviderUnavailable
+from orchestrator.providers._unicode import well_formed
 from orchestrator.redaction import Redactor, redact
 
 __all__ = ["READ_GAP_S", "Endpoint", "OnText", "Take", "connection_refused", "http_client"]
@@ -158,7 +159,7 @@ class Endpoint:
             *blocks, rest = rest.split(b"\n\n")
             text = self._take_all(take, blocks)
             if text:
-                await on_text(text)
+                await on_text(well_formed(text))  # the answer itself is made so by the provider
                 if not done():
                     await _rest(socket)
         if rest.strip():

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 from orchestrator.errors import ProviderError, ProviderOverrides
 from orchestrator.providers._anthropic_messages import StreamedMessage, to_completion, to_request
 from orchestrator.providers._transport import Endpoint, http_client
+from orchestrator.providers._unicode import well_formed_completion
 from orchestrator.providers.base import DEFAULT_MAX_OUTPUT_TOKENS, Completion
 
 if TYPE_CHECKING:
@@ -124,12 +125,12 @@ class AnthropicProvider:
         if request.tools:
             body["tools"] = request.tools
         if on_text is not None:
-            return await self._stream(body, on_text)
+            return well_formed_completion(await self._stream(body, on_text))
         return self._completion(await self._endpoint.post(self._client, "/v1/messages", body, self._cast))
 
     def _completion(self, response: Any) -> Completion:
         try:
-            return to_completion(response)
+            return well_formed_completion(to_completion(response))
         except (AttributeError, TypeError) as exc:
             # The SDK builds models without validation, so a malformed body surfaces here.
             raise self._endpoint.malformed(exc) from exc

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from orchestrator.errors import ProviderError, ProviderOverrides
 from orchestrator.providers._transport import Endpoint, http_client
+from orchestrator.providers._unicode import well_formed, well_formed_completion
 from orchestrator.providers.base import DEFAULT_MAX_OUTPUT_TOKENS, Completion, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -120,12 +121,12 @@ class OpenAICompatProvider:
         if temperature is not None:
             body["temperature"] = temperature
         if on_text is not None:
-            return await self._stream(body, on_text)
+            return well_formed_completion(await self._stream(body, on_text))
         return self._completion(await self._endpoint.post(self._client, "/chat/completions", body, self._cast))
 
     def _completion(self, response: Any) -> Completion:
         try:
-            return _to_completion(response)
+            return well_formed_completion(_to_completion(response))
         except (AttributeError, IndexError, TypeError) as exc:
             # The SDK builds models without validation, so a malformed body surfaces here.
             raise self._endpoint.malformed(exc) from exc
@@ -179,7 +180,7 @@ class OpenAICompatProvider:
         text = getattr(result, "text", None)
         if not isinstance(text, str):
             raise self._endpoint.malformed(TypeError("the transcription has no text"))
-        return text
+        return well_formed(text)
 
     async def aclose(self) -> None:
         """Close the client's connection pool; calling it again does nothing."""

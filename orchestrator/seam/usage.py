@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 from loguru import logger
 
-from orchestrator.store import NOBODY, Grouping, Purpose, UsageReport, UsageRow
+from orchestrator.store import NOBODY, FullDisk, Grouping, Purpose, UsageReport, UsageRow
 
 if TYPE_CHECKING:
     from orchestrator.providers import ModelBinding, Usage
@@ -88,10 +88,15 @@ class UsageMeter:
                 for caller in _callers(callers):
                     self._window(budget_key(caller, sender)).add(ts, tokens)
 
-    def report_faults(self, callback: Callable[[str], None]) -> None:
-        """Hand a state fault of the usage table's writes to `callback` (the daemon stops on one)."""
+    def report_faults(self, callback: Callable[[str], None], *, disk: FullDisk | None = None) -> None:
+        """Hand a state fault of the usage table's writes to `callback` (the daemon stops on one).
+
+        `disk` is the daemon's record of a full disk, so an outage is said once for every store.
+        """
         if self._log is not None:
             self._log.on_fault = callback
+            if disk is not None:
+                self._log.disk = disk
 
     def report(
         self, *, by: Grouping = "agent", since: float | None = None, agent: str | None = None, sender: str | None = None

@@ -15,6 +15,7 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.policy import Approver
 from orchestrator.seam import ResolvedAgentExecution
 from orchestrator.sessions.transcripts import TranscriptSource
+from orchestrator.store import FullDisk
 
 __all__ = ["SessionState", "Sessions", "Turn", "TurnHook", "TurnRefused", "TurnStopped"]
 
@@ -58,6 +59,9 @@ class Turn:
     transcript: Transcript
     execution: ResolvedAgentExecution | None = None  # what the engine runs (set before any hook sees the turn)
     result: TurnResult | None = None
+    # The transcript write a full disk kept from the turn's end (past `Sessions`' patience): the
+    # reply goes out first, then whoever sends it waits this out (`FullDisk.wait_out`).
+    unsaved: Callable[[], None] | None = None
     _alongside: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
     _watchers: list[TurnEvents] = field(default_factory=list)
 
@@ -89,13 +93,24 @@ class Sessions:
     """Runs turns one at a time per session key, in arrival order, over one transcript source.
 
     `hooks` watch every turn (usage accounting, for example); `run_turn(hooks=...)` adds
-    per-turn ones (a channel's typing indicator and reply).
+    per-turn ones (a channel's typing indicator and reply). With `disk` (the daemon's), a
+    transcript write at a turn's end that meets a full disk is retried for up to
+    `patience()` seconds; past that the turn ends with the write in `Turn.unsaved`.
     """
 
-    def __init__(self, *, transcripts: TranscriptSource, hooks: Sequence[TurnHook] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        transcripts: TranscriptSource,
+        hooks: Sequence[TurnHook] = (),
+        disk: FullDisk | None = None,
+        patience: Callable[[], float] = lambda: 0.0,
+    ) -> None:
         self.transcripts = transcripts
         self._hooks = tuple(hooks)
         self._states: dict[str, SessionState] = {}
+        self._disk = disk
+        self._patience = patience
 
     def add_hook(self, hook: TurnHook) -> Callable[[], None]:
         """Watch every later turn with `hook` too (after the others); return a function removing it."""
@@ -173,8 +188,9 @@ class Sessions:
         Waits for the session, checks `gate` (False: `TurnRefused`, nothing ran), resolves
         `execution` when given as a callable, loads the transcript, enters the hooks, runs
         the engine and persists what the turn added, whatever happened, before the hooks
-        exit. `Sessions.stop` ends the turn with `result` None; cancelling the caller
-        cancels the turn, persists it, and propagates.
+        exit (on a full disk: see the class, and `Turn.unsaved`). `Sessions.stop` ends the
+        turn with `result` None; cancelling the caller cancels the turn, persists it, and
+        propagates.
         """
         # The session is held inline (no context-manager object): this runs once per turn.
         state = self.place(session) if isinstance(session, str) else session
@@ -216,11 +232,23 @@ class Sessions:
                 media=media,
             )
 
+        def save() -> None:
+            self.transcripts.save(held, keep=keep)
+
         async def body() -> Turn:
             try:
                 turn.result = await self._stoppable(state, engine, alongside=turn._alongside)
-            finally:
-                self.transcripts.save(held, keep=keep)
+            except BaseException:
+                # Ending anyway (a failure, the daemon stopping): one try, kept like the rest on a full disk.
+                if self._disk is None:
+                    save()
+                elif not self._disk.attempt(save)[0]:
+                    turn.unsaved = save
+                raise
+            if self._disk is None:
+                save()
+            elif not await self._disk.wait_out(save, for_s=self._patience()):
+                turn.unsaved = save  # the disk is still full: the reply goes out first
             return turn
 
         return await _watched(watchers, 0, turn, body)
@@ -294,7 +322,11 @@ class Sessions:
                 try:
                     return await self._stoppable(state, work, alongside=())
                 finally:
-                    self.transcripts.save(held, keep=keep)
+                    # On a full disk the fold is kept in memory; the session's next save writes it.
+                    if self._disk is None:
+                        self.transcripts.save(held, keep=keep)
+                    else:
+                        self._disk.attempt(lambda: self.transcripts.save(held, keep=keep))
         finally:
             self.release(state)
 

@@ -2,6 +2,7 @@
 
 from orchestrator.store.audit import AuditLog
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
+from orchestrator.store.full_disk import FullDisk, disk_full
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import Backlog, InboxRow, SessionStore
@@ -16,6 +17,7 @@ __all__ = [
     "Backlog",
     "BadUsageQuery",
     "Database",
+    "FullDisk",
     "Grouping",
     "GroupSync",
     "InboxRow",
@@ -30,6 +32,7 @@ __all__ = [
     "UsageRow",
     "UsageTotal",
     "WalSync",
+    "disk_full",
     "hold_state_lock",
     "open_database",
     "open_read_only",

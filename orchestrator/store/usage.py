@@ -12,6 +12,7 @@ from typing import Final, Literal
 from loguru import logger
 
 from orchestrator.errors import StateError
+from orchestrator.store.full_disk import FullDisk, disk_full
 from orchestrator.store.sqlite import Database, open_read_only, state_fault
 
 __all__ = ["GROUPINGS", "NOBODY", "Grouping", "Purpose", "UsageLog", "UsageRow", "UsageTotal", "read_usage"]
@@ -62,6 +63,8 @@ NOBODY: Final = "-"
 # Rows wait at most this long (or until this many are pending) before one transaction writes them.
 _FLUSH_AFTER_S: Final = 0.5
 _FLUSH_ROWS: Final = 256
+# Rows kept because the disk was full are tried again this often.
+_RETRY_FULL_S: Final = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,9 +128,10 @@ class UsageLog(Database):
     transaction by `flush` (the engine calls it when a turn ends, before the transcript is
     stored and the reply sent), half a second after its first row (an event-loop timer, not
     a task), at 256 rows, before every read through this log, and on close. A crash loses
-    only the rows of the turns it interrupts. A failed write (disk full, a file locked past
-    the busy timeout) is logged and its rows dropped, never raised into a turn; one no retry
-    fixes (`state_fault`: damage, an I/O error, a read-only store) is also handed to
+    only the rows of the turns it interrupts. On a full disk the rows stay queued in memory
+    and are written once space is back (tried every second; `disk` says it once); another
+    failed write (a file locked past the busy timeout) is logged and its rows dropped, never
+    raised into a turn; one no retry fixes (`state_fault`: damage, an I/O error, a read-only store) is also handed to
     `on_fault`, which the daemon sets to stop itself.
     """
 
@@ -141,6 +145,9 @@ class UsageLog(Database):
         self._pending: list[tuple[object, ...]] = []
         self._timer: asyncio.TimerHandle | None = None
         self.on_fault: Callable[[str], None] | None = None
+        # Says once that the disk is full (the daemon shares its own); rows wait in memory meanwhile.
+        self.disk = FullDisk(str(path.parent))
+        self._closing = False
 
     def record(self, row: UsageRow) -> None:
         """Queue one call's usage for the next write."""
@@ -156,7 +163,7 @@ class UsageLog(Database):
             self._timer = loop.call_later(_FLUSH_AFTER_S, self.flush)
 
     def flush(self) -> None:
-        """Write every queued row in one transaction; log and drop them when the write fails."""
+        """Write every queued row in one transaction; on a full disk keep them for the next try, else log and drop them."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -168,13 +175,30 @@ class UsageLog(Database):
                 self._db.execute("BEGIN")
                 self._db.executemany(_INSERT, rows)
         except sqlite3.Error as exc:
+            if disk_full(exc) and not self._closing:
+                # Kept, and written when space is back: the failed transaction left nothing,
+                # so no row is lost and none is written twice.
+                self._pending[:0] = rows
+                self.disk.met()
+                self._retry_later()
+                return
             logger.warning("usage of {} model calls not recorded: {}", len(rows), exc)
             reason = state_fault(exc)
             if reason is not None and self.on_fault is not None:
                 self.on_fault(reason)
+            return
+        self.disk.cleared()
+
+    def _retry_later(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: the next record or read tries again
+            return
+        self._timer = loop.call_later(_RETRY_FULL_S, self.flush)
 
     def close(self) -> None:
-        """Write what is queued, then close."""
+        """Write what is queued (a full disk now loses it, logged), then close."""
+        self._closing = True
         self.flush()
         super().close()
 

@@ -87,13 +87,13 @@ async def test_look_alikes_are_escaped_padding_counted_and_mixed_scripts_flagged
     assert '[mixed scripts in: "path"] {"path": "[mixed scripts: Cyrillic+Latin]рasswd.txt"' in shown
 
 
-async def test_a_surrogate_in_an_argument_is_shown_escaped_and_the_prompt_posted(
+async def test_a_surrogate_in_an_argument_arrives_replaced_and_the_prompt_posted(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
     async with daemon(write_config(telegram_toml(fake_llm, tg))) as runtime:
-        # the model's JSON carries an unpaired surrogate escape; json.loads hands it on as one
+        # the model's JSON carries an unpaired surrogate escape: the provider hands on U+FFFD instead
         prompt = await ask(tg, fake_llm, {"path": "ok.txt", "content": "bad\ud800end"})
-        assert '"content": "bad\\ud800end"' in prompt["text"]
+        assert '"content": "bad\ufffdend"' in prompt["text"]
         tg.press_button(ALICE, "Approve")
         await tg.wait_for(lambda: "finished" in said(tg), timeout=10)
     assert not any("No answer" in t for t in said(tg))

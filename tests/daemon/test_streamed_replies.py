@@ -371,3 +371,15 @@ async def test_a_reload_mid_stream_in_a_private_chat_ends_in_one_message(
     assert len(kinds(tg, USER, "draft")) > shown_before  # the draft kept growing after the reload
     assert len({c["draft_id"] for c in tg.calls("sendMessageDraft")}) == 1  # still the one reply's draft
     assert no_flood(tg)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_reply_with_an_unpaired_surrogate_is_answered_with_a_replacement_character(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram, stream: bool
+) -> None:
+    fake_llm.script(text("half a pair: \ud83d, a lone low: \ude00."))  # JSON's "\ud83d" escapes
+    async with started(write_config(bot_toml(fake_llm, tg, stream=stream))) as runtime:
+        tg.push_message(GROUP, USER, "say something odd", chat_type="group")
+        await tg.wait_for(lambda: tg.shown(GROUP) == ["half a pair: \ufffd, a lone low: \ufffd."], timeout=20)
+        await runtime.drain(10)
+        assert runtime.store.unfinished() == []  # stored, sent and finished like any reply

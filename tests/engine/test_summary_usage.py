@@ -114,7 +114,7 @@ async def test_compact_records_for_the_sender_and_defers_when_the_day_is_spent(
                 actor="tg:erin",
             ) == 0
             assert len(fake.requests) == before
-            assert "the daily token budget is spent" in debug_log.getvalue()
+            assert "the daily token budget has too little left for it" in debug_log.getvalue()
     [summary] = [t for t in log.totals(by="model") if t.key.endswith("(summary)")]
     assert summary.calls >= 1
     assert {t.key for t in log.totals(by="sender")} == {"tg:bob", "tg:carol", "tg:erin"}

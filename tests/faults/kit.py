@@ -4,11 +4,15 @@ and the bookkeeping of what reached the chat (answers, "interrupted" notices, co
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
 import re
+import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,3 +121,29 @@ class Tally:
         """Return the counts as one line for the test output (`-s` shows it)."""
         return (f"{name}: {self.messages} messages, {self.answered} answered, {self.noticed} noticed, "
                 f"{self.duplicates} duplicates, {self.both} both, {self.lost} lost")
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """Mount a tmpfs of `size` at `where` (made here) for the block; unmounted after it (needs root)."""
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def fill(where: Path) -> Path:
+    """Write a file until the filesystem is full; return it."""
+    filler = where / "filler"
+    # Unbuffered: a buffered file would keep the last partial block and fail again on close,
+    # depending on how the free space happens to align with the buffer.
+    with open(filler, "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler

@@ -1,6 +1,6 @@
 """Signals are honoured at every moment of the real `orchestrator run`: a SIGTERM during
 start-up (a channel that cannot connect) stops it at once and nothing is called ready; SIGHUPs
-from the first instant never kill it; a second SIGINT cuts the drain of a long turn short, and
+from the first instant never kill it, and one held before ready is one reload once it serves; a second SIGINT cuts the drain of a long turn short, and
 the next start tells the user the turn was interrupted (nothing lost, nothing twice)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import WriteConfig, provider_toml
+from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, outcomes, start, stderr_of
@@ -101,6 +102,34 @@ async def test_sighup_from_the_first_moment_never_kills_the_daemon(
         await tg.wait_for(lambda: any(p["text"] == "still here" for p in tg.sent), timeout=20)
         proc.send_signal(signal.SIGTERM)
         assert await exit_code(proc, 20) == 0
+
+
+@pytest.mark.timeout(90)
+async def test_one_sighup_before_ready_is_held_and_reloads_the_edited_config_once_the_daemon_serves(
+    write_config: WriteConfig, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.default = echo_model  # the answer names the model, so it shows which config serves
+    async with FakeTelegram() as tg:
+        config = write_config(config_text(fake_llm, tg))
+        proc = await start(config, wait_ready=False)
+        async with asyncio.timeout(20):
+            while not sighup_taken(proc.pid):  # the earliest moment that is ours: the CLI holds SIGHUP
+                await asyncio.sleep(0.005)
+        # `systemctl reload` right after an edit, while the daemon still starts: whichever config
+        # it read first, the one signal must make it serve the edited one, and kill nothing.
+        config.write_text(config.read_text().replace('model = "m"', 'model = "m2"'))
+        proc.send_signal(signal.SIGHUP)
+        async with asyncio.timeout(40):
+            while "config reloaded" not in stderr_of(proc).partition("ready:")[2]:
+                assert proc.returncode is None, f"the SIGHUP killed the daemon: {stderr_of(proc)[-2000:]}"
+                await asyncio.sleep(0.02)
+        tg.push_message(5, 5, "hello")
+        await tg.wait_for(lambda: [p["text"] for p in tg.sent] == ["m2: hello"], timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        assert await exit_code(proc, 20) == 0
+    log = stderr_of(proc)
+    assert log.count("config reloaded") == 1, log  # the held signal is one reload, once it serves
+    assert "Traceback" not in log
 
 
 @pytest.mark.timeout(120)

@@ -7,6 +7,7 @@ error classification, no key in any error).
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from collections.abc import AsyncIterator, Mapping
@@ -258,3 +259,23 @@ async def test_slow_answer_is_unavailable(backend: Backend) -> None:
     async with backend.provider(timeout_s=0.05) as provider:
         with pytest.raises(ProviderUnavailable, match="no answer within 0.05 s"):
             await provider.complete(model="m", messages=USER, tools=(), temperature=None)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_unpaired_surrogates_from_the_model_become_replacement_characters(backend: Backend, streamed: bool) -> None:
+    # JSON may carry a lone "\ud800" escape; Python decodes it to a str no UTF-8 writer takes.
+    backend.fake.script(
+        backend.text("a\ud800 b \udfff c \U0001f600"), backend.tool_call("search", {"q": "x\udc00"}, id="call_s")
+    )
+    sink = Pieces()
+    on_text = sink if streamed else None
+    async with backend.provider() as provider:
+        answer = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=on_text)
+        call = await provider.complete(model="m", messages=USER, tools=(), temperature=None, on_text=on_text)
+    assert answer.text == "a\ufffd b \ufffd c \U0001f600"
+    [tool] = call.tool_calls
+    assert json.loads(tool.arguments) == {"q": "x\ufffd"}
+    if streamed:
+        assert "".join(sink.pieces) == answer.text + (call.text or "")
+    for piece in (answer.text, tool.arguments, *sink.pieces):
+        piece.encode("utf-8")  # every writer and sender after the provider can take it
