@@ -246,7 +246,10 @@ def _cmd_route(args: argparse.Namespace) -> int:
         for line in lines:
             print(line)
     else:
-        shown: dict[str, object] = {"route": None, "explain": lines}
+        from orchestrator.daemon import shadowed_routes
+
+        shadowed = {str(later): list(earlier) for later, earlier in shadowed_routes(config).items()}
+        shown: dict[str, object] = {"route": None, "explain": lines, "shadowed": shadowed}
         if match is not None:
             shown |= {
                 "route": match.index, "session": match.route.session,
@@ -266,11 +269,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     for warning in tracked_secret_warnings(config, shown=args.config):  # a warning: the exit code stays
         print(f"warning: {warning}", file=sys.stderr)
+    problems, notes = _local_problems(config, shown=args.config)
+    for note in notes:
+        print(note)
     if not args.connect:
         from orchestrator.checks import telemetry_problems
 
         # `run` refuses to start on these: `check` must not call the same file ok
-        problems = telemetry_problems(config, shown=args.config)
+        problems.extend(telemetry_problems(config, shown=args.config))
         for problem in problems:
             print(problem, file=sys.stderr)
         if problems:
@@ -278,15 +284,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(ok)
     from orchestrator.seam import sandbox_notices
 
+    refused = {p.path for p in problems}
     for notice in sandbox_notices(config):
-        print(notice.text)
+        if f"agents.{notice.agent}.shell.sandbox" not in refused:  # that problem says it, with the fix
+            print(notice.text)
     if args.connect:
         import asyncio
 
         from orchestrator.doctor import run_doctor
 
-        return asyncio.run(run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok))
+        return asyncio.run(
+            run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok, found=problems)
+        )
     return 0
+
+
+def _local_problems(config: Config, *, shown: str) -> tuple[list[Any], list[str]]:
+    """Return what `check` finds here without the network (problems, notes): every config that cannot work."""
+    from orchestrator.checks import empty_config_problems, shape_problems
+    from orchestrator.daemon import shadow_problems
+    from orchestrator.doctor import permission_problems, port_problems
+    from orchestrator.seam import sandbox_problems
+
+    ports, notes = port_problems(config, shown=shown)
+    problems = [
+        *empty_config_problems(config, shown=shown), *shape_problems(config, shown=shown),
+        *shadow_problems(config, shown=shown), *sandbox_problems(config), *ports,
+        *permission_problems(config, shown=shown),
+    ]
+    return problems, notes
 
 
 def _cmd_init(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 
 from orchestrator.store.audit import AuditLog
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
-from orchestrator.store.lock import StateDirLocked, hold_state_lock
+from orchestrator.store.lock import StateDirLocked, hold_state_lock, state_lock_holder
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import InboxRow, SessionStore
 from orchestrator.store.sqlite import Database, state_fault
@@ -30,6 +30,7 @@ __all__ = [
     "UsageTotal",
     "WalSync",
     "hold_state_lock",
+    "state_lock_holder",
     "parse_grouping",
     "parse_since",
     "read_usage",
