@@ -270,8 +270,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for warning in tracked_secret_warnings(config, shown=args.config):  # a warning: the exit code stays
         print(f"warning: {warning}", file=sys.stderr)
     problems, notes = _local_problems(config, shown=args.config)
-    for note in notes:
-        print(note)
+    from orchestrator.seam import sandbox_notices
+
+    refused = {p.path for p in problems}
+    # an agent whose written sandbox cannot run has a problem line saying so, with the fix
+    notes.extend(n.text for n in sandbox_notices(config) if f"agents.{n.agent}.shell.sandbox" not in refused)
     if not args.connect:
         from orchestrator.checks import telemetry_problems
 
@@ -279,24 +282,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
         problems.extend(telemetry_problems(config, shown=args.config))
         for problem in problems:
             print(problem, file=sys.stderr)
-        if problems:
-            return 1
-        print(ok)
-    from orchestrator.seam import sandbox_notices
-
-    refused = {p.path for p in problems}
-    for notice in sandbox_notices(config):
-        if f"agents.{notice.agent}.shell.sandbox" not in refused:  # that problem says it, with the fix
-            print(notice.text)
+        if not problems:
+            print(ok)
+    for note in notes:
+        print(note)
     if args.connect:
         import asyncio
 
         from orchestrator.doctor import run_doctor
 
         return asyncio.run(
-            run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok, found=problems)
+            run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok, local=problems)
         )
-    return 0
+    return 1 if problems else 0
 
 
 def _local_problems(config: Config, *, shown: str) -> tuple[list[Any], list[str]]:

@@ -25,8 +25,9 @@ __all__ = ["sender_problem", "shape_problems", "token_shape_problem"]
 
 _NUMERIC: Final = re.compile(r"[0-9]{1,20}")
 _SLACK_MEMBER: Final = re.compile(r"[UW][A-Z0-9]{2,20}")
-# BotFather's tokens: the bot's numeric id, a colon, 35 characters of base64url.
-_TELEGRAM_TOKEN: Final = re.compile(r"[0-9]{1,20}:[A-Za-z0-9_-]{35}")
+# BotFather's tokens: the bot's numeric id, a colon, 35 characters of base64url (the Bot API
+# page's own example, `110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw`, has 34: taken too).
+_TELEGRAM_TOKEN: Final = re.compile(r"[0-9]{1,20}:[A-Za-z0-9_-]{34,35}")
 _FIND_ID: Final = {
     "telegram": (
         "Telegram senders are numeric user ids (like 123456789): `orchestrator run` logs "
@@ -93,7 +94,9 @@ def _telegram_found(token: str) -> str:
         return "no ':'"
     if not bot_id.isdigit():
         return "no numeric bot id before ':'"
-    return f"{len(rest)} characters after ':'" if len(rest) != 35 else "characters other than A-Z, a-z, 0-9, '_' and '-'"
+    if len(rest) not in (34, 35):
+        return f"{len(rest)} characters after ':'"
+    return "characters other than A-Z, a-z, 0-9, '_' and '-' after ':'"
 
 
 def shape_problems(config: Config, *, shown: str) -> Iterator[ConfigProblem]:

@@ -26,12 +26,12 @@ async def run_doctor(
     ok_line: str,
     timeout_s: float = 10.0,
     mcp_timeout_s: float = 30.0,
-    found: Sequence[ConfigProblem] = (),
+    local: Sequence[ConfigProblem] = (),
 ) -> int:
     """Probe every secret, MCP server, provider and channel once; print `ok_line` last if all passed.
 
     What connected is printed to `out` as it is found; warnings, then problems, go to `err`
-    one line each, `found` (what `check` found without the network) last. Returns the exit
+    one line each, `local` (what `check` found without the network) last. Returns the exit
     code: 0 only when there was no problem.
     """
     problems = [*telemetry_problems(config, shown=shown), *secret_problems(config, shown=shown)]
@@ -56,7 +56,8 @@ async def run_doctor(
         server: frozenset(t.name for t in offer.tools) if offer else None for server, offer in mcp.offers.items()
     }
     problems.extend(tool_name_problems(config, offered, shown=shown))
-    problems.extend(found)
+    problems.extend(local)
+    problems = list(dict.fromkeys(problems))  # `local` repeats what a probe found first (a token's shape)
     for warning in mcp.warnings:
         print(f"warning: {warning}", file=err)
     for problem in problems:
