@@ -79,9 +79,11 @@ async def test_slack_writes_the_manifest_and_checks_both_tokens(
         args = ["--config", str(config), "--provider-url", llm.base_url, "--slack-sender", "U0ADA"]
         code, _, err = await init(capsys, *args, "--slack-bot-token-file", bot, "--slack-app-token-file", app)
         assert code == 1
-        assert err == [
-            "error: slack: auth.test refused bot_token (not_allowed_token_type): use the xoxb- token (nothing written)"
+        assert err == [  # named from the tokens' prefixes: Slack is not asked
+            "error: slack: bot_token: this token starts with 'xapp-': bot_token is the Bot User OAuth Token "
+            "(OAuth & Permissions), which starts with 'xoxb-' (nothing written)"
         ]
+        assert [c.method for c in slack.requests] == []
         assert not config.exists()
         code, out, err = await init(
             capsys, *args, "--slack-bot-token-file", app, "--slack-app-token-file", bot
