@@ -70,7 +70,8 @@ def port_problems(config: Config, *, shown: str) -> tuple[list[ConfigProblem], l
             ))
             continue
         holders = _holders(listener.port)
-        if daemon is not None and daemon in holders:
+        # a holder this user cannot see while this state directory's daemon runs is most likely that daemon
+        if daemon is not None and (daemon in holders or not holders):
             notes.append(
                 f"note: {shown}: {listener.key}: {where} is held by the daemon running on this state directory "
                 f"(pid {daemon}); it keeps the port across a reload"
