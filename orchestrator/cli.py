@@ -159,6 +159,16 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("--json", action="store_true", help="print JSON")
     usage.set_defaults(handler=_cmd_usage)
 
+    service = command(
+        "service",
+        "`service install`: the systemd install of docs/operations.md (code, credentials, config, unit), "
+        "ending with the doctor; refuses an empty or invalid config before writing anything",
+    )
+    service.add_argument("action", choices=("install",), help="what to do (install)")
+    service.add_argument("--dry-run", action="store_true", help="print each step's commands; write nothing")
+    service.add_argument("--root", default="/", metavar="DIR", help="install under DIR instead of / (tests, images)")
+    service.set_defaults(handler=_cmd_service)
+
     acp = command("acp", "serve one agent over the Agent Client Protocol on stdio (for editors)")
     acp.add_argument("--agent", required=True, help="agent name")
     acp.set_defaults(handler=_cmd_acp)
@@ -311,6 +321,17 @@ def _local_problems(config: Config, *, shown: str) -> tuple[list[Any], list[str]
         *permission_problems(config, shown=shown),
     ]
     return problems, notes
+
+
+def _cmd_service(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from orchestrator.service import ServiceLayout, plan_install, run_steps, source_checkout
+
+    layout = ServiceLayout(root=Path(args.root).resolve())
+    steps = plan_install(_load(args), layout=layout, checkout=source_checkout())
+    run_steps(steps, dry_run=args.dry_run, out=sys.stdout)
+    return 0
 
 
 def _cmd_init(args: argparse.Namespace) -> int:

@@ -38,6 +38,8 @@ LAYERS: Final = (
     ("doctor", ("doctor",)),
     # `orchestrator init`: questions, each answer checked with the doctor's probes, then the doctor.
     ("init", ("init",)),
+    # `orchestrator service install`: the documented systemd steps, then the doctor (as a process).
+    ("service", ("service",)),
     ("seam", ("seam",)),
     ("engine", ("engine",)),
     # The one turn runner: session lock, transcript, engine, persist, turn hooks.
@@ -71,6 +73,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.redaction",
     "orchestrator.scheduler",
     "orchestrator.seam",
+    "orchestrator.service",
     "orchestrator.sop",
     "orchestrator.store",  # `orchestrator usage` reads the usage table
     "orchestrator.text",
