@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,24 +205,39 @@ def test_the_port_the_running_daemon_of_this_state_dir_holds_is_a_note(write_con
     )
 
 
-def test_secret_and_state_files_others_can_read_are_refused(write_config: WriteConfig) -> None:
-    path = write_config(BASE + TG.replace("env:ORCH_TEST_TG", "file:tg.token") + route("tg", "*", '"42"'))
-    secret = path.parent / "tg.token"
+@pytest.fixture
+def open_folder() -> Iterator[Path]:
+    """A folder everyone may enter (pytest's own tmp folders are 0700: nothing in them is in others' reach)."""
+    folder = Path(tempfile.mkdtemp(prefix="orchestrator-modes-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_secret_and_state_files_others_can_read_are_refused(open_folder: Path) -> None:
+    path = open_folder / "config.toml"
+    path.write_text(BASE + TG.replace("env:ORCH_TEST_TG", "file:tg.token") + route("tg", "*", '"42"'))
+    secret = open_folder / "tg.token"
     secret.write_text(DEFAULT_TOKEN + "\n")
     secret.chmod(0o644)
-    state = path.parent / "state"
-    state.mkdir(mode=0o700)
-    (state / "sessions.sqlite3").touch(mode=0o640)
+    state = open_folder / "state"
+    state.mkdir()
+    state.chmod(0o755)
+    (state / "sessions.sqlite3").touch()
     (state / "sessions.sqlite3").chmod(0o640)
     code, out, err = check(path)
     assert (code, out) == (1, [])
     assert err == [
         f"{path}: channels.tg.token: 'file:tg.token' is readable by others (mode 0644): `chmod 600 {secret}`",
-        f"{path}: daemon.state_dir: {state} holds files others can read: state/sessions.sqlite3 (0640): "
-        f"`chmod -R go= {state}`",
+        f"{path}: daemon.state_dir: {state} holds files others can read: state (0755), state/sessions.sqlite3 "
+        f"(0640): `chmod -R go= {state}`",
     ]
+    # behind a folder nobody else may enter, a file is out of their reach whatever its own mode
+    state.chmod(0o700)
+    assert check(path)[2] == [err[0]]
     secret.chmod(0o600)
-    (state / "sessions.sqlite3").chmod(0o600)
     assert check(path)[0] == 0
 
 
