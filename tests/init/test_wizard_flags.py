@@ -178,3 +178,22 @@ async def test_a_telegram_webhook_is_deleted_only_when_a_flag_says_so(
         assert "  webhook deleted; waiting for your message again ..." in out.splitlines()
         assert tg.webhook() is None
     assert 'senders = ["7"]' in config.read_text(encoding="utf-8")
+
+
+async def test_a_sender_flag_of_the_wrong_shape_stops_the_wizard_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm, FakeTelegram() as tg:
+        monkeypatch.setenv("ORCHESTRATOR_TELEGRAM_API", tg.api_base_url)
+        code, _, err = await init(
+            capsys, "--config", str(config), "--provider-url", llm.base_url,
+            "--telegram-token-file", token_file(tmp_path, "tg", tg.token), "--telegram-sender", "@alice",
+        )
+    assert code == 1
+    assert err == [
+        "error: --telegram-sender: '@alice' is not a user id: Telegram senders are numeric user ids (like 123456789): "
+        "`orchestrator run` logs `no route ... sender ID` for each message it refuses, and @userinfobot in Telegram "
+        "tells you yours (nothing written)"
+    ]
+    assert not config.exists()
