@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
+    from orchestrator.errors import ConfigProblem
     from orchestrator.policy import ApprovalDecision, ApprovalRequest
 
 __all__ = ["main"]
@@ -307,7 +308,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def _local_problems(config: Config, *, shown: str) -> tuple[list[Any], list[str]]:
+def _local_problems(config: Config, *, shown: str) -> tuple[list[ConfigProblem], list[str]]:
     """Return what `check` finds here without the network (problems, notes): every config that cannot work."""
     from orchestrator.checks import empty_config_problems, shape_problems
     from orchestrator.daemon import shadow_problems
