@@ -310,9 +310,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _local_problems(config: Config, *, shown: str) -> tuple[list[ConfigProblem], list[str]]:
     """Return what `check` finds here without the network (problems, notes): every config that cannot work."""
-    from orchestrator.checks import empty_config_problems, shape_problems
+    from orchestrator.checks import empty_config_problems, permission_problems, port_problems, shape_problems
     from orchestrator.daemon import shadow_problems
-    from orchestrator.doctor import permission_problems, port_problems
     from orchestrator.seam import sandbox_problems
 
     ports, notes = port_problems(config, shown=shown)

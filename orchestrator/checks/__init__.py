@@ -7,6 +7,8 @@ something, and `load_config` composes both into the one public way to load a con
 
 from orchestrator.checks.connected import ModelUse, empty_config_problems, models_in_use, route_problems, tool_name_problems
 from orchestrator.checks.loading import load_config, parse_config
+from orchestrator.checks.permissions import permission_problems
+from orchestrator.checks.ports import port_problems
 from orchestrator.checks.references import RESERVED_AGENT_NAMES, check_references
 from orchestrator.checks.shapes import sender_problem, shape_problems, token_shape_problem
 from orchestrator.checks.secret_files import secret_references, tracked_secret_warnings
@@ -22,6 +24,8 @@ __all__ = [
     "missing_telemetry_package",
     "models_in_use",
     "parse_config",
+    "permission_problems",
+    "port_problems",
     "route_problems",
     "secret_references",
     "sender_problem",

@@ -14,8 +14,6 @@ from orchestrator.doctor.channels import (
     slack_identity,
     telegram_bot,
 )
-from orchestrator.doctor.permissions import permission_problems
-from orchestrator.doctor.ports import port_problems
 from orchestrator.doctor.providers import openai_models
 from orchestrator.doctor.refused import ProbeRefused
 from orchestrator.doctor.run import run_doctor
@@ -28,8 +26,6 @@ __all__ = [
     "ProbeRefused",
     "discord_bot",
     "openai_models",
-    "permission_problems",
-    "port_problems",
     "run_doctor",
     "slack_identity",
     "telegram_bot",

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from orchestrator.checks import secret_references
+from orchestrator.checks.secret_files import secret_references
 from orchestrator.config import Config, dotted, secret_file
 from orchestrator.errors import ConfigProblem
 
