@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
+    from orchestrator.errors import ConfigProblem
     from orchestrator.policy import ApprovalDecision, ApprovalRequest
 
 __all__ = ["main"]
@@ -163,6 +164,16 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("--json", action="store_true", help="print JSON")
     usage.set_defaults(handler=_cmd_usage)
 
+    service = command(
+        "service",
+        "`service install`: the systemd install of docs/operations.md (code, credentials, config, unit), "
+        "ending with the doctor; refuses an empty or invalid config before writing anything",
+    )
+    service.add_argument("action", choices=("install",), help="what to do (install)")
+    service.add_argument("--dry-run", action="store_true", help="print each step's commands; write nothing")
+    service.add_argument("--root", default="/", metavar="DIR", help="install under DIR instead of / (tests, images)")
+    service.set_defaults(handler=_cmd_service)
+
     acp = command("acp", "serve one agent over the Agent Client Protocol on stdio (for editors)")
     acp.add_argument("--agent", required=True, help="agent name")
     acp.set_defaults(handler=_cmd_acp)
@@ -264,7 +275,10 @@ def _cmd_route(args: argparse.Namespace) -> int:
         for line in lines:
             print(line)
     else:
-        shown: dict[str, object] = {"route": None, "explain": lines}
+        from orchestrator.daemon import shadowed_routes
+
+        shadowed = {str(later): list(earlier) for later, earlier in shadowed_routes(config).items()}
+        shown: dict[str, object] = {"route": None, "explain": lines, "shadowed": shadowed}
         if match is not None:
             shown |= {
                 "route": match.index, "session": match.route.session,
@@ -284,26 +298,57 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     for warning in tracked_secret_warnings(config, shown=args.config):  # a warning: the exit code stays
         print(f"warning: {warning}", file=sys.stderr)
+    problems, notes = _local_problems(config, shown=args.config)
+    from orchestrator.seam import sandbox_notices
+
+    refused = {p.path for p in problems}
+    # an agent whose written sandbox cannot run has a problem line saying so, with the fix
+    notes.extend(n.text for n in sandbox_notices(config) if f"agents.{n.agent}.shell.sandbox" not in refused)
     if not args.connect:
         from orchestrator.checks import telemetry_problems
 
         # `run` refuses to start on these: `check` must not call the same file ok
-        problems = telemetry_problems(config, shown=args.config)
+        problems.extend(telemetry_problems(config, shown=args.config))
         for problem in problems:
             print(problem, file=sys.stderr)
-        if problems:
-            return 1
-        print(ok)
-    from orchestrator.seam import sandbox_notices
-
-    for notice in sandbox_notices(config):
-        print(notice.text)
+        if not problems:
+            print(ok)
+    for note in notes:
+        print(note)
     if args.connect:
         import asyncio
 
         from orchestrator.doctor import run_doctor
 
-        return asyncio.run(run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok))
+        return asyncio.run(
+            run_doctor(config, shown=args.config, out=sys.stdout, err=sys.stderr, ok_line=ok, local=problems)
+        )
+    return 1 if problems else 0
+
+
+def _local_problems(config: Config, *, shown: str) -> tuple[list[ConfigProblem], list[str]]:
+    """Return what `check` finds here without the network (problems, notes): every config that cannot work."""
+    from orchestrator.checks import empty_config_problems, permission_problems, port_problems, shape_problems
+    from orchestrator.daemon import shadow_problems
+    from orchestrator.seam import sandbox_problems
+
+    ports, notes = port_problems(config, shown=shown)
+    problems = [
+        *empty_config_problems(config, shown=shown), *shape_problems(config, shown=shown),
+        *shadow_problems(config, shown=shown), *sandbox_problems(config), *ports,
+        *permission_problems(config, shown=shown),
+    ]
+    return problems, notes
+
+
+def _cmd_service(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from orchestrator.service import ServiceLayout, plan_install, run_steps, source_checkout
+
+    layout = ServiceLayout(root=Path(args.root).resolve())
+    steps = plan_install(_load(args), layout=layout, checkout=source_checkout())
+    run_steps(steps, dry_run=args.dry_run, out=sys.stdout)
     return 0
 
 

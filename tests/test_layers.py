@@ -38,6 +38,8 @@ LAYERS: Final = (
     ("doctor", ("doctor",)),
     # `orchestrator init`: questions, each answer checked with the doctor's probes, then the doctor.
     ("init", ("init",)),
+    # `orchestrator service install`: the documented systemd steps, then the doctor (as a process).
+    ("service", ("service",)),
     ("seam", ("seam",)),
     ("engine", ("engine",)),
     # The one turn runner: session lock, transcript, engine, persist, turn hooks.
@@ -72,6 +74,7 @@ CLI_LAZY_IMPORTS: Final = frozenset({
     "orchestrator.scheduler",
     "orchestrator.seam",
     "orchestrator.sessions",  # `orchestrator agent` runs its turn through `Sessions`
+    "orchestrator.service",
     "orchestrator.sop",
     "orchestrator.status_client",  # `orchestrator status` asks the daemon without importing it
     "orchestrator.store",  # `orchestrator usage` reads the usage table

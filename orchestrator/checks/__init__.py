@@ -5,9 +5,12 @@ references name (tools, memory, skills, peripherals, MCP), checks that the names
 something, and `load_config` composes both into the one public way to load a config.
 """
 
-from orchestrator.checks.connected import ModelUse, models_in_use, route_problems, tool_name_problems
+from orchestrator.checks.connected import ModelUse, empty_config_problems, models_in_use, route_problems, tool_name_problems
 from orchestrator.checks.loading import load_config, parse_config
+from orchestrator.checks.permissions import permission_problems
+from orchestrator.checks.ports import port_problems
 from orchestrator.checks.references import RESERVED_AGENT_NAMES, check_references
+from orchestrator.checks.shapes import sender_problem, shape_problems, token_shape_problem
 from orchestrator.checks.secret_files import secret_references, tracked_secret_warnings
 from orchestrator.checks.telemetry import TELEMETRY_INSTALL, missing_telemetry_package, telemetry_problems
 
@@ -16,13 +19,19 @@ __all__ = [
     "TELEMETRY_INSTALL",
     "ModelUse",
     "check_references",
+    "empty_config_problems",
     "load_config",
     "missing_telemetry_package",
     "models_in_use",
     "parse_config",
+    "permission_problems",
+    "port_problems",
     "route_problems",
     "secret_references",
+    "sender_problem",
+    "shape_problems",
     "telemetry_problems",
+    "token_shape_problem",
     "tool_name_problems",
     "tracked_secret_warnings",
 ]

@@ -23,9 +23,22 @@ from orchestrator.tools import (
     TOOL_SEARCH_NAME,
 )
 
-__all__ = ["ModelUse", "models_in_use", "route_problems", "tool_name_problems"]
+__all__ = ["ModelUse", "empty_config_problems", "models_in_use", "route_problems", "tool_name_problems"]
 
 _GLOB_CHARS: Final = frozenset("*?[")
+
+
+def empty_config_problems(config: Config, *, shown: str) -> list[ConfigProblem]:
+    """Return one problem when the config defines no agent: `run` would serve nothing."""
+    if config.agents:
+        return []
+    counts = f"{len(config.providers)} providers, {len(config.channels)} channels, {len(config.routes)} routes"
+    return [ConfigProblem(
+        shown, "agents",
+        f"the config defines no agent ({counts}), so nothing could answer: run `orchestrator init` to write "
+        "a first config, or add a [providers.NAME] (base_url), an [agents.NAME] (provider, model), a "
+        "[channels.NAME] and a [[routes]] entry (see docs/configuration.md)",
+    )]
 
 
 def route_problems(config: Config, *, shown: str) -> Iterator[ConfigProblem]:

@@ -21,7 +21,7 @@ from orchestrator.daemon.inbox import (
     stop_channel,
 )
 from orchestrator.daemon.replies import deliver_reply, fit_reply, resume_reply
-from orchestrator.daemon.routing import RouteMatch, explain_route, match_route, session_key
+from orchestrator.daemon.routing import RouteMatch, explain_route, match_route, session_key, shadow_problems, shadowed_routes
 from orchestrator.daemon.runtime import Reloadable, Runtime
 from orchestrator.daemon.secrets import channel_secret_problems
 from orchestrator.daemon.serving import reload_config, run_daemon, serve
@@ -58,6 +58,8 @@ __all__ = [
     "serve",
     "serve_status_socket",
     "session_key",
+    "shadow_problems",
+    "shadowed_routes",
     "start_channel",
     "start_channels",
     "stop_channel",

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import aiohttp
 
+from orchestrator.checks import shape_problems
 from orchestrator.config import (
     ChannelConfig,
     Config,
@@ -58,6 +59,9 @@ async def probe_channel(
     if not isinstance(channel, TelegramChannelConfig | SlackChannelConfig | DiscordChannelConfig):
         return None, []  # the terminal has nothing to connect to
     base = config.source.parent if config.source else None
+    shapes = [p for p in shape_problems(config, shown=shown) if p.path.startswith(f"channels.{name}.")]
+    if shapes:
+        return None, shapes  # a token no platform issues: named without asking one
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as session:

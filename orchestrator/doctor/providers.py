@@ -6,6 +6,7 @@ Foreign errors (openai, anthropic) are translated here into problems that name t
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -125,7 +126,7 @@ async def openai_models(base_url: str, api_key: str | None, *, timeout_s: float)
     except openai.APIStatusError as exc:
         raise ProbeRefused(f"GET /models answered {exc.status_code}{_no_v1_hint(base_url, exc.status_code)}") from None
     except openai.APIConnectionError as exc:
-        raise ProbeRefused(f"cannot connect ({_cause(exc)})") from None
+        raise ProbeRefused(f"cannot connect ({_connect_failure(exc, base_url, timeout_s)})") from None
     except openai.OpenAIError as exc:
         raise ProbeRefused(f"cannot list models ({exc})") from None
     finally:
@@ -151,12 +152,36 @@ async def _anthropic_has(probe: ProviderProbe, timeout_s: float) -> frozenset[st
     except anthropic.APIStatusError as exc:
         raise ProbeRefused(f"GET /v1/models answered {exc.status_code}") from None
     except anthropic.APIConnectionError as exc:
-        raise ProbeRefused(f"cannot connect ({_cause(exc)})") from None
+        raise ProbeRefused(f"cannot connect ({_connect_failure(exc, probe.base_url, timeout_s)})") from None
     except anthropic.AnthropicError as exc:
         raise ProbeRefused(f"cannot look up models ({exc})") from None
     finally:
         await client.close()
     return frozenset(known)
+
+
+def _connect_failure(exc: BaseException, base_url: str, timeout_s: float) -> str:
+    """Say why a connection failed: refused (nothing listens), timed out, or the deepest cause's own words."""
+    url = urlsplit(base_url)
+    where = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
+    chain = list(_chain(exc))
+    refused = f"[Errno {errno.ECONNREFUSED}]"
+    if any(isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED for e in chain) or (
+        refused in str(chain[-1])
+    ):
+        return f"connection refused: nothing listens on {where}; start the model server there, or fix base_url"
+    if any("timeout" in type(e).__name__.lower() for e in chain):
+        return f"no answer from {where} within {timeout_s:g} s (connect timed out): is the host reachable?"
+    return _cause(exc)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 def _cause(exc: BaseException) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TextIO
 
 from orchestrator.checks import route_problems, telemetry_problems, tool_name_problems
 from orchestrator.config import Config
+from orchestrator.errors import ConfigProblem
 from orchestrator.doctor.channels import probe_channel
 from orchestrator.doctor.providers import probe_provider, providers_in_use
 from orchestrator.doctor.secrets import secret_problems
@@ -24,11 +26,13 @@ async def run_doctor(
     ok_line: str,
     timeout_s: float = 10.0,
     mcp_timeout_s: float = 30.0,
+    local: Sequence[ConfigProblem] = (),
 ) -> int:
     """Probe every secret, MCP server, provider and channel once; print `ok_line` last if all passed.
 
     What connected is printed to `out` as it is found; warnings, then problems, go to `err`
-    one line each. Returns the exit code: 0 only when there was no problem.
+    one line each, `local` (what `check` found without the network) last. Returns the exit
+    code: 0 only when there was no problem.
     """
     problems = [*telemetry_problems(config, shown=shown), *secret_problems(config, shown=shown)]
     mcp = await probe_mcp(config, shown=shown, out=out, connect_timeout_s=mcp_timeout_s)
@@ -52,6 +56,8 @@ async def run_doctor(
         server: frozenset(t.name for t in offer.tools) if offer else None for server, offer in mcp.offers.items()
     }
     problems.extend(tool_name_problems(config, offered, shown=shown))
+    problems.extend(local)
+    problems = list(dict.fromkeys(problems))  # `local` repeats what a probe found first (a token's shape)
     for warning in mcp.warnings:
         print(f"warning: {warning}", file=err)
     for problem in problems:

@@ -34,8 +34,11 @@ class Asker:
         """Print a line for the person running the wizard."""
         print(text, file=self.out, flush=True)
 
-    def ask(self, question: str, *, default: str | None = None, flag: str | None = None) -> str:
-        """Return the answer, or `default` for an empty one."""
+    def ask(
+        self, question: str, *, default: str | None = None, flag: str | None = None,
+        check: Callable[[str], str | None] | None = None,
+    ) -> str:
+        """Return the answer, or `default` for an empty one; one `check` says is wrong is asked again."""
         if not self.interactive:
             if default is None:
                 raise InitAborted(f"{question}: no answer; pass {flag}" if flag else f"{question}: no answer")
@@ -43,6 +46,10 @@ class Asker:
         shown = f" [{default}]" if default else ""
         while True:
             answer = self._line(f"{question}{shown}: ")
+            problem = check(answer) if answer and check is not None else None
+            if problem:
+                self.say(f"  {problem}")
+                continue
             if answer:
                 return answer
             if default is not None:

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import aiohttp
 
+from orchestrator.checks import sender_problem, token_shape_problem
 from orchestrator.doctor import (
     MESSAGE_CONTENT_HINT,
     TELEGRAM_API,
@@ -57,6 +58,33 @@ def _checked(asker: Asker, platform: str, ask: Callable[[], str], check: Callabl
                 raise InitAborted(f"{platform}: no token the platform accepts") from None
 
 
+def _shaped(kind: str, key: str, token: str) -> None:
+    """Raise `ProbeRefused` for a token of a shape the platform never issues (before asking it)."""
+    problem = token_shape_problem(kind, key, token)
+    if problem:
+        raise ProbeRefused(f"{key}: {problem}" if kind == "slack" else problem)
+
+
+def _shape_first(kind: str, check: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Return `check` preceded by the local shape check of a `token` key."""
+
+    def checked(token: str) -> Any:
+        _shaped(kind, "token", token)
+        return check(token)
+
+    return checked
+
+
+def _sender(asker: Asker, kind: str, given: str | None, question: str, flag: str) -> str:
+    """Return the user id for `senders`: `given` (its flag), else asked until it has the platform's shape."""
+    if given is not None:
+        problem = sender_problem(kind, given)
+        if problem:
+            raise InitAborted(f"{flag}: {problem}")
+        return given
+    return asker.ask(question, flag=flag, check=lambda answer: sender_problem(kind, answer))
+
+
 def _api(platform: str) -> str | None:
     return os.environ.get(API_ENVS[platform]) or None
 
@@ -76,7 +104,7 @@ def telegram_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
     token, bot = _checked(
         asker, "telegram",
         lambda: _token(asker, options.telegram_token_file, flag, "Telegram bot token (not shown)"),
-        lambda t: online(lambda s: telegram_bot(s, api, t)),
+        _shape_first("telegram", lambda t: online(lambda s: telegram_bot(s, api, t))),
     )
     username = bot.get("username", "?")
     asker.say(f"  connected as @{username}")
@@ -89,8 +117,7 @@ def telegram_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
             user_id, name = found
             if asker.confirm(f"  a message from {name} (user id {user_id}): let this user talk to the bot?", default=True):
                 sender = user_id
-    if sender is None:
-        sender = asker.ask("Your Telegram user id (for `senders`)", flag="--telegram-sender")
+    sender = _sender(asker, "telegram", sender, "Your Telegram user id (for `senders`)", "--telegram-sender")
     asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
         name="telegram", kind="telegram",
@@ -227,10 +254,16 @@ def slack_step(asker: Asker, options: InitOptions, folder: Path) -> ChannelPlan 
         tokens["app"] = _token(asker, options.slack_app_token_file, "--slack-app-token-file", "App-Level Token (xapp-, not shown)")
         return _token(asker, options.slack_bot_token_file, "--slack-bot-token-file", "Bot User OAuth Token (xoxb-, not shown)")
 
-    bot_token, who = _checked(asker, "slack", ask, lambda t: online(lambda s: slack_identity(s, api, t, tokens["app"])))
+    def check(token: str) -> str:
+        _shaped("slack", "bot_token", token)
+        _shaped("slack", "app_token", tokens["app"])
+        return online(lambda s: slack_identity(s, api, token, tokens["app"]))
+
+    bot_token, who = _checked(asker, "slack", ask, check)
     asker.say(f"  connected as {who}")
-    sender = options.slack_sender or asker.ask(
-        "Your Slack member id (your profile -> the ... menu -> Copy member ID, like U012AB3CD)", flag="--slack-sender"
+    sender = _sender(
+        asker, "slack", options.slack_sender,
+        "Your Slack member id (your profile -> the ... menu -> Copy member ID, like U012AB3CD)", "--slack-sender",
     )
     asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(
@@ -255,7 +288,7 @@ def discord_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
         token, bot = _checked(
             asker, "discord",
             lambda: _token(asker, options.discord_token_file, flag, "Discord bot token (not shown)"),
-            lambda t: _discord_or_intent(api, t),
+            _shape_first("discord", lambda t: _discord_or_intent(api, t)),
         )
         if bot is not None:
             break
@@ -266,9 +299,10 @@ def discord_step(asker: Asker, options: InitOptions) -> ChannelPlan | None:
     asker.say(f"  connected as {bot.get('username', '?')}")
     asker.say("  Invite the bot to your server with this link (the permissions it needs are filled in):")
     asker.say(f"  https://discord.com/oauth2/authorize?client_id={bot.get('id')}&scope=bot&permissions={DISCORD_PERMISSIONS}")
-    sender = options.discord_sender or asker.ask(
+    sender = _sender(
+        asker, "discord", options.discord_sender,
         "Your Discord user id (Settings -> Advanced -> Developer Mode on; right-click your name -> Copy User ID)",
-        flag="--discord-sender",
+        "--discord-sender",
     )
     asker.say(f"  senders = [\"{sender}\"]: only this user may talk to the bot")
     return ChannelPlan(

@@ -37,7 +37,14 @@ from orchestrator.seam.paths import PATH_PROFILES, ConstructionPath, PathProfile
 from orchestrator.seam.assembly import assemble
 from orchestrator.seam.registry import PromptSection, ScopedToolRegistry, TurnContext
 from orchestrator.seam.resolve import InteractivityNotAllowed, mcp_servers_for, media_as_written, resolve, uses_memory
-from orchestrator.seam.sandbox import SandboxHost, SandboxNotice, default_workspace, sandbox_notices, shell_sandbox
+from orchestrator.seam.sandbox import (
+    SandboxHost,
+    SandboxNotice,
+    default_workspace,
+    sandbox_notices,
+    sandbox_problems,
+    shell_sandbox,
+)
 from orchestrator.seam.services import Services
 from orchestrator.seam.usage import DAY_S, DayBudget, UsageMeter, UsageWatcher, budget_key, day_budgets
 from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn, enter_turn, leave_turn
@@ -100,6 +107,7 @@ __all__ = [
     "resolve",
     "resolve_chat_commands",
     "sandbox_notices",
+    "sandbox_problems",
     "service_reach",
     "shell_sandbox",
     "uses_memory",

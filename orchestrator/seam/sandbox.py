@@ -6,10 +6,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.config import AgentConfig, Config
+from orchestrator.errors import ConfigProblem
 from orchestrator.policy import SandboxLimits, ShellSandbox
 from orchestrator.tools import bwrap_error, bwrap_holes, landlock_abi, landlock_error, landlock_holes, seccomp_error
 
-__all__ = ["SandboxHost", "SandboxNotice", "default_workspace", "sandbox_notices", "shell_limits", "shell_sandbox"]
+__all__ = [
+    "SandboxHost",
+    "SandboxNotice",
+    "default_workspace",
+    "sandbox_notices",
+    "sandbox_problems",
+    "shell_limits",
+    "shell_sandbox",
+]
 
 _MIB = 1024**2
 
@@ -62,6 +71,7 @@ class SandboxNotice:
 
     text: str
     attention: bool
+    agent: str = ""
 
 
 def default_workspace(config: Config, name: str) -> Path:
@@ -92,7 +102,7 @@ def sandbox_notices(config: Config, *, host: SandboxHost | None = None) -> list[
             sandbox = shell_sandbox(name, agent, host=host)
             lines.append(SandboxNotice(
                 text=f"agent {name}: shell sandbox {sandbox.describe()}",
-                attention=sandbox.kind is None or bool(sandbox.holes),
+                attention=sandbox.kind is None or bool(sandbox.holes), agent=name,
             ))
         legacy = _legacy_workspace(config, name)
         if agent.workspace is None and legacy.is_dir() and any(legacy.iterdir()):
@@ -141,3 +151,35 @@ def shell_sandbox(name: str, agent: AgentConfig, *, host: SandboxHost | None = N
     what = "no sandbox works here" if requested == "auto" else f"sandbox {requested!r} does not work here"
     return ShellSandbox(requested=requested, kind=None, network=network, limits=limits,
                         reason=f"{what} ({'; '.join(errors)}); write {hint}")
+
+
+def sandbox_problems(config: Config, *, host: SandboxHost | None = None) -> list[ConfigProblem]:
+    """Return one problem per agent whose written sandbox (`bwrap`, `landlock`) cannot run here.
+
+    Every command such an agent runs would be refused. The fix that keeps commands confined
+    comes first (install bubblewrap; the other sandbox when it works here); `none`, the
+    unconfined choice, comes last.
+    """
+    problems: list[ConfigProblem] = []
+    for name, agent in sorted(config.agents.items()):
+        requested = agent.shell.sandbox
+        if requested not in ("bwrap", "landlock") or not agent.shell.allowed_commands:
+            continue
+        if shell_sandbox(name, agent, host=host).kind is not None:
+            continue
+        network = agent.shell.network
+        error = (_probed_bwrap if requested == "bwrap" else _probed_landlock)(host, network)[0]
+        fixes = []
+        if requested == "bwrap" and error is not None and "is not installed" in error:
+            fixes.append("install it: `apt install bubblewrap` (Debian, Ubuntu; `dnf install bubblewrap` on Fedora)")
+        other = "landlock" if requested == "bwrap" else "bwrap"
+        if (_probed_landlock if other == "landlock" else _probed_bwrap)(host, network)[0] is None:
+            fixes.append(f'write sandbox = "{other}", which works here')
+        fixes.append('sandbox = "none" to run commands unconfined')
+        what = (error or "it does not work").removesuffix(" (Debian package bubblewrap)")
+        problems.append(ConfigProblem(
+            config.origin_of(name), f"agents.{name}.shell.sandbox",
+            f"{requested!r} cannot run here ({what}), so every command would be refused: "
+            + "; or ".join(fixes),
+        ))
+    return problems

@@ -3,7 +3,7 @@
 from orchestrator.store.audit import AuditLog
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
 from orchestrator.store.full_disk import FullDisk, disk_full
-from orchestrator.store.lock import StateDirLocked, hold_state_lock
+from orchestrator.store.lock import StateDirLocked, hold_state_lock, state_lock_holder
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import Backlog, InboxRow, SessionStore
 from orchestrator.store.sqlite import Database, open_database, open_read_only, state_fault
@@ -36,6 +36,7 @@ __all__ = [
     "hold_state_lock",
     "open_database",
     "open_read_only",
+    "state_lock_holder",
     "parse_grouping",
     "parse_since",
     "read_usage",

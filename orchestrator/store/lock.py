@@ -12,7 +12,7 @@ from typing import Final
 from orchestrator.errors import OrchestratorError, StateError
 from orchestrator.private import private_dir, private_file
 
-__all__ = ["LOCK_FILE", "StateDirLocked", "hold_state_lock"]
+__all__ = ["LOCK_FILE", "StateDirLocked", "hold_state_lock", "state_lock_holder"]
 
 LOCK_FILE: Final = "daemon.lock"
 
@@ -53,3 +53,23 @@ def hold_state_lock(state_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the last descriptor releases the lock
+
+
+def state_lock_holder(state_dir: Path) -> int | None:
+    """Return the pid of the process holding `state_dir`'s daemon lock, None when none does.
+
+    Read from /proc/locks, never by taking the lock (even a shared one would make a daemon
+    starting at that instant think another one runs); creates nothing.
+    """
+    try:
+        info = os.stat(state_dir / LOCK_FILE, follow_symlinks=False)
+        rows = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    for row in rows:
+        fields = row.split()
+        # `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; a blocked waiter's row has `->` first
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device and fields[4].isdigit():
+            return int(fields[4])
+    return None

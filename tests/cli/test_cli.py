@@ -92,14 +92,15 @@ def test_check_reports_discord_channels_that_disagree_on_endpoints(
         "and gateway_url (channels.main differs)",
     ]
     agreeing = write_config(
-        discord.format("main") + 'api_base_url = "http://127.0.0.1:9/api/v10"\n'
+        '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n'
+        + discord.format("main") + 'api_base_url = "http://127.0.0.1:9/api/v10"\n'
         + discord.format("mirror") + 'api_base_url = "http://127.0.0.1:9/api/v10/"\n'  # a trailing slash is the same base
     )
     assert cli.main(["check", "--config", str(agreeing)]) == 0
 
 
 def test_config_from_environment_variable(write_config: WriteConfig) -> None:
-    path = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    path = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n')
     done = orchestrator("check", env={"ORCHESTRATOR_CONFIG": str(path)})
     assert done.returncode == 0 and str(path) in done.stdout
 

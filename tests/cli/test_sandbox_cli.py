@@ -124,12 +124,14 @@ def test_auto_falls_back_to_landlock_and_a_written_bwrap_is_refused(write_config
 
     done = _where_bwrap_fails(sys.executable, "-m", "orchestrator.cli", "check", "--config", str(path))
 
-    assert done.returncode == 0, done.stderr
-    _, auto, written = done.stdout.splitlines()
-    assert auto == "agent a: shell sandbox landlock (network off)"
-    assert written.startswith("agent b: shell sandbox refused: sandbox 'bwrap' does not work here (bwrap: ")
+    # every command of b would be refused: `check` says so and exits 1, the confined fix first
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == ["agent a: shell sandbox landlock (network off)"]
+    (written,) = done.stderr.splitlines()
+    assert written.startswith(f"{path}: agents.b.shell.sandbox: 'bwrap' cannot run here (/usr/bin/bwrap cannot ")
     assert "Can't mount proc" in written
-    assert written.endswith('write [agents.b.shell] sandbox = "none" to run commands unconfined')
+    assert written.endswith('so every command would be refused: write sandbox = "landlock", which works here; '
+                            'or sandbox = "none" to run commands unconfined')
 
 
 async def test_the_attack_fails_under_the_landlock_fallback_too(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:

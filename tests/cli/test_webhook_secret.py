@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator import cli
 from tests.conftest import WriteConfig, provider_toml
+from tests.fakes.telegram_api import DEFAULT_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = provider_toml("http://127.0.0.1:9/v1") + """
@@ -30,6 +31,12 @@ channel = "tg"
 agent = "a"
 senders = ["*"]
 """
+def _token_file(path: Path, value: str = DEFAULT_TOKEN) -> None:
+    """Write a secret file as `orchestrator init` does: 0600 (`check` refuses one others can read)."""
+    path.write_text(value + "\n", encoding="utf-8")
+    path.chmod(0o600)
+
+
 ALLOWED = "Telegram takes 1-256 characters of A-Z, a-z, 0-9, '_' and '-' as a webhook secret"
 
 
@@ -37,10 +44,10 @@ def test_check_refuses_a_webhook_secret_outside_telegrams_alphabet(
     write_config: WriteConfig, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = write_config(CONFIG.format(secret="file:hook.secret"))
-    (config.parent / "tg.token").write_text("123:abc\n", encoding="utf-8")
+    _token_file(config.parent / "tg.token")
     found = []
     for value in ("not allowed!", "x" * 257, "Fine_value-256"):
-        (config.parent / "hook.secret").write_text(value + "\n", encoding="utf-8")
+        _token_file(config.parent / "hook.secret", value)
         code = cli.main(["check", "--config", str(config)])
         found.append((code, capsys.readouterr().err.splitlines()))
     assert found == [
@@ -62,7 +69,7 @@ def test_a_webhook_secret_only_the_daemon_can_read_is_checked_when_it_starts(
 ) -> None:
     # systemd's LoadCredential: the secret is there for the daemon, not for the admin's `check`
     config = write_config(CONFIG.format(secret="file:$CREDENTIALS_DIRECTORY/hook"))
-    (config.parent / "tg.token").write_text("123:abc\n", encoding="utf-8")
+    _token_file(config.parent / "tg.token")
     credentials = tmp_path / "credentials"
     credentials.mkdir()
     (credentials / "hook").write_text("a secret with spaces\n", encoding="utf-8")

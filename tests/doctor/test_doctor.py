@@ -166,16 +166,25 @@ async def test_each_channel_is_connected_once_with_its_token(
         ]
         assert [c.method for c in slack.requests] == ["auth.test", "apps.connections.open"]
 
-        # Tokens swapped by mistake: each platform's refusal is one line naming the channel.
-        monkeypatch.setenv("TG", "123:wrong")
-        monkeypatch.setenv("SLACK_BOT", slack.app_token)
+        # Tokens of the right shape the platforms refuse: each refusal is one line naming the channel.
+        monkeypatch.setenv("TG", "123:" + "A" * 35)
+        monkeypatch.setenv("SLACK_BOT", "xoxb-revoked")
         monkeypatch.setenv("DC", "wrong")
         code, out, err = await doctor(path, capsys)
         assert code == 1 and ok_line(path, channels=3, routes=1) not in out
         assert [line.split(": ", 2)[1] for line in err] == ["channels.tg", "channels.sl", "channels.dc"]
         assert "getMe refused the token (401" in err[0] and "@BotFather" in err[0]
-        assert "auth.test refused bot_token (not_allowed_token_type): use the xoxb- token" in err[1]
+        assert "auth.test refused bot_token (invalid_auth): use the xoxb- token" in err[1]
         assert "/users/@me refused the token (401" in err[2]
+        # An app token pasted as the bot token is named before any request: Slack is not asked.
+        monkeypatch.setenv("SLACK_BOT", slack.app_token)
+        asked = len(slack.requests)
+        code, out, err = await doctor(path, capsys)
+        assert code == 1 and len(slack.requests) == asked
+        assert err[1] == (
+            f"{path}: channels.sl.bot_token: this token starts with 'xapp-': bot_token is the Bot User OAuth Token "
+            "(OAuth & Permissions), which starts with 'xoxb-'"
+        )
 
 
 async def test_a_route_without_senders_admits_nobody(

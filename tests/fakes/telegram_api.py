@@ -67,7 +67,8 @@ from tests.fakes.loopback import start_app
 
 __all__ = ["Call", "FakeTelegram", "DEFAULT_TOKEN", "Visible"]
 
-DEFAULT_TOKEN: Final = "123456:TEST-token"
+# the shape BotFather issues (the bot id, a colon, 35 characters): `check` refuses any other
+DEFAULT_TOKEN: Final = "123456:AAFakeTestTokenOfTheLoopbackFake_01"
 MAX_TEXT_UTF16: Final = 4096
 MAX_GET_FILE_BYTES: Final = 20 * 1024 * 1024
 MAX_PHOTO_BYTES: Final = 10 * 1024 * 1024

@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator import cli
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_api import DEFAULT_TOKEN
 from tests.init.test_wizard_flags import ROOT, init, token_file
 
 
@@ -40,7 +41,8 @@ async def test_init_in_a_checkout_writes_secrets_git_ignores_and_check_warns_abo
     assert (tmp_path / "secrets" / "provider_api_key").read_text(encoding="utf-8") == "sk-test-123\n"
     assert check(capsys, config) == (0, [])
     # a secret file the admin put beside the config, which nothing ignores
-    (tmp_path / "tg.token").write_text("123:abc\n", encoding="utf-8")
+    (tmp_path / "tg.token").write_text(f"{DEFAULT_TOKEN}\n", encoding="utf-8")
+    (tmp_path / "tg.token").chmod(0o600)  # `check` refuses a secret others can read
     with config.open("a", encoding="utf-8") as handle:
         handle.write('\n[channels.tg]\nkind = "telegram"\ntoken = "file:tg.token"\n')
     code, err = check(capsys, config)

@@ -79,9 +79,11 @@ async def test_slack_writes_the_manifest_and_checks_both_tokens(
         args = ["--config", str(config), "--provider-url", llm.base_url, "--slack-sender", "U0ADA"]
         code, _, err = await init(capsys, *args, "--slack-bot-token-file", bot, "--slack-app-token-file", app)
         assert code == 1
-        assert err == [
-            "error: slack: auth.test refused bot_token (not_allowed_token_type): use the xoxb- token (nothing written)"
+        assert err == [  # named from the tokens' prefixes: Slack is not asked
+            "error: slack: bot_token: this token starts with 'xapp-': bot_token is the Bot User OAuth Token "
+            "(OAuth & Permissions), which starts with 'xoxb-' (nothing written)"
         ]
+        assert [c.method for c in slack.requests] == []
         assert not config.exists()
         code, out, err = await init(
             capsys, *args, "--slack-bot-token-file", app, "--slack-app-token-file", bot
@@ -176,3 +178,22 @@ async def test_a_telegram_webhook_is_deleted_only_when_a_flag_says_so(
         assert "  webhook deleted; waiting for your message again ..." in out.splitlines()
         assert tg.webhook() is None
     assert 'senders = ["7"]' in config.read_text(encoding="utf-8")
+
+
+async def test_a_sender_flag_of_the_wrong_shape_stops_the_wizard_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    async with FakeOpenAI() as llm, FakeTelegram() as tg:
+        monkeypatch.setenv("ORCHESTRATOR_TELEGRAM_API", tg.api_base_url)
+        code, _, err = await init(
+            capsys, "--config", str(config), "--provider-url", llm.base_url,
+            "--telegram-token-file", token_file(tmp_path, "tg", tg.token), "--telegram-sender", "@alice",
+        )
+    assert code == 1
+    assert err == [
+        "error: --telegram-sender: '@alice' is not a user id: Telegram senders are numeric user ids (like 123456789): "
+        "`orchestrator run` logs `no route ... sender ID` for each message it refuses, and @userinfobot in Telegram "
+        "tells you yours (nothing written)"
+    ]
+    assert not config.exists()
