@@ -26,6 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    # `--config` and `-v` may come before the command too; the one after it wins
+    args.config = args.config or args.global_config or os.environ.get("ORCHESTRATOR_CONFIG", "config.toml")
+    args.verbose = args.verbose or args.global_verbose
     if args.command == "run":  # before anything heavy is imported: see `_hold_hangups`
         _hold_hangups()
     from orchestrator.errors import OrchestratorError
@@ -53,15 +56,16 @@ def _parser() -> argparse.ArgumentParser:
         prog="orchestrator", description="Chat-channel agent daemon with one policy seam."
     )
     parser.add_argument("--version", action=_Version, help="print the package version and exit")
+    config_help = "config file (default: $ORCHESTRATOR_CONFIG, else ./config.toml)"
+    parser.add_argument("--config", dest="global_config", metavar="CONFIG", help=config_help)
+    parser.add_argument(
+        "-v", "--verbose", dest="global_verbose", action="store_true", help="log debug details to stderr"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument(
-            "--config",
-            default=os.environ.get("ORCHESTRATOR_CONFIG", "config.toml"),
-            help="config file (default: $ORCHESTRATOR_CONFIG, else ./config.toml)",
-        )
+        p.add_argument("--config", default=None, help=config_help)
         p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
         return p
 
