@@ -425,7 +425,9 @@ def _cmd_tools(args: argparse.Namespace) -> int:
         for r in rows:
             ro = "read-only" if r["read_only"] else "writes"
             deferred = "  (deferred: via tool_search)" if r["deferred"] else ""
-            print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}{deferred}")
+            described = (r.get("description") or "").strip().splitlines()
+            about = f"  {described[0]}" if described else ""  # the first line; --json has all of it
+            print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}{deferred}{about}")
     return 0
 
 
