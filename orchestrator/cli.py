@@ -48,7 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _report(leaf)
         return 1
     except KeyboardInterrupt:
-        return 130
+        # A stop asked for (Ctrl-C, SIGTERM) is how `run` ends, before it serves as after: 0,
+        # as systemd expects of a clean stop. Any other command was cut short: 130.
+        return 0 if args.command == "run" else 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -218,7 +220,8 @@ _hangups: list[int] = []
 
 
 def _hold_hangups() -> None:
-    """Keep a SIGHUP that comes before the daemon's own handler (its default action would kill it).
+    """Keep a SIGHUP that comes before the daemon's own handler (its default action would kill it);
+    a SIGTERM then stops the start cleanly.
 
     systemd does not restart a daemon killed by SIGHUP, and `systemctl reload` right after a
     start sends one while the config is still loading: it is remembered, and the daemon
@@ -227,6 +230,9 @@ def _hold_hangups() -> None:
     import signal
 
     signal.signal(signal.SIGHUP, lambda signum, frame: _hangups.append(signum))
+    # A SIGTERM before the daemon's own handler stops the start as Ctrl-C does (exit 0, above),
+    # instead of killing the process with the signal.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
