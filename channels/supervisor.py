@@ -9,7 +9,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver
+from channels.base import ChannelAdapter, ChannelAuthError, ChannelEnded, ChannelError, ChannelUnusable, Deliver
 
 __all__ = ["Backoff", "supervise"]
 
@@ -45,7 +45,8 @@ async def supervise(
 ) -> None:
     """Run `adapter` until cancelled, reconnecting after `ChannelError`.
 
-    A `ChannelAuthError` (bad token) is reported through `on_fatal` once and not retried:
+    A `ChannelAuthError` (bad token), a `ChannelUnusable` or a `ChannelEnded` (its person
+    closed it) is reported through `on_fatal` once and not retried:
     the channel stays down, the rest of the daemon keeps serving. Any other unexpected
     exception is treated like a lost connection. Cancellation propagates.
     """
@@ -70,6 +71,9 @@ async def supervise(
             return
         except ChannelUnusable as exc:
             logger.warning("channel {} is disabled: {}", adapter.name, exc.reason)
+            on_fatal(exc)
+            return
+        except ChannelEnded as exc:  # its person closed it: reconnecting would reopen what they closed
             on_fatal(exc)
             return
         except ChannelError as exc:

@@ -1,6 +1,13 @@
 """The turn engine: the tool-call loop, transcripts and providers."""
 
-from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
+from orchestrator.engine.events import (
+    TextDelta,
+    ToolCallApproval,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnEvents,
+)
 from orchestrator.engine.loop import (
     StopReason,
     TurnObserver,
@@ -16,6 +23,7 @@ __all__ = [
     "StopReason",
     "Summary",
     "TextDelta",
+    "ToolCallApproval",
     "ToolCallFinished",
     "ToolCallStarted",
     "Transcript",
