@@ -18,6 +18,7 @@ from orchestrator.engine.loop import (
 from orchestrator.engine.context import compact_now
 from orchestrator.engine.tokens import TurnUsage
 from orchestrator.engine.transcript import Summary, Transcript
+from orchestrator.engine.turn_log import log_turn
 
 __all__ = [
     "StopReason",
@@ -34,5 +35,6 @@ __all__ = [
     "TurnUsage",
     "add_turn_observer",
     "compact_now",
+    "log_turn",
     "run_tool_call_loop",
 ]
