@@ -8,6 +8,15 @@ import os
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.test_terminal_screen import chat_toml, on_a_terminal, screen_lines
 from tests.fakes.openai_server import FakeOpenAI, paced, text, tool_call
+from tests.pty_screen import Pty
+
+
+async def shows(pty: Pty, wanted: str) -> str:
+    """Wait until the screen shows `wanted`; on a timeout, fail showing the screen."""
+    try:
+        return await pty.wait_for(wanted)
+    except TimeoutError:
+        raise AssertionError(f"never shown: {wanted!r}; the screen:\n{pty.shown}") from None
 
 
 def supervised_toml(fake: FakeOpenAI) -> str:
@@ -29,18 +38,12 @@ async def test_a_call_waiting_for_approval_is_shown_as_waiting_not_running(
     async with on_a_terminal(write_config(supervised_toml(fake_llm))) as (pty, _):
         await pty.wait_for("you> ")
         pty.type("write a.txt")
-        try:
-            await pty.wait_for("waiting for approval of file_write...")
-        except TimeoutError:
-            raise AssertionError(repr(pty.shown))
-        shown = await pty.wait_for("[approval ")
+        await shows(pty, "waiting for approval of file_write...")
+        shown = await shows(pty, "[approval ")
         assert "running file_write" not in shown  # not before a person said yes
         request = shown.split("[approval ", 1)[1].split("]", 1)[0]
         pty.type(f"/approve {request}")
-        try:
-            shown = await pty.wait_for("wrote a.txt")
-        except TimeoutError:
-            raise AssertionError(repr(pty.shown))
+        shown = await shows(pty, "wrote a.txt")
     assert not any("waiting for approval" in line for line in screen_lines(shown)[-3:])  # the line went
 
 
