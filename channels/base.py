@@ -26,6 +26,7 @@ __all__ = [
     "ApprovalPrompt",
     "ChannelAdapter",
     "ChannelAuthError",
+    "ChannelEnded",
     "ChannelError",
     "Deliver",
     "Inbound",
@@ -36,6 +37,7 @@ __all__ = [
     "report_reconnecting",
     "report_recovered",
     "fit_arguments",
+    "is_tool_progress_line",
 ]
 
 
@@ -257,6 +259,10 @@ class ChannelUnusable(ChannelError):
     """This channel cannot run in this process (no terminal on stdin); it is disabled, not retried."""
 
 
+class ChannelEnded(ChannelError):
+    """The person at the channel ended it (Ctrl-D on the terminal); it stops, and is not restarted."""
+
+
 class AttachmentTooLarge(ChannelRefused):
     """A download passed its byte cap while reading (or the platform's reported size did)."""
 
@@ -291,7 +297,8 @@ class StreamStatus(Protocol):
     """A `ReplyStream` that can show a status beside its text (Slack's assistant status); optional.
 
     The core checks with `isinstance`. While `shows_status` is True, tool progress goes to
-    `status`: `status("running file_read...")` while a tool runs, `status("is thinking...")`
+    `status`: `status("running file_read...")` while a tool runs (`"waiting for approval of
+    file_write..."` while its call waits for a person), `status("is thinking...")`
     when it is done, and the text carries no tool line. While it is False (no thread to show
     a status in, the status refused) the line goes in the text, as on every other platform.
     `status` never raises; `finish` / `abort` clear what it set.
@@ -301,6 +308,12 @@ class StreamStatus(Protocol):
     def shows_status(self) -> bool: ...
 
     async def status(self, text: str) -> None: ...
+
+
+def is_tool_progress_line(line: str | None) -> bool:
+    """Return whether `line` is the core's tool-progress line: `running X...`, or
+    `waiting for approval of X...` while a person is asked (not part of the answer)."""
+    return line is not None and line.endswith("...") and line.startswith(("running ", "waiting for approval of "))
 
 
 @runtime_checkable

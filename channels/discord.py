@@ -68,6 +68,12 @@ from orchestrator.config.channels import DiscordChannelConfig
 from orchestrator.config.secrets import SecretRef
 from orchestrator.errors import ConfigError, ConfigProblem
 
+# A text bot: discord.py warns at every start that PyNaCl and davey (voice, and its end-to-end
+# encryption) are missing, about features this adapter never uses; these are the flags it
+# checks (once per process) before warning.
+discord.VoiceClient.warn_nacl = False
+discord.VoiceClient.warn_dave = False
+
 __all__ = ["DiscordAdapter", "create"]
 
 MAX_MESSAGE_CHARS: Final = 2000

@@ -9,7 +9,7 @@ from typing import Final
 
 from loguru import logger
 
-from channels.base import ChannelAdapter, ChannelAuthError, ChannelError, ChannelUnusable, Deliver, IntakeDeferred
+from channels.base import ChannelAdapter, ChannelAuthError, ChannelEnded, ChannelError, ChannelUnusable, Deliver, IntakeDeferred
 from orchestrator.lifecycle import Lifecycle
 
 __all__ = ["Backoff", "supervise"]
@@ -47,7 +47,8 @@ async def supervise(
 ) -> None:
     """Run `adapter` until cancelled, reconnecting after `ChannelError`.
 
-    A `ChannelAuthError` (bad token) is reported through `on_fatal` once and not retried:
+    A `ChannelAuthError` (bad token), a `ChannelUnusable` or a `ChannelEnded` (its person
+    closed it) is reported through `on_fatal` once and not retried:
     the channel stays down, the rest of the daemon keeps serving. An `IntakeDeferred` (the
     core could not store a message) reconnects with a quiet line. Any other unexpected
     exception is treated like a lost connection. Cancellation propagates.
@@ -72,6 +73,9 @@ async def supervise(
             return
         except ChannelUnusable as exc:
             logger.warning("channel {} is disabled: {}", adapter.name, exc.reason)
+            on_fatal(exc)
+            return
+        except ChannelEnded as exc:  # its person closed it: reconnecting would reopen what they closed
             on_fatal(exc)
             return
         except IntakeDeferred as exc:  # the core has said why (once); each retry is a quiet line

@@ -34,7 +34,7 @@ from loguru import logger
 from telegram import MessageEntity, ReplyParameters
 from telegram.error import BadRequest, InvalidToken, RetryAfter
 
-from channels.base import ChannelAuthError, ChannelError, ChannelRefused, Outbound, ReplyProgress
+from channels.base import ChannelAuthError, ChannelError, ChannelRefused, Outbound, ReplyProgress, is_tool_progress_line
 from channels.streaming import ChatPacer, StreamRateLimited, settle, split_to_limit
 from channels.telegram_format import plain
 from channels.telegram_ids import chat_id as _chat_id, retry_after_s as _retry_after_s, thread_id as _thread_id
@@ -359,7 +359,7 @@ def _draft_window(text: str) -> str:
 def _without_tool_line(text: str) -> str:
     # The core's tool-progress line ("running file_read...") is the last line while a tool runs.
     head, _, last = text.rstrip().rpartition("\n")
-    if last.startswith("running ") and last.endswith("..."):
+    if is_tool_progress_line(last):
         return head.rstrip()
     return text.rstrip()
 

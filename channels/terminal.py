@@ -15,12 +15,14 @@ from channels.approval_codec import approval_command, parse_approval_command, sh
 from channels.base import (
     ApprovalAnswer,
     ApprovalPrompt,
+    ChannelEnded,
     ChannelUnusable,
     Deliver,
     Inbound,
     Outbound,
     Ready,
     ReplyProgress,
+    is_tool_progress_line,
 )
 from channels.terminal_line import EOF, LineEditor, is_same_terminal, raw_input_mode
 from orchestrator.logs import share_screen
@@ -81,8 +83,10 @@ class TerminalAdapter:
 
     With no input at all (stdin closed, or /dev/null as under systemd) the channel is
     disabled with one warning line and the daemon serves its other channels; at the end of
-    piped input it stays up and quiet. On a terminal it shows `PROMPT` while it waits for a
-    line and labels what it prints with `REPLY_LABEL`; a pipe or file gets neither.
+    piped input it stays up and quiet. Ctrl-D typed at a terminal ends the chat
+    (`ChannelEnded`): the daemon stops when nothing else serves, or says what still does.
+    On a terminal it shows `PROMPT` while it waits for a line and labels what it prints with
+    `REPLY_LABEL`; a pipe or file gets neither.
     """
 
     max_message_chars = 1_000_000
@@ -135,7 +139,11 @@ class TerminalAdapter:
             else:
                 await self._read_lines(reader, deliver)
             self._reading = False
-            await asyncio.Event().wait()  # EOF: stay quiet until cancelled
+            if self._interactive:  # Ctrl-D typed by the person: the chat is over
+                self._echo("\n")
+                self._prompt_shown = False
+                raise ChannelEnded(self.name, "the chat was ended (Ctrl-D)")
+            await asyncio.Event().wait()  # the end of piped input: stay quiet until cancelled
         finally:
             if restore is not None:
                 share_screen(None)
@@ -387,4 +395,4 @@ class _TerminalStream:
 
 
 def _is_tool_line(line: str | None) -> bool:
-    return line is not None and line.startswith("running ") and line.endswith("...")
+    return is_tool_progress_line(line)

@@ -27,6 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    # `--config` and `-v` may come before the command too; the one after it wins
+    args.config = args.config or args.global_config or os.environ.get("ORCHESTRATOR_CONFIG", "config.toml")
+    args.verbose = args.verbose or args.global_verbose
     if args.command == "run":  # before anything heavy is imported: see `_hold_hangups`
         _hold_hangups()
     from orchestrator.errors import OrchestratorError
@@ -46,7 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _report(leaf)
         return 1
     except KeyboardInterrupt:
-        return 130
+        # A stop asked for (Ctrl-C, SIGTERM) is how `run` ends, before it serves as after: 0,
+        # as systemd expects of a clean stop. Any other command was cut short: 130.
+        return 0 if args.command == "run" else 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,15 +59,16 @@ def _parser() -> argparse.ArgumentParser:
         prog="orchestrator", description="Chat-channel agent daemon with one policy seam."
     )
     parser.add_argument("--version", action=_Version, help="print the package version and exit")
+    config_help = "config file (default: $ORCHESTRATOR_CONFIG, else ./config.toml)"
+    parser.add_argument("--config", dest="global_config", metavar="CONFIG", help=config_help)
+    parser.add_argument(
+        "-v", "--verbose", dest="global_verbose", action="store_true", help="log debug details to stderr"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument(
-            "--config",
-            default=os.environ.get("ORCHESTRATOR_CONFIG", "config.toml"),
-            help="config file (default: $ORCHESTRATOR_CONFIG, else ./config.toml)",
-        )
+        p.add_argument("--config", default=None, help=config_help)
         p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
         return p
 
@@ -229,7 +235,8 @@ _hangups: list[int] = []
 
 
 def _hold_hangups() -> None:
-    """Keep a SIGHUP that comes before the daemon's own handler (its default action would kill it).
+    """Keep a SIGHUP that comes before the daemon's own handler (its default action would kill it);
+    a SIGTERM then stops the start cleanly.
 
     systemd does not restart a daemon killed by SIGHUP, and `systemctl reload` right after a
     start sends one while the config is still loading: it is remembered, and the daemon
@@ -238,6 +245,9 @@ def _hold_hangups() -> None:
     import signal
 
     signal.signal(signal.SIGHUP, lambda signum, frame: _hangups.append(signum))
+    # A SIGTERM before the daemon's own handler stops the start as Ctrl-C does (exit 0, above),
+    # instead of killing the process with the signal.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -484,7 +494,9 @@ def _cmd_tools(args: argparse.Namespace) -> int:
         for r in rows:
             ro = "read-only" if r["read_only"] else "writes"
             deferred = "  (deferred: via tool_search)" if r["deferred"] else ""
-            print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}{deferred}")
+            described = (r.get("description") or "").strip().splitlines()
+            about = f"  {described[0]}" if described else ""  # the first line; --json has all of it
+            print(f"{r['name']:<{width}}  {r['source']:<10} {ro:<9}  approval: {r['approval']}{deferred}{about}")
     return 0
 
 

@@ -28,6 +28,7 @@ from orchestrator.config.models import (
     SkillsConfig,
 )
 from orchestrator.config.channels import (
+    API_ENVS,
     ChannelConfig,
     DiscordChannelConfig,
     RouteConfig,
@@ -49,6 +50,7 @@ from orchestrator.config.secrets import resolve_secret, secret_file
 
 __all__ = [
     "AGENTS_DIR_NAME",
+    "API_ENVS",
     "AgentConfig",
     "ApprovalConfig",
     "Autonomy",

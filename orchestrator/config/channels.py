@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -12,6 +13,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from orchestrator.config.secrets import SecretRef
 
 __all__ = [
+    "API_ENVS",
     "ChannelConfig",
     "Channels",
     "DiscordChannelConfig",
@@ -36,6 +38,20 @@ def webhook_secret_problem(value: str) -> str | None:
     return f"Telegram takes 1-256 characters of A-Z, a-z, 0-9, '_' and '-' as a webhook secret; this one has {found}"
 
 
+# Where each platform's API is, when not the real one (a local Bot API server, a proxy, a test's
+# loopback fake): the default of a channel's `api_base_url`, so init, the doctor and the daemon
+# all talk to the same place; an `api_base_url` in the file wins.
+API_ENVS: Final = {
+    "telegram": "ORCHESTRATOR_TELEGRAM_API",
+    "slack": "ORCHESTRATOR_SLACK_API",
+    "discord": "ORCHESTRATOR_DISCORD_API",
+}
+
+
+def _api_from_environment(platform: str) -> Callable[[], str | None]:
+    return lambda: os.environ.get(API_ENVS[platform]) or None
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
@@ -55,7 +71,7 @@ class TelegramChannelConfig(_ChannelModel):
 
     kind: Literal["telegram"]
     token: SecretRef
-    api_base_url: NonEmptyStr | None = None
+    api_base_url: NonEmptyStr | None = Field(default_factory=_api_from_environment("telegram"))
     mode: Literal["polling", "webhook"] = "polling"
     webhook_url: NonEmptyStr | None = None
     webhook_listen: NonEmptyStr = "127.0.0.1"
@@ -76,7 +92,7 @@ class SlackChannelConfig(_ChannelModel):
     bot_token: SecretRef
     app_token: SecretRef | None = None
     signing_secret: SecretRef | None = None
-    api_base_url: NonEmptyStr | None = None
+    api_base_url: NonEmptyStr | None = Field(default_factory=_api_from_environment("slack"))
     mode: Literal["socket", "http"] = "socket"
     http_listen: NonEmptyStr = "127.0.0.1"
     http_port: int = Field(default=3000, ge=0, le=65535, strict=True)  # 0 = any free port (tests)
@@ -89,7 +105,7 @@ class DiscordChannelConfig(_ChannelModel):
 
     kind: Literal["discord"]
     token: SecretRef
-    api_base_url: NonEmptyStr | None = None
+    api_base_url: NonEmptyStr | None = Field(default_factory=_api_from_environment("discord"))
     gateway_url: NonEmptyStr | None = None
     mention_only: bool = Field(default=True, strict=True)
     guild_ready_timeout_s: float = Field(default=2.0, ge=0, strict=True)

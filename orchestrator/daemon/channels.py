@@ -9,7 +9,7 @@ from typing import Any
 
 from loguru import logger
 
-from channels import ChannelAdapter, ChannelError, Deliver, supervise
+from channels import ChannelAdapter, ChannelEnded, ChannelError, Deliver, supervise
 from orchestrator.config import ChannelConfig
 from orchestrator.lifecycle import Lifecycle, LifecycleRecord
 
@@ -38,8 +38,11 @@ class ChannelStatus:
 class Channel:
     """One channel: its settings, adapter, state and supervising task; only `ChannelSet` makes one."""
 
-    def __init__(self, *, name: str, settings: ChannelConfig, adapter: ChannelAdapter) -> None:
+    def __init__(
+        self, *, name: str, settings: ChannelConfig, adapter: ChannelAdapter, on_ended: Callable[[str], None]
+    ) -> None:
         self.name = name
+        self._on_ended = on_ended
         self.settings = settings
         self.adapter = adapter
         self._record = LifecycleRecord()
@@ -119,6 +122,11 @@ class Channel:
             self._move(state, reason)
 
     def _failed(self, exc: BaseException) -> None:
+        if isinstance(exc, ChannelEnded):  # closed by its person: stopped, not failed
+            self._move(Lifecycle.STOPPED)
+            self._settled.set()
+            self._on_ended(self.name)
+            return
         self._error = exc
         self._move(Lifecycle.STOPPED, str(exc))
         self._settled.set()
@@ -134,6 +142,9 @@ class ChannelSet:
     def __init__(self, *, spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[None]]) -> None:
         self._spawn = spawn
         self._channels: dict[str, Channel] = {}
+        # channels their person closed (Ctrl-D on the terminal), in order; `ended` is set at each
+        self.closed_by_user: list[str] = []
+        self.ended = asyncio.Event()
         self._retired: list[Channel] = []  # stopped, their adapters kept open for leased streams
 
     def __iter__(self) -> Iterator[str]:
@@ -177,7 +188,7 @@ class ChannelSet:
         """
         if name in self._channels:
             raise ValueError(f"channel {name!r} is already in the set")
-        channel = self._channels[name] = Channel(name=name, settings=settings, adapter=adapter)
+        channel = self._channels[name] = Channel(name=name, settings=settings, adapter=adapter, on_ended=self._ended)
         channel._task = self._spawn(self._supervise(channel, deliver), f"channel:{name}")
         await channel._settled.wait()
         if channel.state is not Lifecycle.STOPPED:  # ready (and maybe already degraded)
@@ -222,6 +233,14 @@ class ChannelSet:
             logger.opt(exception=exc).warning("closing the old adapter of channel {} failed", channel.name)
         if channel in self._retired:  # removed after the close: one cut short is closed by `close_all`
             self._retired.remove(channel)
+
+    def _ended(self, name: str) -> None:
+        self.closed_by_user.append(name)
+        self.ended.set()
+
+    def serving(self) -> list[str]:
+        """Return the channels still receiving, connecting or reconnecting (not stopped, failed or closed)."""
+        return [name for name, channel in self._channels.items() if channel.state is not Lifecycle.STOPPED]
 
     def cancel_all(self) -> None:
         """Cancel every supervisor (the runtime is closing; `close_all` follows)."""

@@ -175,7 +175,13 @@ class Runtime:
                 else:
                     logger.opt(exception=exc).error("task {} failed", name or repr(coro))
 
-        task = self._tasks.create_task(guarded(), name=name)
+        runner = guarded()
+        try:
+            task = self._tasks.create_task(runner, name=name)
+        except RuntimeError:  # the group is shutting down (a stop during start-up): neither ran
+            runner.close()
+            coro.close()
+            raise
         self._spawned.add(task)
         task.add_done_callback(self._spawned.discard)
         # Cancelled before its first step (the runtime closing), `coro` never ran: close it,

@@ -127,6 +127,7 @@ async def serve(config: Config, config_path: Path, *, hangup_seen: Callable[[], 
             # SIGTERM for its whole ready timeout, and nothing is called ready that is not.
             runtime.spawn(_stop_on_failure(runtime, signals), name="state-watch")
             await _open_status_socket(runtime)
+            runtime.spawn(_stop_when_the_chat_ends(runtime, signals), name="chat-end-watch")
             if await _until_stopped(_start_up(runtime, gateway), signals.stop):
                 await _serve_until_stopped(runtime, config_path, signals)
             notify("STOPPING=1")
@@ -160,6 +161,26 @@ async def _open_status_socket(runtime: Runtime) -> None:
         await runtime.enter_async_context(serve_status_socket(runtime))
     except OSError as exc:  # the daemon serves on; only `orchestrator status` cannot reach it
         logger.error("the status socket could not be opened ({}); `orchestrator status` will not answer", exc)
+
+
+async def _stop_when_the_chat_ends(runtime: Runtime, signals: _Signals) -> None:
+    """Stop the daemon (as Ctrl-C would, exit 0) when its person closed the terminal chat
+    (Ctrl-D) and nothing else serves; otherwise say what still serves and how to stop it."""
+    while True:
+        await runtime.channels.ended.wait()
+        runtime.channels.ended.clear()
+        if signals.stop.is_set():
+            return
+        closed = runtime.channels.closed_by_user[-1]
+        others = runtime.channels.serving() + (["the gateway"] if runtime.config.gateway is not None else [])
+        if not others:
+            # a warning: shown even where a terminal chat hides INFO lines
+            logger.warning("chat {} ended (Ctrl-D) and nothing else serves: stopping", closed)
+            signals.stop_now()
+            return
+        logger.warning(
+            "chat {} ended (Ctrl-D); still serving {}: Ctrl-C (or SIGTERM) stops the daemon", closed, ", ".join(others)
+        )
 
 
 async def _stop_on_failure(runtime: Runtime, signals: _Signals) -> None:

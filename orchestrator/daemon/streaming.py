@@ -17,7 +17,7 @@ from typing import Final
 from loguru import logger
 
 from channels import ReplyStream, StreamStatus
-from orchestrator.engine import TextDelta, ToolCallStarted, TurnEvent
+from orchestrator.engine import TextDelta, ToolCallApproval, ToolCallStarted, TurnEvent
 from orchestrator.redaction import redact
 
 __all__ = ["THINKING", "StreamFeed", "tool_line"]
@@ -29,9 +29,9 @@ _MIN_GAP_S: Final = 0.02
 THINKING: Final = "is thinking..."
 
 
-def tool_line(tool: str) -> str:
-    """Return the one short line shown while `tool` runs."""
-    return f"running {tool}..."
+def tool_line(tool: str, *, waiting: bool = False) -> str:
+    """Return the one short line shown while `tool` runs, or while its call waits for approval."""
+    return f"waiting for approval of {tool}..." if waiting else f"running {tool}..."
 
 
 class StreamFeed:
@@ -40,6 +40,9 @@ class StreamFeed:
     The visible text is the current model answer: the text a model wrote before calling
     tools stays shown (with the tool line under it) until the next answer starts, which
     replaces it, so what the stream shows last is what the final text says.
+
+    While a person is asked to approve the call, the line says "waiting for approval of X...";
+    "running X..." only once it may run.
 
     A stream that shows a status (`StreamStatus`, Slack in a thread) gets the tool line there
     instead, and "is thinking..." when the tool is done; its text never carries the line.
@@ -52,7 +55,7 @@ class StreamFeed:
     """
 
     __slots__ = (
-        "stream", "_cap", "_on_messages", "_text", "_pending", "_size", "_tool", "_after_tool",
+        "stream", "_cap", "_on_messages", "_text", "_pending", "_size", "_tool", "_waiting", "_after_tool",
         "_changed", "_shown", "_recorded", "_closing", "_task", "_updating", "_status", "_status_shown",
     )
 
@@ -64,6 +67,7 @@ class StreamFeed:
         self._pending: list[str] = []
         self._size = 0
         self._tool: str | None = None
+        self._waiting = False  # the call of `_tool` waits for a person's approval
         self._after_tool = False
         self._changed = asyncio.Event()
         self._shown = ""
@@ -86,9 +90,11 @@ class StreamFeed:
             self._pending.append(event.text)
             self._size += len(event.text)
         elif isinstance(event, ToolCallStarted):
-            self._tool = event.tool
+            self._tool, self._waiting = event.tool, False
+        elif isinstance(event, ToolCallApproval):
+            self._waiting = event.waiting
         else:  # ToolCallFinished
-            self._tool = None
+            self._tool, self._waiting = None, False
             self._after_tool = True
         self._changed.set()
 
@@ -96,8 +102,11 @@ class StreamFeed:
     def shown(self) -> str:
         """Return the model text the stream was last handed (without the tool line)."""
         text = self._shown
-        if self._tool is not None and text.endswith(tool_line(self._tool)):
-            text = text[: -len(tool_line(self._tool))]
+        if self._tool is not None:
+            for line in (tool_line(self._tool), tool_line(self._tool, waiting=True)):
+                if text.endswith(line):
+                    text = text[: -len(line)]
+                    break
         return text.rstrip()
 
     def visible(self) -> str:
@@ -109,7 +118,7 @@ class StreamFeed:
                 self._text = self._text[: self._cap]
         if self._tool is None or (self._status is not None and self._status.shows_status):
             return self._text
-        line = tool_line(self._tool)
+        line = tool_line(self._tool, waiting=self._waiting)
         return f"{self._text.rstrip()}\n\n{line}" if self._text.strip() else line
 
     def started(self, task: asyncio.Task[None]) -> None:
@@ -142,7 +151,10 @@ class StreamFeed:
         status = self._status
         if status is None or not status.shows_status:
             return
-        wanted = tool_line(self._tool) if self._tool is not None else (THINKING if self._status_shown else None)
+        if self._tool is not None:
+            wanted: str | None = tool_line(self._tool, waiting=self._waiting)
+        else:
+            wanted = THINKING if self._status_shown else None
         if wanted is None or wanted == self._status_shown:
             return
         self._status_shown = wanted

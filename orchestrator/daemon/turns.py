@@ -19,7 +19,7 @@ from orchestrator.daemon.media import ChatFileOutlet, echo_transcripts, take_in_
 from orchestrator.daemon.replies import close_abandoned, deliver_reply, finish_handed_over, finish_row, fit_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.streaming import StreamFeed
-from orchestrator.engine import TurnResult, TurnUsage
+from orchestrator.engine import TurnResult, log_turn
 from orchestrator.media import MediaRefused
 from orchestrator.seam import ConstructionPath, build_channel, mcp_servers_for, resolve_chat_commands
 from orchestrator.sessions import SessionState, Turn, TurnHook
@@ -280,32 +280,7 @@ class _Typing:
 
 
 def _log_turn(inbound: Inbound, agent: str, result: TurnResult | None, seconds: float) -> None:
-    """One line per answered turn (never the message text); JSON logs carry the fields too."""
-    stop = "stopped by /stop" if result is None else result.stop.value
-    tools = ",".join(result.executed) if result is not None and result.executed else "none"
-    incident = result.incident if result is not None else None
-    failed_over = result is not None and result.failed_over
-    fallback = f" (answered by fallback {result.provider}/{result.model})" if result is not None and failed_over else ""
-    usage = result.usage if result is not None else TurnUsage()
-    logger.bind(
-        channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, agent=agent, stop=stop,
-        seconds=round(seconds, 3), tools=tools, incident=incident,
-        provider=result.provider if result is not None else None,
-        model=result.model if result is not None else None, failed_over=failed_over,
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
-        cache_write_tokens=usage.cache_write_tokens, cost=usage.cost,
-    ).info(
-        "turn {}:{} from {} by {}: {}{}{} in {:.2f}s, {}, tools run: {}",
-        inbound.channel, inbound.chat, inbound.sender, agent, stop,
-        f" (incident {incident})" if incident else "", fallback, seconds, _describe_usage(usage), tools,
+    """One line per answered turn (never the message text): `log_turn`, as the gateway's turns."""
+    log_turn(
+        channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, agent=agent, result=result, seconds=seconds
     )
-
-
-def _describe_usage(usage: TurnUsage) -> str:
-    """Return a turn's tokens for its log line: `tokens 1200 in (1000 cached, 200 cache write) + 80 out, cost 0.0045`."""
-    parts = [f"{usage.cached_tokens} cached"] if usage.cached_tokens else []
-    if usage.cache_write_tokens:
-        parts.append(f"{usage.cache_write_tokens} cache write")
-    cache = f" ({', '.join(parts)})" if parts else ""
-    cost = f", cost {usage.cost:.4f}" if usage.cost is not None else ""
-    return f"tokens {usage.input_tokens} in{cache} + {usage.output_tokens} out{cost}"

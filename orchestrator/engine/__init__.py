@@ -1,6 +1,13 @@
 """The turn engine: the tool-call loop, transcripts and providers."""
 
-from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
+from orchestrator.engine.events import (
+    TextDelta,
+    ToolCallApproval,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnEvents,
+)
 from orchestrator.engine.loop import (
     StopReason,
     TurnObserver,
@@ -11,11 +18,13 @@ from orchestrator.engine.loop import (
 from orchestrator.engine.context import compact_now
 from orchestrator.engine.tokens import TurnUsage
 from orchestrator.engine.transcript import Summary, Transcript
+from orchestrator.engine.turn_log import log_turn
 
 __all__ = [
     "StopReason",
     "Summary",
     "TextDelta",
+    "ToolCallApproval",
     "ToolCallFinished",
     "ToolCallStarted",
     "Transcript",
@@ -26,5 +35,6 @@ __all__ = [
     "TurnUsage",
     "add_turn_observer",
     "compact_now",
+    "log_turn",
     "run_tool_call_loop",
 ]

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
-__all__ = ["TextDelta", "ToolCallFinished", "ToolCallStarted", "TurnEvent", "TurnEvents"]
+__all__ = ["TextDelta", "ToolCallApproval", "ToolCallFinished", "ToolCallStarted", "TurnEvent", "TurnEvents"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -16,6 +16,19 @@ class ToolCallStarted:
     call_id: str
     tool: str
     arguments: str  # the JSON text exactly as the model sent it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallApproval:
+    """A person is asked to approve one call (`waiting`), or has just decided (not `waiting`).
+
+    Between the two the call waits and does not run; a call no person is asked about (allowed,
+    refused by policy, no operator) sends neither.
+    """
+
+    call_id: str
+    tool: str
+    waiting: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +52,6 @@ class TextDelta:
     text: str
 
 
-TurnEvent: TypeAlias = ToolCallStarted | ToolCallFinished | TextDelta
+TurnEvent: TypeAlias = ToolCallStarted | ToolCallApproval | ToolCallFinished | TextDelta
 TurnEvents: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """An observer of one turn; a failing observer is logged and never ends the turn."""

@@ -15,12 +15,19 @@ from loguru import logger
 from orchestrator.media import MEDIA_KEY, model_messages
 from orchestrator.providers import Completion, ToolCall
 from orchestrator.engine.context import Assembled, ContextOverflow, assemble, calibrate, fold, image_tokens
-from orchestrator.engine.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnEvent, TurnEvents
+from orchestrator.engine.events import (
+    TextDelta,
+    ToolCallApproval,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnEvents,
+)
 from orchestrator.engine.tokens import TokenAccount, TurnUsage
 from orchestrator.engine.transcript import Transcript
 from orchestrator.engine.shaping import shape_for_model
 from orchestrator.errors import OrchestratorError, ProviderError, SealViolation, ToolFailure
-from orchestrator.policy import Approver, Verdict
+from orchestrator.policy import ApprovalDecision, ApprovalRequest, Approver, Verdict
 from orchestrator.redaction import redact
 from orchestrator.seam import CurrentTurn, ResolvedAgentExecution, current_turn, enter_turn, leave_turn
 from orchestrator.tools import ChildOutcome
@@ -315,6 +322,22 @@ class _Turn:
         except Exception as exc:  # an observer must not end the turn
             logger.opt(exception=exc).warning("turn event observer failed for {}", self.execution.identity.agent)
 
+    def _announced(self, call: ToolCall) -> Approver | None:
+        """The turn's approver, telling the observers while a person is asked about `call`
+        (so a surface shows "waiting for approval", not "running", until it may run)."""
+        approver = self.approver
+        if approver is None or self.events is None:
+            return approver
+
+        async def ask(request: ApprovalRequest) -> ApprovalDecision:
+            await self._emit(ToolCallApproval(call_id=call.id, tool=call.name, waiting=True))
+            try:
+                return await approver(request)
+            finally:
+                await self._emit(ToolCallApproval(call_id=call.id, tool=call.name, waiting=False))
+
+        return ask
+
     async def _stream_text(self, text: str) -> None:
         await self._emit(TextDelta(text=text))
 
@@ -386,7 +409,7 @@ class _Turn:
             return f"Error: the arguments for {call.name!r} must be a JSON object. It was not run.", None
         spec = tool.spec
         decision = await ex.approvals.authorize(
-            spec, arguments, session=self.transcript.session, approver=self.approver
+            spec, arguments, session=self.transcript.session, approver=self._announced(call)
         )
         if decision.verdict is not Verdict.APPROVED:
             return decision.model_message(call.name), None

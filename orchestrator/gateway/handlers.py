@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from orchestrator.engine import StopReason
+from orchestrator.engine import StopReason, log_turn
 from orchestrator.gateway.idempotency import StoredResponse, fingerprint
 from orchestrator.gateway.multipart import FORM_CONTENT_TYPE, staged_form
 from orchestrator.gateway.uploads import attachments_fingerprint, inline_attachments
@@ -217,11 +217,14 @@ async def _chat(
             return StoredResponse(fingerprint=fingerprint, status=422, body=refusal)
         text, media = intake.text, intake.media
     # one turn at a time per session, in arrival order
+    started = time.monotonic()
     turn = await host.sessions.run_turn(
         f"@gateway:{agent}:{session}", agent=agent, execution=execution, text=text, approver=None,
         actor=_ACTOR, hooks=(host.counting,), media=media,
     )
     result = turn.completed()
+    # one line per turn, as a chat's turns get: `turn gateway:<session> from gateway by <agent>: ...`
+    log_turn(channel="gateway", chat=session, sender=_ACTOR, agent=agent, result=result, seconds=time.monotonic() - started)
     body: dict[str, Any] = {
         "agent": agent,
         "session": session,

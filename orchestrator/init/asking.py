@@ -7,15 +7,26 @@ from typing import TextIO
 
 from orchestrator.errors import OrchestratorError
 
-__all__ = ["Asker", "InitAborted"]
+__all__ = ["Asker", "InitAborted", "written_note"]
 
 
 class InitAborted(OrchestratorError):
-    """The wizard stopped before writing anything; `reason` says why and what to do."""
+    """The wizard stopped before writing the config; `reason` says why and what to do.
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"{reason} (nothing written)")
+    `kept` names what it had written on the way (the Slack app manifest), which stays.
+    """
+
+    def __init__(self, reason: str, *, kept: tuple[str, ...] = ()) -> None:
+        super().__init__(f"{reason} ({written_note(kept)})")
         self.reason = reason
+        self.kept = kept
+
+
+def written_note(kept: Sequence[str]) -> str:
+    """Say what a stopped wizard wrote: `nothing written`, or the files it keeps."""
+    if not kept:
+        return "nothing written"
+    return f"no config written; kept {', '.join(kept)} for the next try"
 
 
 class Asker:

@@ -5,19 +5,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Final
 
+from orchestrator.config import API_ENVS
 from orchestrator.init.asking import InitAborted
 
 __all__ = ["API_ENVS", "InitOptions", "read_token_file"]
 
-# Where each platform's API is, when not the real one (a test's loopback fake, a proxy);
-# the URL is then written to the channel's `api_base_url`.
-API_ENVS: Final = {
-    "telegram": "ORCHESTRATOR_TELEGRAM_API",
-    "slack": "ORCHESTRATOR_SLACK_API",
-    "discord": "ORCHESTRATOR_DISCORD_API",
-}
+# API_ENVS (where each platform's API is when not the real one): init writes the URL to the
+# channel's `api_base_url`, so the config names it even where the variable is not set.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

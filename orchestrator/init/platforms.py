@@ -237,13 +237,15 @@ def _first_sender(api: str | None, token: str, wait_s: float) -> tuple[str, str]
         raise InitAborted(f"telegram: {exc.reason}") from None
 
 
-def slack_step(asker: Asker, options: InitOptions, folder: Path) -> ChannelPlan | None:
-    """Write the app manifest, then check the bot and app tokens (auth.test, apps.connections.open)."""
+def slack_step(asker: Asker, options: InitOptions, folder: Path, *, written: list[Path]) -> ChannelPlan | None:
+    """Write the app manifest (added to `written`: it is needed before the tokens exist), then
+    check the bot and app tokens (auth.test, apps.connections.open)."""
     if options.slack_bot_token_file is None:
         if not asker.interactive or not asker.confirm("Add a Slack app?", default=False):
             return None
     manifest = folder / SLACK_MANIFEST_FILE
     write_file(manifest, slack_manifest())
+    written.append(manifest)
     asker.say(f"  wrote {manifest}: at https://api.slack.com/apps?new_app=1 choose \"From a manifest\", paste it,")
     asker.say("  then Install to Workspace. Copy the Bot User OAuth Token (xoxb-) from OAuth & Permissions, and")
     asker.say("  under Basic Information -> App-Level Tokens create one with the connections:write scope (xapp-).")

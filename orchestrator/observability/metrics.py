@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping
 from typing import Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from orchestrator.engine import ToolCallFinished, TurnEvent
 from orchestrator.observability.classify import approval_outcome, provider_error_class, turn_channel, turn_outcome
@@ -20,7 +20,11 @@ from orchestrator.store import UsageRow
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
-CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+# What the body is: `generate_latest` with its default `underscores` escaping writes the classic
+# text format, every name a legacy one, which is 0.0.4. prometheus-client >= 0.22 labels it
+# `version=1.0.0` (its CONTENT_TYPE_LATEST); every Prometheus, 2.x included, and the other
+# scrapers read 0.0.4, so that is what is served, and what docs/gateway.md says.
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 # Turns take seconds to minutes (a model, tools, an approval a person answers); model calls less.
 _TURN_BUCKETS: Final = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)

@@ -7,7 +7,9 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from channels import Outbound
+import pytest
+
+from channels import ChannelEnded, Outbound
 from channels.terminal import TerminalAdapter
 
 
@@ -121,7 +123,11 @@ async def test_the_line_is_edited_by_the_channel_on_a_terminal() -> None:
             while len(got) < 4:
                 await asyncio.sleep(0.01)
         assert got == ["héllo world", "foo baz", "ok", "up"]
-        assert screen.lines()[-1] == "you> "  # a prompt is drawn again after each line
+        # Ctrl-D ends the chat: the channel stops (the daemon decides whether it goes on)
+        with pytest.raises(ChannelEnded):
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        # a prompt is drawn again after each line, and the cursor leaves the last one at Ctrl-D
+        assert screen.lines()[-2:] == ["you> ", ""]
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

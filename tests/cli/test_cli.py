@@ -105,6 +105,15 @@ def test_config_from_environment_variable(write_config: WriteConfig) -> None:
     assert done.returncode == 0 and str(path) in done.stdout
 
 
+def test_config_and_verbose_may_come_before_the_command(write_config: WriteConfig) -> None:
+    path = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    done = orchestrator("--config", str(path), "-v", "check")
+    assert (done.returncode, done.stdout) == (0, f"{path}: ok (0 agents, 1 providers, 0 channels, 0 routes)\n")
+    # after the command it still works, and wins over one before it
+    done = orchestrator("--config", "/nonexistent.toml", "check", "--config", str(path))
+    assert done.returncode == 0 and str(path) in done.stdout
+
+
 def test_unreachable_provider_is_one_clear_line(write_config: WriteConfig, unused_tcp_port: int) -> None:
     url = f"http://127.0.0.1:{unused_tcp_port}/v1"
     path = write_config(f'[providers.local]\nbase_url = "{url}"\nmax_retries = 0\n[agents.a]\nprovider = "local"\nmodel = "m"\n')
@@ -308,7 +317,10 @@ def test_tools_and_policy_output(write_config: WriteConfig, capsys: pytest.Captu
     ]
     assert rows[0]["description"] == "Read a UTF-8 text file from the agent workspace."
     assert cli.main(["tools", "a", "--config", str(path)]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == "shell      builtin    writes     approval: ask"
+    table = capsys.readouterr().out.splitlines()
+    assert table[1].startswith("shell      builtin    writes     approval: ask  ")
+    # the description is in the table too, not only in --json
+    assert table[0].endswith("  Read a UTF-8 text file from the agent workspace.")
     assert cli.main(["policy", "a", "--config", str(path)]) == 0
     out = capsys.readouterr().out
     assert 'tools: ["file_read", "shell"]' in out and "  interactivity: \"non_interactive\"" in out

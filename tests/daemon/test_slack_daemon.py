@@ -135,14 +135,15 @@ async def test_a_running_tool_shows_as_the_thread_status_and_never_in_the_stream
 
     async with daemon(path):
         await slack.push_mention("please write s.txt", user=ALICE, channel=CHANNEL, thread_ts=thread)
-        # the tool waits for its approval: meanwhile the thread's status names it
-        await slack.wait_until(lambda: "running file_write..." in statuses(), "the tool in the status")
+        # the tool waits for its approval: meanwhile the thread's status says so, not "running"
+        await slack.wait_until(lambda: "waiting for approval of file_write..." in statuses(), "the wait in the status")
         await wait_posts(slack, lambda: bool(prompts(slack)))
+        assert "running file_write..." not in statuses()
         await slack.click(request_id(prompts(slack)[-1]), user=CAROL, approve=True)
         reply = await wait_text(slack, "finished s.txt")
         await slack.wait_until(lambda: statuses()[-1:] == [""], "the status cleared")
     seen = statuses()
-    assert seen.index("running file_write...") < len(seen) - 1 and seen[-1] == ""  # cleared after the tool
+    assert seen.index("waiting for approval of file_write...") < len(seen) - 1 and seen[-1] == ""  # cleared after the tool
     assert reply["thread_ts"] == thread
     assert slack.calls("chat.startStream"), "the thread reply streamed"
     shown = [change.text for change in slack.messages.changes if change.kind != "status"]

@@ -254,14 +254,17 @@ async def test_an_approval_during_a_streamed_turn_is_its_own_message(
     async with started(write_config(bot_toml(fake_llm, tg, autonomy="supervised"))) as runtime:
         tg.push_message(USER, USER, "please write")
         await tg.wait_for(lambda: any("reply_markup" in p for p in tg.sent), timeout=20)
-        # while the approval waits, the draft shows what runs
-        await tg.wait_for(lambda: any(d.endswith("running file_write...") for d in kinds(tg, USER, "draft")))
+        # while the approval waits, the draft says so: the call does not run before a person said yes
+        await tg.wait_for(lambda: any(d.endswith("waiting for approval of file_write...") for d in kinds(tg, USER, "draft")))
+        assert not any("running file_write" in d for d in kinds(tg, USER, "draft"))
         tg.press_button(USER, "Approve")
         await tg.wait_for(lambda: [p["text"] for p in tg.sent][-1:] == ["wrote it"], timeout=20)
         await runtime.drain(10)
     drafts = kinds(tg, USER, "draft")
     assert drafts[-1] != drafts[-2] and "running" not in drafts[-1]  # the line went with the tool
+    assert "waiting for approval" not in drafts[-1]
     assert "running file_write" not in tg.sent[-1]["text"]  # and not in the final text
+    assert "waiting for approval" not in tg.sent[-1]["text"]
     [prompt] = [p for p in tg.sent if "reply_markup" in p]
     assert "Approval needed" in prompt["text"]  # its own message, with buttons
     assert [p["text"] for p in tg.sent if "wrote it" in p["text"]] == ["wrote it"]  # the answer, once

@@ -171,3 +171,20 @@ async def test_two_agents_with_different_mcp_bundles_never_cross(
     assert all("is not available to this agent" in t for t in intern_replies)
     final = [t for _, t in replies(tg, TOKEN_A)][-1]
     assert '"write_note": 3' in final  # the server ran write_note for ops only, never for the intern
+
+
+async def test_the_daemon_talks_to_the_bot_api_the_environment_names(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/quickstart-telegram.md: init *and the daemon* use ORCHESTRATOR_TELEGRAM_API when set;
+    # a config without `api_base_url` is then served there, not by api.telegram.org
+    from orchestrator.config import API_ENVS
+
+    monkeypatch.setenv(API_ENVS["telegram"], tg.api_base_url)
+    toml = two_bots_toml(fake_llm, tg).replace(f'api_base_url = "{tg.api_base_url}"\n', "")
+    assert "api_base_url" not in toml
+    fake_llm.default = echo_model
+    async with daemon(write_config(toml)):
+        tg.push_message(10, 10, "through the variable", token=TOKEN_A)
+        await tg.wait_for(lambda: len(replies(tg, TOKEN_A)) == 1, timeout=10)
+    assert replies(tg, TOKEN_A) == [(10, "ops-model: through the variable")]

@@ -6,8 +6,10 @@ the next start tells the user the turn was interrupted (nothing lost, nothing tw
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -159,3 +161,71 @@ async def test_a_second_sigint_cuts_the_drain_short_and_the_next_start_tells_the
         assert outcomes(tg) == {"notice msg-1": 1}  # told once, never answered twice
         again.send_signal(signal.SIGTERM)
         assert await exit_code(again, 20) == 0
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def serve_fifo(fifo: Path, value: bytes, *, opened: threading.Event, go: threading.Event, done: threading.Event) -> None:
+    """Hand `value` to each reader of `fifo` (the daemon reads a secret more than once): the
+    first one only once `go` is set, so it is held at that read; returns once `done` is set."""
+    first = True
+    while not done.is_set():
+        fd = os.open(fifo, os.O_WRONLY)  # blocks until a reader opens it
+        try:
+            if first:
+                opened.set()
+                go.wait(30)
+                first = False
+            os.write(fd, value)
+        except BrokenPipeError:  # the reader went away
+            pass
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.timeout(90)
+async def test_a_stop_before_the_daemon_serves_is_a_clean_exit_as_the_readme_says(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, tmp_path: Path, stop: signal.Signals
+) -> None:
+    # The README's `run` row: "0 after SIGTERM/SIGINT". A person pressing Ctrl-C while the
+    # daemon still starts (here: held reading a channel secret from a FIFO, before any signal
+    # handler of the daemon's own) got 130; a SIGTERM then killed it outright.
+    (row,) = [line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `orchestrator run`")]
+    assert "| 0 after SIGTERM/SIGINT" in row
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    config = write_config(provider_toml(fake_llm.base_url) + f"""
+[agents.a]
+provider = "fake"
+model = "m"
+
+[channels.tg]
+kind = "telegram"
+token = "file:{fifo}"
+api_base_url = "http://127.0.0.1:{closed_port()}"
+
+[[routes]]
+channel = "tg"
+agent = "a"
+senders = ["*"]
+""")
+    opened, go, done = threading.Event(), threading.Event(), threading.Event()
+    server = asyncio.create_task(asyncio.to_thread(
+        serve_fifo, fifo, b"123:" + b"a" * 35, opened=opened, go=go, done=done,
+    ))
+    proc = await start(config, wait_ready=False)
+    try:
+        assert await asyncio.to_thread(opened.wait, 30), "the daemon never read its token"
+        proc.send_signal(stop)
+        go.set()
+        assert await exit_code(proc, 30) == 0, stderr_of(proc)
+        assert "ready:" not in stderr_of(proc)
+    finally:
+        done.set()
+        go.set()
+        while not server.done():  # a writer waiting for a reader is released by one that opens and goes
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            await asyncio.wait({server}, timeout=0.1)
+        await server

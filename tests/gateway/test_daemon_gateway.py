@@ -38,6 +38,13 @@ async def test_orchestrator_run_serves_the_gateway_until_sigterm(tmp_path: Path,
         gw = GatewayAddress(host="127.0.0.1", port=int(found.group(1)))
         status, body, _ = await call(gw, "POST", "/api/agents/ops/messages", json={"text": "hi", "session": "d"})
         assert (status, body["reply"]) == (200, "from the daemon")
+        # a gateway turn gets its log line, as a chat's turn does (never the message text)
+        turn_line = ""
+        async with asyncio.timeout(20):
+            while "turn gateway:d " not in turn_line:
+                turn_line = (await proc.stderr.readline()).decode()
+                assert turn_line, "the daemon exited before logging the turn"
+        assert "turn gateway:d from gateway by ops: completed in " in turn_line and "tools run: none" in turn_line
         proc.send_signal(signal.SIGTERM)
         async with asyncio.timeout(20):
             assert await proc.wait() == 0

@@ -79,12 +79,15 @@ async def test_slack_writes_the_manifest_and_checks_both_tokens(
         args = ["--config", str(config), "--provider-url", llm.base_url, "--slack-sender", "U0ADA"]
         code, _, err = await init(capsys, *args, "--slack-bot-token-file", bot, "--slack-app-token-file", app)
         assert code == 1
-        assert err == [  # named from the tokens' prefixes: Slack is not asked
+        # named from the tokens' prefixes: Slack is not asked; the manifest was written before the
+        # tokens were asked (the app is made from it): said, not "nothing written"
+        manifest_path = tmp_path / "slack-app-manifest.yaml"
+        assert err == [
             "error: slack: bot_token: this token starts with 'xapp-': bot_token is the Bot User OAuth Token "
-            "(OAuth & Permissions), which starts with 'xoxb-' (nothing written)"
+            f"(OAuth & Permissions), which starts with 'xoxb-' (no config written; kept {manifest_path} for the next try)"
         ]
         assert [c.method for c in slack.requests] == []
-        assert not config.exists()
+        assert not config.exists() and manifest_path.exists()
         code, out, err = await init(
             capsys, *args, "--slack-bot-token-file", app, "--slack-app-token-file", bot
         )
@@ -145,8 +148,26 @@ async def test_an_unreachable_model_server_names_the_url_and_writes_nothing(
     url = f"http://127.0.0.1:{unused_tcp_port}/v1"
     code, _, err = await init(capsys, "--config", str(config), "--provider-url", url)
     assert code == 1 and len(err) == 1
-    assert err[0].startswith(f"error: {url}: cannot connect (") and err[0].endswith("(nothing written)")
+    assert err[0].startswith(f"error: {url}: cannot connect (")
+    assert err[0].endswith("; pass --model to write the config anyway (nothing written)")
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_model_server_that_is_down_still_gets_a_config_with_the_model_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], unused_tcp_port: int
+) -> None:
+    config = tmp_path / "config.toml"
+    url = f"http://127.0.0.1:{unused_tcp_port}/v1"
+    code, out, err = await init(capsys, "--config", str(config), "--provider-url", url, "--model", "llama3.2")
+    assert code == 1  # the doctor at the end cannot reach the server either
+    lines = out.splitlines()
+    assert any(line.startswith(f"  {url}: cannot connect (") for line in lines)
+    assert "  the model server could not be reached: the config names 'llama3.2' as typed; start the server," in lines
+    assert lines[-1] == f"fix the lines above in {config}, then run `orchestrator check --connect --config {config}` again"
+    text = config.read_text(encoding="utf-8")
+    assert f'base_url = "{url}"' in text and 'model = "llama3.2"' in text
+    # the config is valid: `check` (offline) passes it
+    assert await asyncio.to_thread(cli.main, ["check", "--config", str(config)]) == 0
 
 
 async def test_a_telegram_webhook_is_deleted_only_when_a_flag_says_so(

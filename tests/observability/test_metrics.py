@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,16 @@ from orchestrator.gateway import GatewayAddress
 from tests.daemon.harness import Terminal
 from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call
 from tests.observability.kit import SCRAPE, TOKEN, daemon, daemon_toml, samples, scrape, value, write
+
+GATEWAY_DOC = Path(__file__).resolve().parents[2] / "docs" / "gateway.md"
+
+
+def documented_content_type() -> str:
+    """The Content-Type docs/gateway.md gives for GET /metrics (its endpoint row)."""
+    row = next(line for line in GATEWAY_DOC.read_text(encoding="utf-8").splitlines() if line.startswith("| `GET /metrics`"))
+    found = re.search(r"`(text/plain;[^`]*)`", row)
+    assert found is not None, f"docs/gateway.md: the /metrics row names no content type: {row}"
+    return found.group(1)
 
 
 async def _ask(fake: FakeOpenAI, term: Terminal, file: str) -> str:
@@ -41,7 +52,7 @@ async def test_turns_tools_and_approvals_are_counted_with_their_labels(tmp_path:
         term.type("search")
         await term.screen.wait_for(lambda ls: "no such tool" in ls)
         code, kind, body = await scrape(address)
-    assert code == 200 and kind.startswith("text/plain")
+    assert code == 200 and kind == documented_content_type()
     turn = {"agent": "helper", "channel": "term", "path": "channel", "stop": "completed"}
     assert value(body, "orchestrator_turns_total", turn) == 5
     assert value(body, "orchestrator_turn_duration_seconds_count", {"agent": "helper", "path": "channel"}) == 5
