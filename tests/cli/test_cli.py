@@ -106,9 +106,9 @@ def test_config_from_environment_variable(write_config: WriteConfig) -> None:
 
 
 def test_config_and_verbose_may_come_before_the_command(write_config: WriteConfig) -> None:
-    path = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    path = write_config('[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n')
     done = orchestrator("--config", str(path), "-v", "check")
-    assert (done.returncode, done.stdout) == (0, f"{path}: ok (0 agents, 1 providers, 0 channels, 0 routes)\n")
+    assert (done.returncode, done.stdout) == (0, f"{path}: ok (1 agents, 1 providers, 0 channels, 0 routes)\n")
     # after the command it still works, and wins over one before it
     done = orchestrator("--config", "/nonexistent.toml", "check", "--config", str(path))
     assert done.returncode == 0 and str(path) in done.stdout

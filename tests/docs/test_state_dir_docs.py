@@ -20,7 +20,7 @@ from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, start, stderr_of
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-STATE_FILE = re.compile(r"`([a-z_]+\.(?:sqlite3|lock))`")
+STATE_FILE = re.compile(r"`([a-z_]+\.(?:sqlite3|lock)|[a-z_]+(?=/`))/?`")
 
 
 def operations_files() -> set[str]:
