@@ -63,20 +63,23 @@ FIRST_PARTY: Final = ("orchestrator", "channels")
 MUST_NOT: Final = ("discord", "telegram", "slack_bolt", "slack_sdk", "mcp", "apscheduler", "aiohttp")
 ALSO_REPORTED: Final = ("openai", "httpx")
 
-# Runs the daemon unchanged, but dumps `sys.modules` to argv[2] when it sends READY=1: the
-# daemon module binds `notify` when it is imported, which happens after this swap.
+# Runs the daemon unchanged and writes `sys.modules` out to argv[2] when it first connects to
+# $NOTIFY_SOCKET (its READY=1: the daemon notifies nothing earlier). An audit hook sees the
+# connect whoever sends it, so no name in the daemon is patched and none can be bound too early
+# (a replaced `systemd.notify` went unseen once `daemon/serving.py` had imported it). The
+# hook runs in the daemon's thread before the datagram leaves, so the file is complete by the
+# time the bench reads READY=1.
 WRAPPER: Final = """\
-import json, sys
-import orchestrator.daemon.systemd as systemd
-_notify, _out = systemd.notify, sys.argv[2]
-def notify(state):
-    if state.startswith("READY=1"):
+import json, os, sys
+_out, _address, _seen = sys.argv[2], os.environ["NOTIFY_SOCKET"], []
+def _at_notify(event, args):
+    if event == "socket.connect" and not _seen and args[1] == _address:
+        _seen.append(True)
         names = [n for n, m in list(sys.modules.items())
                  if getattr(m, "__spec__", None) is not None and m.__spec__.name == n]
         with open(_out, "w") as f:
             json.dump(names, f)
-    return _notify(state)
-systemd.notify = notify
+sys.addaudithook(_at_notify)
 from orchestrator.cli import main
 sys.exit(main(["run", "--config", sys.argv[1]]))
 """
