@@ -96,4 +96,7 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(runs=1)
     asyncio.run(main(parser.parse_args().runs))

@@ -433,6 +433,9 @@ notes:
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"timed runs of each (default {DEFAULT_RUNS})")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(runs=1)
     args = parser.parse_args()
     started = time.perf_counter()
     figures = asyncio.run(measure(args.runs))

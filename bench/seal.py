@@ -96,6 +96,9 @@ def _scan() -> tuple[int, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(runs=20)
     args = parser.parse_args()
     resolves, execution = asyncio.run(_resolves(args.runs))
     minted, typed = _checks(execution, args.runs * 10)

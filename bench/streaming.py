@@ -425,6 +425,9 @@ def cli() -> None:
     parser.add_argument("--cpu-only", action="store_true", help="measure only the CPU per turn")
     parser.add_argument("--anthropic", action="store_true", help="the CPU per turn against FakeAnthropic (implies --cpu-only)")
     parser.add_argument("--profile", metavar="FILE", help="write cProfiles of the CPU turns to FILE.streamed and FILE.plain")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=1, cpu_turns=2, cpu_rounds=1)
     args = parser.parse_args()
     asyncio.run(fakes_main(args.anthropic) if args.fakes else daemon_main(args))
 
