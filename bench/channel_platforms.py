@@ -9,6 +9,8 @@ and a phase summary back as JSON lines. Nothing here imports orchestrator.
 
 from __future__ import annotations
 
+__bench__ = False  # the child of bench/channel_throughput.py (its --quick runs this), not a bench of its own
+
 import argparse
 import asyncio
 import itertools

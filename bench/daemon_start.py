@@ -324,13 +324,20 @@ class Figures:
     stop_s: float
 
 
-async def measure(runs: int) -> Figures:
+async def measure(runs: int, *, quick: bool = False) -> Figures:
+    """Run the discovery, the warm-ups and `runs` alternating timed runs; `quick` skips the warm-ups.
+
+    `quick` (the test suite's smoke run) also keeps the environment's bytecode settings: a fresh
+    PYTHONPYCACHEPREFIX costs a compile of every module on the first start.
+    """
     async with FakeTelegram() as tg, FakeSlack() as slack, FakeDiscord() as dc:
         with tempfile.TemporaryDirectory(prefix="daemon-start-") as tmp:
             folder = Path(tmp)
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env = dict(os.environ)
+            if not quick:
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
             env |= {
-                "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
                 "BENCH_TG_TOKEN": tg.token,
                 "BENCH_SLACK_BOT_TOKEN": slack.bot_token,
                 "BENCH_SLACK_APP_TOKEN": slack.app_token,
@@ -344,17 +351,20 @@ async def measure(runs: int) -> Figures:
             daemon = [sys.executable, "-m", "orchestrator.cli", "run", "--config"]
 
             print("discovery: the modules a daemon holds at READY ...", flush=True)
-            await bench.loaded_at_ready(full, "warm")  # compiles bytecode into the prefix first
+            if not quick:
+                await bench.loaded_at_ready(full, "warm")  # compiles bytecode into the prefix first
             loaded = await bench.loaded_at_ready(full, "full")
             own = [n for n in loaded if n.partition(".")[0] in FIRST_PARTY]
             floor_modules = [n for n in loaded if n.partition(".")[0] not in FIRST_PARTY]
-            await bench.daemon([*daemon, str(terminal)], log=folder / "terminal.log")  # warm-up
+            if not quick:
+                await bench.daemon([*daemon, str(terminal)], log=folder / "terminal.log")  # warm-up
             terminal_only = await bench.daemon([*daemon, str(terminal)], log=folder / "terminal.log")
             terminal_loaded_names = top_level(await bench.loaded_at_ready(terminal, "terminal"))
 
             _, importtime = await bench.floor(floor_modules, importtime=True)
-            await bench.floor(floor_modules + own)  # warm-up
-            await bench.daemon([*daemon, str(fast)], log=folder / "daemon.log")  # warm-up
+            if not quick:
+                await bench.floor(floor_modules + own)  # warm-up
+                await bench.daemon([*daemon, str(fast)], log=folder / "daemon.log")  # warm-up
             daemon_s, fast_s, floor_s, own_s = [], [], [], []
             for i in range(runs):
                 print(f"run {i + 1}/{runs} ...", flush=True)
@@ -438,7 +448,7 @@ def cli() -> None:
         parser.set_defaults(runs=1)
     args = parser.parse_args()
     started = time.perf_counter()
-    figures = asyncio.run(measure(args.runs))
+    figures = asyncio.run(measure(args.runs, quick=args.quick))
     report(figures, args.runs)
     print(f"  whole bench: {time.perf_counter() - started:.0f} s.")
 
