@@ -11,12 +11,14 @@ from /proc/<pid>/status the moment that datagram arrives. Then it gets SIGTERM a
 
 The floor, measured in the same run: a bare `python -c "import ..."` of exactly the modules the
 daemon had loaded at READY except its own (`orchestrator`, `channels`), found by one discovery
-run through a wrapper that writes `sys.modules` out when the daemon sends READY=1. The floor
+run through a wrapper whose audit hook writes `sys.modules` out as the daemon connects to
+$NOTIFY_SOCKET to send READY=1 (nothing in the daemon is patched). The floor
 process prints its VmRSS once the imports are done; its time is spawn to that line. A second
 floor adds the daemon's own modules, to split READY into imports and start-up work.
 
 Runs alternate (daemon, floor, floor + own modules) after one untimed warm-up of each, so
-drift hits all alike; medians are reported. Bytecode is cached in a temporary
+drift hits all alike; medians are reported. `--quick` (the test suite's smoke run) makes one
+run of each with no warm-ups. Bytecode is cached in a temporary
 PYTHONPYCACHEPREFIX for all of them (this environment sets PYTHONDONTWRITEBYTECODE, which
 would otherwise recompile the daemon's own modules on every start).
 
