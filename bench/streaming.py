@@ -420,7 +420,8 @@ def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--turns", type=int, default=5, help="latency samples per platform")
-    parser.add_argument("--reply-s", type=float, default=10.0, help="seconds the model takes to write the reply counted in calls per reply")
+    parser.add_argument("--reply-s", type=float, default=10.0,
+                        help="seconds the model takes to write the 2,000-token reply whose platform calls are counted")
     parser.add_argument("--cpu-turns", type=int, default=20, help="turns per CPU figure")
     parser.add_argument("--cpu-rounds", type=int, default=3, help="rounds per CPU figure (the median is reported)")
     parser.add_argument("--cpu-only", action="store_true", help="measure only the CPU per turn")

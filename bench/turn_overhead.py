@@ -555,7 +555,9 @@ def cli() -> None:
         default=100,
         help="turns measured in (c) once the 800-message window is full (default 100)",
     )
-    parser.add_argument("--cold-runs", type=int, default=5, help="cold one-shot runs (default 5; twice as many of --help)")
+    parser.add_argument(
+        "--cold-runs", type=int, default=5, help="cold one-shot runs (default 5; twice as many of --help)"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
     if parser.parse_known_args()[0].quick:
         parser.set_defaults(turns=20, long_turns=5, cold_runs=1)

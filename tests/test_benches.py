@@ -114,11 +114,11 @@ def run_quick(name: str) -> Run:
 def quick_runs(request: pytest.FixtureRequest) -> Iterator[dict[str, Run]]:
     """Run `--quick` of every bench this session selected, WORKERS at a time."""
     selected = {
-        item.callspec.params["name"]
+        str(item.callspec.params["name"])
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.originalname == "test_bench_runs_quick_and_prints_its_figures"
     }
-    order = sorted(selected, key=lambda name: (name not in SLOW_FIRST, SLOW_FIRST.index(name) if name in SLOW_FIRST else 0, name))
+    order = sorted(selected, key=lambda name: (SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST), name))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         yield dict(zip(order, pool.map(run_quick, order), strict=True))
 
