@@ -75,13 +75,15 @@ async def floor(env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, *, quick: bool = False) -> None:
+    """Time `runs` of each after a warm-up; `quick` skips the warm-up and the fresh bytecode cache."""
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.toml"
         config.write_text(CONFIG.format(python=sys.executable), encoding="utf-8")
-        env = {"PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
-        await time_to_initialize(config, env)
-        await floor(env)
+        env = {} if quick else {"PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
+        if not quick:
+            await time_to_initialize(config, env)
+            await floor(env)
         starts, floors = [], []
         for _ in range(runs):
             starts.append(await time_to_initialize(config, env))
@@ -96,4 +98,8 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(runs=1)
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, quick=args.quick))

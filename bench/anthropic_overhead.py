@@ -195,6 +195,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--session-turns", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=20, session_turns=5)
     args = parser.parse_args()
     print(f"python {platform.python_version()}, anthropic {anthropic.__version__}, {os.cpu_count()} CPUs,"
           f" load average {os.getloadavg()[0]:.2f}")

@@ -45,6 +45,9 @@ def _time(work: Callable[[], object], repeat: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(repeat=3)
     args = parser.parse_args()
     print(f"{'call':<18} {'chars':>8} {'render p50 us':>14} {'p99 us':>9} {'us/1k chars':>12} {'fit+lines us':>13}")
     for name, arguments in _CALLS.items():

@@ -9,6 +9,8 @@ and a phase summary back as JSON lines. Nothing here imports orchestrator.
 
 from __future__ import annotations
 
+__bench__ = False  # the child of bench/channel_throughput.py (its --quick runs this), not a bench of its own
+
 import argparse
 import asyncio
 import itertools
@@ -249,11 +251,11 @@ def _fake_classes(driver_ref: list[_Driver]) -> tuple[type[Any], type[Any], type
     class Discord(FakeDiscord):
         _MESSAGES = re.compile(r"/channels/(\d+)/(messages|typing)")
 
-        async def _answer(self, request: Any, path: str, body: Any) -> Any:
+        async def _answer(self, request: Any, path: str, body: Any, files: Any) -> Any:
             driver = driver_ref[0]
             match = self._MESSAGES.fullmatch(path)
             driver.tallies["discord"].saw(f"{request.method} {match[2] if match else path}", peer(request))
-            response = await super()._answer(request, path, body)
+            response = await super()._answer(request, path, body, files)
             if match and match[2] == "messages" and request.method == "POST" and response.status == 200:
                 driver.reply("discord", match[1], body.get("content", ""))
             if len(self.requests) > 1000:

@@ -428,6 +428,9 @@ def cli() -> None:
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up messages per session")
     parser.add_argument("--paced-rate", type=float, default=DEFAULT_PACED_RATE, help="turns/s in the paced phase")
     parser.add_argument("--paced-seconds", type=float, default=DEFAULT_PACED_SECONDS)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=60, sessions=6, warmup=2, paced_rate=40.0, paced_seconds=0.5)
     args = parser.parse_args()
     if args.turns < args.sessions:
         parser.error("--turns must be at least --sessions (every session has a message outstanding)")

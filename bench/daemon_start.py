@@ -11,12 +11,14 @@ from /proc/<pid>/status the moment that datagram arrives. Then it gets SIGTERM a
 
 The floor, measured in the same run: a bare `python -c "import ..."` of exactly the modules the
 daemon had loaded at READY except its own (`orchestrator`, `channels`), found by one discovery
-run through a wrapper that writes `sys.modules` out when the daemon sends READY=1. The floor
+run through a wrapper whose audit hook writes `sys.modules` out as the daemon connects to
+$NOTIFY_SOCKET to send READY=1 (nothing in the daemon is patched). The floor
 process prints its VmRSS once the imports are done; its time is spawn to that line. A second
 floor adds the daemon's own modules, to split READY into imports and start-up work.
 
 Runs alternate (daemon, floor, floor + own modules) after one untimed warm-up of each, so
-drift hits all alike; medians are reported. Bytecode is cached in a temporary
+drift hits all alike; medians are reported. `--quick` (the test suite's smoke run) makes one
+run of each with no warm-ups. Bytecode is cached in a temporary
 PYTHONPYCACHEPREFIX for all of them (this environment sets PYTHONDONTWRITEBYTECODE, which
 would otherwise recompile the daemon's own modules on every start).
 
@@ -63,20 +65,23 @@ FIRST_PARTY: Final = ("orchestrator", "channels")
 MUST_NOT: Final = ("discord", "telegram", "slack_bolt", "slack_sdk", "mcp", "apscheduler", "aiohttp")
 ALSO_REPORTED: Final = ("openai", "httpx")
 
-# Runs the daemon unchanged, but dumps `sys.modules` to argv[2] when it sends READY=1: the
-# daemon module binds `notify` when it is imported, which happens after this swap.
+# Runs the daemon unchanged and writes `sys.modules` out to argv[2] when it first connects to
+# $NOTIFY_SOCKET (its READY=1: the daemon notifies nothing earlier). An audit hook sees the
+# connect whoever sends it, so no name in the daemon is patched and none can be bound too early
+# (a replaced `systemd.notify` went unseen once `daemon/serving.py` had imported it). The
+# hook runs in the daemon's thread before the datagram leaves, so the file is complete by the
+# time the bench reads READY=1.
 WRAPPER: Final = """\
-import json, sys
-import orchestrator.daemon.systemd as systemd
-_notify, _out = systemd.notify, sys.argv[2]
-def notify(state):
-    if state.startswith("READY=1"):
+import json, os, sys
+_out, _address, _seen = sys.argv[2], os.environ["NOTIFY_SOCKET"], []
+def _at_notify(event, args):
+    if event == "socket.connect" and not _seen and args[1] == _address:
+        _seen.append(True)
         names = [n for n, m in list(sys.modules.items())
                  if getattr(m, "__spec__", None) is not None and m.__spec__.name == n]
         with open(_out, "w") as f:
             json.dump(names, f)
-    return _notify(state)
-systemd.notify = notify
+sys.addaudithook(_at_notify)
 from orchestrator.cli import main
 sys.exit(main(["run", "--config", sys.argv[1]]))
 """
@@ -321,13 +326,20 @@ class Figures:
     stop_s: float
 
 
-async def measure(runs: int) -> Figures:
+async def measure(runs: int, *, quick: bool = False) -> Figures:
+    """Run the discovery, the warm-ups and `runs` alternating timed runs; `quick` skips the warm-ups.
+
+    `quick` (the test suite's smoke run) also keeps the environment's bytecode settings: a fresh
+    PYTHONPYCACHEPREFIX costs a compile of every module on the first start.
+    """
     async with FakeTelegram() as tg, FakeSlack() as slack, FakeDiscord() as dc:
         with tempfile.TemporaryDirectory(prefix="daemon-start-") as tmp:
             folder = Path(tmp)
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env = dict(os.environ)
+            if not quick:
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
             env |= {
-                "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
                 "BENCH_TG_TOKEN": tg.token,
                 "BENCH_SLACK_BOT_TOKEN": slack.bot_token,
                 "BENCH_SLACK_APP_TOKEN": slack.app_token,
@@ -341,17 +353,20 @@ async def measure(runs: int) -> Figures:
             daemon = [sys.executable, "-m", "orchestrator.cli", "run", "--config"]
 
             print("discovery: the modules a daemon holds at READY ...", flush=True)
-            await bench.loaded_at_ready(full, "warm")  # compiles bytecode into the prefix first
+            if not quick:
+                await bench.loaded_at_ready(full, "warm")  # compiles bytecode into the prefix first
             loaded = await bench.loaded_at_ready(full, "full")
             own = [n for n in loaded if n.partition(".")[0] in FIRST_PARTY]
             floor_modules = [n for n in loaded if n.partition(".")[0] not in FIRST_PARTY]
-            await bench.daemon([*daemon, str(terminal)], log=folder / "terminal.log")  # warm-up
+            if not quick:
+                await bench.daemon([*daemon, str(terminal)], log=folder / "terminal.log")  # warm-up
             terminal_only = await bench.daemon([*daemon, str(terminal)], log=folder / "terminal.log")
             terminal_loaded_names = top_level(await bench.loaded_at_ready(terminal, "terminal"))
 
             _, importtime = await bench.floor(floor_modules, importtime=True)
-            await bench.floor(floor_modules + own)  # warm-up
-            await bench.daemon([*daemon, str(fast)], log=folder / "daemon.log")  # warm-up
+            if not quick:
+                await bench.floor(floor_modules + own)  # warm-up
+                await bench.daemon([*daemon, str(fast)], log=folder / "daemon.log")  # warm-up
             daemon_s, fast_s, floor_s, own_s = [], [], [], []
             for i in range(runs):
                 print(f"run {i + 1}/{runs} ...", flush=True)
@@ -430,9 +445,12 @@ notes:
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"timed runs of each (default {DEFAULT_RUNS})")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(runs=1)
     args = parser.parse_args()
     started = time.perf_counter()
-    figures = asyncio.run(measure(args.runs))
+    figures = asyncio.run(measure(args.runs, quick=args.quick))
     report(figures, args.runs)
     print(f"  whole bench: {time.perf_counter() - started:.0f} s.")
 

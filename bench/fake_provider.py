@@ -9,6 +9,8 @@ not a model, is what gets measured::
 
 from __future__ import annotations
 
+__bench__ = False  # imported by the benches, not one: tests/test_benches.py runs no --quick of it
+
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 

@@ -169,5 +169,8 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--concurrent", type=int, default=20)
     parser.add_argument("--size", type=int, default=5_000_000)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=2, concurrent=2, size=50_000)
     args = parser.parse_args()
     asyncio.run(main(args.turns, args.concurrent, args.size))

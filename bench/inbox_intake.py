@@ -95,6 +95,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=40)
     parser.add_argument("--state-dir", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(messages=20, concurrency=4)
     args = parser.parse_args()
     if args.state_dir is not None:
         asyncio.run(_run(args.messages, args.concurrency, args.state_dir))

@@ -133,6 +133,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=5_000, help="messages in the session (two per turn)")
     parser.add_argument("--buckets", type=int, default=10, help="how many groups of turns to report")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(messages=40, buckets=2)
     args = parser.parse_args()
     print(f"long session: {args.messages} messages ({args.messages // 2} turns), max_context_tokens = {LIMIT}")
     for strategy in ("window", "summarize"):

@@ -129,6 +129,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=500, help="round trips per side for (a)")
     parser.add_argument("--turns", type=int, default=500, help="turns for (b)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(calls=10, turns=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         folder = Path(tmp)

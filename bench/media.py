@@ -164,5 +164,8 @@ if __name__ == "__main__":
     parser.add_argument("--concurrent", type=int, default=50)
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=2, concurrent=3, size=20_000)
     args = parser.parse_args()
     asyncio.run(main(args.turns, args.concurrent, args.size, args.latency))

@@ -150,6 +150,9 @@ def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=200, help="turns per mode per round (default 200)")
     parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default 10)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=10, rounds=1)
     args = parser.parse_args()
     asyncio.run(main(args.turns, args.rounds))
 

@@ -76,6 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--secrets", type=int, default=8, help="registered secret values (default 8)")
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(rounds=3)
     args = parser.parse_args()
     redactor = Redactor()
     values = [f"{random.randint(10**8, 10**9)}:AA{secrets.token_urlsafe(30)}" for _ in range(args.secrets // 2)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__bench__ = False  # imported by the benches, not one: tests/test_benches.py runs no --quick of it
+
 from collections.abc import Sequence
 from typing import Any
 

@@ -82,20 +82,26 @@ def _ledger(runs: int) -> list[float]:
     return samples
 
 
-def _scan() -> tuple[int, float]:
+def _scan(modules: int | None) -> tuple[int, float]:
+    """Run every rule over the first `modules` sources (None: all); return the count and seconds."""
     from tests.seam.test_architecture import RULES, sources
 
     start = time.perf_counter()
-    for source in sources():
+    scanned = sources()[:modules]
+    for source in scanned:
         for check, binds in RULES.values():
             if binds(source.rel):
                 check(source)
-    return len(sources()), time.perf_counter() - start
+    return len(scanned), time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--scan-modules", type=int, default=None, help="scan only the first N sources (default: all)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(runs=20, scan_modules=20)
     args = parser.parse_args()
     resolves, execution = asyncio.run(_resolves(args.runs))
     minted, typed = _checks(execution, args.runs * 10)
@@ -103,7 +109,7 @@ def main() -> None:
     print(f"ledger: vouch() per sealed object         {_percentiles(_ledger(args.runs))}")
     print(f"engine check: minted()                    {_percentiles(minted)}")
     print(f"engine check: type() is (before)          {_percentiles(typed)}")
-    count, seconds = _scan()
+    count, seconds = _scan(args.scan_modules)
     print(f"source scanner: {count} modules, every rule, {seconds:.2f} s (parsing included)")
 
 

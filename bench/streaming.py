@@ -228,13 +228,13 @@ async def latency(fakes: Fakes, urls: dict[str, str], folder: Path, turns: int) 
     return {"rtt": rtt, "latency": results}
 
 
-async def calls_per_reply(fakes: Fakes, urls: dict[str, str], folder: Path) -> dict[str, Any]:
+async def calls_per_reply(fakes: Fakes, urls: dict[str, str], folder: Path, over_s: float) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     async def work(runtime: Any, master: int, screen: Screen) -> None:
         for label, chat, kind in (("private (drafts)", 200, "private"), ("group (edits)", -200, "group")):
             await fakes.ask(op="reset")
-            await fakes.ask(op="script", words=2000, over_s=10.0)
+            await fakes.ask(op="script", words=2000, over_s=over_s)
             await fakes.ask(op="push", chat=chat, user=200, text="go", chat_type=kind)
             await fakes.ask(op="wait", words=2000, chats=[chat])
             await asyncio.sleep(0.5)
@@ -365,7 +365,7 @@ async def daemon_main(args: argparse.Namespace) -> None:
             folder = Path(tmp)
             if not args.cpu_only and not args.anthropic:
                 lat = await latency(fakes, urls, folder, args.turns)
-                calls = await calls_per_reply(fakes, urls, folder)
+                calls = await calls_per_reply(fakes, urls, folder, args.reply_s)
             cpu = await cpu_per_turn(fakes, urls, folder, args.cpu_turns, args.cpu_rounds, args.profile)
             floor = None if args.anthropic else await floor_per_turn(fakes, urls, args.cpu_turns, args.cpu_rounds)
     finally:
@@ -373,7 +373,7 @@ async def daemon_main(args: argparse.Namespace) -> None:
         proc.stdin.close()
         await proc.wait()
     if not args.cpu_only and not args.anthropic:
-        report(lat, calls)
+        report(lat, calls, args.reply_s)
     plain, streamed = statistics.median(cpu["not streamed"]), statistics.median(cpu["streamed"])
     ratio = streamed / plain
     print(
@@ -394,7 +394,7 @@ async def daemon_main(args: argparse.Namespace) -> None:
         )
 
 
-def report(lat: dict[str, Any], calls: dict[str, Any]) -> None:
+def report(lat: dict[str, Any], calls: dict[str, Any], over_s: float) -> None:
     rtt = lat["rtt"]
     print(f"platform round trip (Telegram getMe, median): {rtt * 1000:.1f} ms; target: first text within {rtt * 1000 + 50:.0f} ms")
     print("first model token -> first visible text:")
@@ -404,7 +404,7 @@ def report(lat: dict[str, Any], calls: dict[str, Any]) -> None:
         worst = values[-1] * 1000
         verdict = "ok" if p50 <= rtt * 1000 + 50 else "over target"
         print(f"  {label:26} p50 {p50:6.1f} ms  max {worst:6.1f} ms  ({len(values)} turns)  {verdict}")
-    print("platform calls for one 2,000-token reply over 10 s (stream_edit_interval_s = 1.0):")
+    print(f"platform calls for one 2,000-token reply over {over_s:g} s (stream_edit_interval_s = 1.0):")
     for label, figures in calls.items():
         detail = ", ".join(f"{k} {v}" for k, v in sorted(figures["calls"].items()))
         # the bound: one call per interval while it streamed, and the final messages (3 here)
@@ -420,11 +420,16 @@ def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fakes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--turns", type=int, default=5, help="latency samples per platform")
+    parser.add_argument("--reply-s", type=float, default=10.0,
+                        help="seconds the model takes to write the 2,000-token reply whose platform calls are counted")
     parser.add_argument("--cpu-turns", type=int, default=20, help="turns per CPU figure")
     parser.add_argument("--cpu-rounds", type=int, default=3, help="rounds per CPU figure (the median is reported)")
     parser.add_argument("--cpu-only", action="store_true", help="measure only the CPU per turn")
     parser.add_argument("--anthropic", action="store_true", help="the CPU per turn against FakeAnthropic (implies --cpu-only)")
     parser.add_argument("--profile", metavar="FILE", help="write cProfiles of the CPU turns to FILE.streamed and FILE.plain")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=1, reply_s=1.0, cpu_turns=2, cpu_rounds=1)
     args = parser.parse_args()
     asyncio.run(fakes_main(args.anthropic) if args.fakes else daemon_main(args))
 

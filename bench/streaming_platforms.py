@@ -207,5 +207,8 @@ if __name__ == "__main__":
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--tokens-per-s", type=float, default=200.0)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(trials=1, tokens=60, tokens_per_s=600.0, interval=0.05)
     args = parser.parse_args()
     asyncio.run(main(args.trials, args.tokens, args.tokens_per_s, args.interval))

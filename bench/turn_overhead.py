@@ -497,7 +497,7 @@ def orchestrator_command() -> str:
     return str(candidate)
 
 
-async def main(turns: int, long_turns: int) -> None:
+async def main(turns: int, long_turns: int, cold_runs: int) -> None:
     started = time.perf_counter()
     command = orchestrator_command()
     with tempfile.TemporaryDirectory(prefix="turn-overhead-") as tmp:
@@ -526,14 +526,14 @@ async def main(turns: int, long_turns: int) -> None:
             gc.collect()
             cost = resolve_cost(config, WIDE_AGENT)
             cost_one = resolve_cost(config, AGENT)
-            print("cold one-shot `orchestrator agent` (5 runs) ...", flush=True)
+            print(f"cold one-shot `orchestrator agent` ({cold_runs} runs) ...", flush=True)
             one_shot = await wall_times(
                 [command, "agent", AGENT, "-m", USER_MESSAGE, "--config", str(config_path)],
-                5,
+                cold_runs,
                 expect=FINAL_TEXT,
             )
-        print("`orchestrator --help` (10 runs) ...", flush=True)
-        help_ = await wall_times([command, "--help"], 10)
+        print(f"`orchestrator --help` ({2 * cold_runs} runs) ...", flush=True)
+        help_ = await wall_times([command, "--help"], 2 * cold_runs)
     report(
         a=a,
         b=b,
@@ -555,8 +555,14 @@ def cli() -> None:
         default=100,
         help="turns measured in (c) once the 800-message window is full (default 100)",
     )
+    parser.add_argument(
+        "--cold-runs", type=int, default=5, help="cold one-shot runs (default 5; twice as many of --help)"
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(turns=20, long_turns=5, cold_runs=1)
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.long_turns))
+    asyncio.run(main(args.turns, args.long_turns, args.cold_runs))
 
 
 if __name__ == "__main__":

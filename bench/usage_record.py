@@ -73,6 +73,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--calls-per-turn", type=int, default=3, help="model calls per turn; 0 = no turn-end flush")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(calls=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(_run(args.calls, args.calls_per_turn, Path(folder)))

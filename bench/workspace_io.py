@@ -90,6 +90,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                         help="cpu: the process's CPU time, user and kernel (steady on a loaded host); wall: elapsed")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(runs=2)
     args = parser.parse_args()
     runs = args.runs
     global clock
