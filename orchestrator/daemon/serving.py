@@ -25,6 +25,7 @@ from orchestrator.daemon.secrets import channel_secret_problems
 from orchestrator.daemon.systemd import notify, watchdog_interval_s
 from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.logs import configure_logging
+from orchestrator.observability import heap_trace_from_env
 from orchestrator.providers import warm_provider_sdk
 from orchestrator.seam import sandbox_notices
 from orchestrator.store import hold_state_lock
@@ -53,7 +54,8 @@ def run_daemon(config_path: Path, *, verbose: bool = False, hangup_seen: Callabl
     config = load_config(config_path)
     chatting = _chat_shares_the_screen(config)
     configure_logging(level=log_level(config, verbose=verbose, chat_on_screen=chatting), fmt=config.daemon.log_format)
-    with hold_state_lock(config.state_path()):
+    # ORCHESTRATOR_TRACEMALLOC=FILE: a soak's diagnostic (SIGUSR2 dumps what grew), off by default
+    with hold_state_lock(config.state_path()), heap_trace_from_env():
         return asyncio.run(serve(config, config_path, hangup_seen=hangup_seen))
 
 
