@@ -129,6 +129,7 @@ class Tally:
     denials: int = 0
     news: int = 0
     reloads: int = 0
+    chats: int = 0
 
 
 def fake_telegram(tally: Tally) -> FakeTelegram:
@@ -183,11 +184,18 @@ def _kind(rng: random.Random, shell: bool) -> str:
 
 async def chat_loop(chat: int, tg: FakeTelegram, tally: Tally, tags: Any, args: argparse.Namespace,
                     until: float, shell: bool) -> None:
-    """One chat: think, send one message of the mix, wait for its answer; until `until`."""
+    """One chat: think, send one message of the mix, wait for its answer; until `until`.
+
+    Now and then (`--new-chat-share` of the turns) the loop moves on to a chat never seen
+    before, as a daemon in service keeps meeting new users: what is kept per chat shows.
+    """
     rng = random.Random(chat)
     pdf = _pdf("Quarterly revenue grew twelve percent")
     while time.monotonic() < until:
         await asyncio.sleep(args.think_s * rng.uniform(0.5, 1.5))
+        if rng.random() < args.new_chat_share:
+            chat += 1_000
+            tally.chats += 1
         kind = _kind(rng, shell)
         if kind == "new":
             tg.push_message(chat, chat, "/new")
@@ -317,6 +325,7 @@ async def drive(args: argparse.Namespace, proc: Any, tg: FakeTelegram, tally: Ta
     async with asyncio.TaskGroup() as group:
         sampling = group.create_task(sampler())
         reloading = group.create_task(reloader())
+        tally.chats = args.chats
         chats = [group.create_task(chat_loop(10_000 + i, tg, tally, tags, args, until, shell))
                  for i in range(args.chats)]
         await sampling
@@ -343,7 +352,7 @@ def report(args: argparse.Namespace, samples: list[tuple[float, float, int, int]
 soak: {minutes:.1f} min, {args.chats} chats, think {args.think_s:g} s; shell {'on (bwrap)' if shell else 'off (no bwrap)'}; \
 tracemalloc {'ON: RSS includes its own bookkeeping' if args.tracemalloc else 'off'}
   turns sent {len(tally.sent):,} ({', '.join(f'{k} {n}' for k, n in sorted(tally.kinds.items()))}); /new {tally.news}; \
-approvals pressed {tally.approvals} (deny {tally.denials}); reloads {tally.reloads}
+approvals pressed {tally.approvals} (deny {tally.denials}); reloads {tally.reloads}; chats {tally.chats}
   answered {answered:,}, duplicates {duplicates}, lost {len(lost)}{f' (e.g. q{lost[0]} {tally.sent[lost[0]]})' if lost else ''}
   RSS start {samples[0][1] / 1024:.1f} MiB, end {samples[-1][1] / 1024:.1f} MiB; slope whole run {whole:+.1f} KiB/min
   RSS slope of the last half ({len(half)} samples): {slope:+.1f} KiB/min (target < {TARGET_KIB_PER_MIN:g}): \
@@ -363,6 +372,7 @@ def cli() -> None:
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--chats", type=int, default=24)
     parser.add_argument("--think-s", type=float, default=6.0, help="mean pause between a chat's answer and its next message")
+    parser.add_argument("--new-chat-share", type=float, default=0.05, help="share of turns that move to a new chat")
     parser.add_argument("--sample-s", type=float, default=30.0)
     parser.add_argument("--reload-every-s", type=float, default=180.0)
     parser.add_argument("--tracemalloc", metavar="FILE", help="run the daemon with ORCHESTRATOR_TRACEMALLOC=FILE")

@@ -2,7 +2,8 @@
 
 With the variable set, the daemon's first SIGUSR2 starts `tracemalloc` (after start-up and a
 warm-up: tracing slows imports twentyfold) and each later one appends to FILE the allocation
-sites that grew: by source line since the previous dump and since tracing started, then the
+sites that grew (after a full collection, so garbage not yet collected is not counted): by
+source line since the previous dump and since tracing started, then the
 biggest growths with their tracebacks (`ORCHESTRATOR_TRACEMALLOC_FRAMES` frames, default 6).
 Tracing costs CPU and memory (each live block keeps its traceback), so it is a diagnostic
 for a soak (bench/soak.py), never a setting of a daemon in service.
@@ -10,6 +11,8 @@ for a soak (bench/soak.py), never a setting of a daemon in service.
 
 from __future__ import annotations
 
+import gc
+import linecache
 import os
 import signal
 import time
@@ -31,6 +34,7 @@ TOP_LINES: Final = 25
 TOP_TRACEBACKS: Final = 6
 _IGNORED: Final = (
     tracemalloc.Filter(False, tracemalloc.__file__),
+    tracemalloc.Filter(False, linecache.__file__),  # the dumps' own source lines
     tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
     tracemalloc.Filter(False, "<frozen importlib._bootstrap_external>"),
     tracemalloc.Filter(False, "<unknown>"),
@@ -63,6 +67,7 @@ class HeapTrace:
 
     def start(self) -> None:
         """Start tracing and note it in the file; the first dump compares with this moment."""
+        gc.collect()
         self._started_here = not tracemalloc.is_tracing()
         if self._started_here:
             tracemalloc.start(self._frames)
@@ -85,11 +90,14 @@ class HeapTrace:
         """Append the sites that grew since the previous dump (and since `start()`) to the file."""
         if self._first is None or self._previous is None:
             raise RuntimeError("HeapTrace.dump() before start()")
+        full = gc.get_stats()[-1]["collections"]
+        unreachable = gc.collect()  # garbage the collector has not reached yet is not growth
         now = self._snapshot()
         self._dumps += 1
         current, peak = tracemalloc.get_traced_memory()
         lines = [f"=== dump {self._dumps} at {time.strftime('%Y-%m-%dT%H:%M:%S')}: "
-                 f"traced {current / 1024:,.0f} KiB (peak {peak / 1024:,.0f} KiB)"]
+                 f"traced {current / 1024:,.0f} KiB (peak {peak / 1024:,.0f} KiB); {full} full collections "
+                 f"so far, this dump's found {unreachable:,} unreachable objects"]
         lines += _by_line("since the previous dump", now.compare_to(self._previous, "lineno"))
         if self._dumps > 1:
             lines += _by_line("since tracing started", now.compare_to(self._first, "lineno"))
