@@ -52,7 +52,7 @@ if str(_ROOT) not in sys.path:
 
 from tests.fakes.openai_server import FakeOpenAI, Reply, paced, text, tool_call  # noqa: E402
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram  # noqa: E402
-from tests.media.samples import JPEG, _pdf  # noqa: E402
+from tests.media.samples import JPEG, PDF  # noqa: E402
 
 TARGET_KIB_PER_MIN: Final = 10.0
 TAG: Final = re.compile(r"\bq(\d+)\b")
@@ -103,7 +103,7 @@ def _answer(tag: str, kind: str) -> Reply:
 def responder(body: dict[str, Any]) -> Reply:
     """The model: a tool call for write/read/shell messages, then (or else) the tagged answer."""
     messages = body.get("messages") or []
-    user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+    user: dict[str, Any] = next((m for m in reversed(messages) if m.get("role") == "user"), {})
     seen = json.dumps(user.get("content"))
     found = TAG.search(seen)
     tag = found[1] if found else "0"
@@ -190,7 +190,6 @@ async def chat_loop(chat: int, tg: FakeTelegram, tally: Tally, tags: Any, args: 
     before, as a daemon in service keeps meeting new users: what is kept per chat shows.
     """
     rng = random.Random(chat)
-    pdf = _pdf("Quarterly revenue grew twelve percent")
     while time.monotonic() < until:
         await asyncio.sleep(args.think_s * rng.uniform(0.5, 1.5))
         if rng.random() < args.new_chat_share:
@@ -208,7 +207,7 @@ async def chat_loop(chat: int, tg: FakeTelegram, tally: Tally, tags: Any, args: 
         if kind == "photo":
             tg.push_photo(chat, chat, JPEG, caption=f"q{tag} photo: what is this?")
         elif kind == "pdf":
-            tg.push_document(chat, chat, pdf, file_name=f"q{tag}.pdf", mime_type="application/pdf",
+            tg.push_document(chat, chat, PDF, file_name=f"q{tag}.pdf", mime_type="application/pdf",
                              caption=f"q{tag} pdf: sum it up")
         else:
             tg.push_message(chat, chat, f"q{tag} {kind}: please")
