@@ -26,7 +26,7 @@ class ActionLedger:
         self._events: dict[str, deque[float]] = {}
         self._swept = clock()
 
-    def __len__(self) -> int:
+    def size(self) -> int:
         """Return how many keys the ledger holds (those with an action in about the last hour)."""
         return len(self._events)
 

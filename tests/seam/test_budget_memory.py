@@ -20,12 +20,12 @@ def test_the_ledger_forgets_senders_quiet_for_an_hour_and_still_counts_the_busy_
     for sender in range(1_000):  # a thousand people, one tool call each
         assert ledger.try_consume(f"a:tg:{sender}", 120)
         now[0] += 1.0
-    assert len(ledger) == 1_000  # all within the hour: each still counts
+    assert ledger.size() == 1_000  # all within the hour: each still counts
     now[0] += 3_600.0
     for _ in range(3):
         assert ledger.try_consume("a:tg:busy", 3)
     assert not ledger.try_consume("a:tg:busy", 3)  # the budget still holds
-    assert len(ledger) == 1  # the quiet thousand are gone
+    assert ledger.size() == 1  # the quiet thousand are gone
 
 
 def _record(meter: UsageMeter, sender: str, tokens: int = 10) -> None:
