@@ -186,8 +186,9 @@ async def chat_loop(chat: int, tg: FakeTelegram, tally: Tally, tags: Any, args: 
                     until: float, shell: bool) -> None:
     """One chat: think, send one message of the mix, wait for its answer; until `until`.
 
-    Now and then (`--new-chat-share` of the turns) the loop moves on to a chat never seen
-    before, as a daemon in service keeps meeting new users: what is kept per chat shows.
+    With `--new-chat-share`, now and then the loop moves on to a chat never seen before, as a
+    daemon in service keeps meeting new users: what is kept per chat shows (and the bounded
+    transcript cache filling up, so the slope is not a leak's alone).
     """
     rng = random.Random(chat)
     while time.monotonic() < until:
@@ -371,7 +372,9 @@ def cli() -> None:
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--chats", type=int, default=24)
     parser.add_argument("--think-s", type=float, default=6.0, help="mean pause between a chat's answer and its next message")
-    parser.add_argument("--new-chat-share", type=float, default=0.05, help="share of turns that move to a new chat")
+    parser.add_argument("--new-chat-share", type=float, default=0.0,
+                        help="share of turns that move to a new chat (default 0: the transcript cache, 2,048 "
+                             "sessions, would fill all run long and hide a leak's slope)")
     parser.add_argument("--sample-s", type=float, default=30.0)
     parser.add_argument("--reload-every-s", type=float, default=180.0)
     parser.add_argument("--tracemalloc", metavar="FILE", help="run the daemon with ORCHESTRATOR_TRACEMALLOC=FILE")
