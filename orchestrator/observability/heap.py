@@ -11,6 +11,7 @@ for a soak (bench/soak.py), never a setting of a daemon in service.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import linecache
 import os
@@ -97,7 +98,7 @@ class HeapTrace:
         current, peak = tracemalloc.get_traced_memory()
         lines = [f"=== dump {self._dumps} at {time.strftime('%Y-%m-%dT%H:%M:%S')}: "
                  f"traced {current / 1024:,.0f} KiB (peak {peak / 1024:,.0f} KiB); {full} full collections "
-                 f"so far, this dump's found {unreachable:,} unreachable objects"]
+                 f"so far, this dump's found {unreachable:,} unreachable objects; {_sqlite_memory()}"]
         lines += _by_line("since the previous dump", now.compare_to(self._previous, "lineno"))
         if self._dumps > 1:
             lines += _by_line("since tracing started", now.compare_to(self._first, "lineno"))
@@ -114,6 +115,16 @@ class HeapTrace:
         if self._started_here:
             tracemalloc.stop()
         self._first = self._previous = None
+
+
+def _sqlite_memory() -> str:
+    """SQLite's own memory (not traced: its page caches fill up to `cache_size` per connection)."""
+    try:
+        used = ctypes.CDLL("libsqlite3.so.0").sqlite3_memory_used
+    except (OSError, AttributeError):  # linked statically, or another platform
+        return "SQLite memory unknown"
+    used.restype = ctypes.c_int64
+    return f"SQLite holds {used() / 1024:,.0f} KiB (not traced)"
 
 
 def _by_line(title: str, stats: Sequence[tracemalloc.StatisticDiff]) -> list[str]:
