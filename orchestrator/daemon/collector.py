@@ -6,7 +6,7 @@ collector compares with before a full collection (a quarter of the objects that 
 last one, which start-up made big). Without the `gc.collect()` after it, no full collection
 ran for tens of thousands of promoted objects, and each turn's cyclic garbage that outlived
 the young generations (HTTP requests and responses, tracebacks and their frames) piled up in
-the meantime: the soak's steady RSS creep. Collected right after the freeze, the old
+the meantime (bench/soak.py). Collected right after the freeze, the old
 generation is empty, the count restarts from it, and the full collections that follow walk
 only what came after start-up.
 """

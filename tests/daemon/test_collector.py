@@ -1,5 +1,6 @@
 """After the start-up freeze, full collections keep their pace: the turns' cyclic garbage that
-outlives the young generations is collected, not piled up (the soak's RSS creep)."""
+outlives the young generations is collected, not piled up until a quarter of start-up's
+objects were promoted."""
 
 from __future__ import annotations
 
