@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, NamedTuple, TypeVar
 
@@ -55,6 +57,7 @@ _log: Final = logging.getLogger(__name__)
 # How often `finish` and `abort` wait out a rate limit before giving up with ChannelError.
 _FINAL_ATTEMPTS: Final = 5
 _MAX_HOLD_S: Final = 60.0
+RECENT_CHATS: Final = 1024  # pacers a book keeps for chats nobody streams to now
 _EMPTIED: Final = "…"
 
 Post = Callable[[str], Awaitable[str]]
@@ -89,7 +92,7 @@ class Slot(NamedTuple):
 class ChatPacer:
     """Space the platform calls of one chat at least `interval_s` apart (a shared clock)."""
 
-    __slots__ = ("interval_s", "_next_at", "_taken_at", "_lock", "calls", "others")
+    __slots__ = ("interval_s", "_next_at", "_taken_at", "_lock", "calls", "others", "__weakref__")
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
@@ -158,19 +161,38 @@ async def settle(interval_s: float) -> None:
 
 
 class PacerBook:
-    """One `ChatPacer` per chat for one adapter, so streams in one chat share its pace."""
+    """One `ChatPacer` per chat for one adapter, so streams in one chat share its pace.
 
-    __slots__ = ("interval_s", "_pacers")
+    The book holds the pacers of the `RECENT_CHATS` chats used last, and any other pacer a
+    stream still holds (weakly: it leaves with its last stream), so a bot that meets new
+    chats for weeks keeps a bounded book. A chat whose pacer left starts a fresh one: its
+    pace (at most a `_MAX_HOLD_S` hold) was long over.
+    """
+
+    __slots__ = ("interval_s", "_recent", "_held")
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
-        self._pacers: dict[str, ChatPacer] = {}
+        self._recent: OrderedDict[str, ChatPacer] = OrderedDict()
+        self._held: weakref.WeakValueDictionary[str, ChatPacer] = weakref.WeakValueDictionary()
+
+    def size(self) -> int:
+        """Return how many pacers the book holds strongly (at most `RECENT_CHATS`; not `__len__`,
+        so an empty book is still true)."""
+        return len(self._recent)
 
     def pacer(self, chat: str) -> ChatPacer:
         """Return the pacer of `chat`, made on first use."""
-        found = self._pacers.get(chat)
+        found = self._recent.get(chat)
+        if found is not None:
+            self._recent.move_to_end(chat)
+            return found
+        found = self._held.get(chat)
         if found is None:
-            found = self._pacers[chat] = ChatPacer(self.interval_s)
+            found = self._held[chat] = ChatPacer(self.interval_s)
+        self._recent[chat] = found
+        if len(self._recent) > RECENT_CHATS:
+            self._recent.popitem(last=False)
         return found
 
 

@@ -49,6 +49,7 @@ FIGURES: Final = MappingProxyType({
     "redaction": "added to a logged INFO line:",
     "sandbox_overhead": "median of all none runs:",
     "seal": "source scanner:",
+    "soak": "RSS slope of the last half",
     "status": "orchestrator status CLI:",
     "streaming": "daemon CPU per turn",
     "streaming_platforms": "discord (send + edit)",

@@ -11,6 +11,7 @@ asks the daemon; the client is `orchestrator.status_client`).
 from orchestrator.daemon.admission import Admitted, Disposition, admit
 from orchestrator.daemon.approvals import ChannelApprover, answer_approval
 from orchestrator.daemon.channels import Channel, ChannelSet, ChannelState, ChannelStatus
+from orchestrator.daemon.collector import freeze_start_up
 from orchestrator.daemon.inbox import (
     deliver,
     hold_replayed,
@@ -48,6 +49,7 @@ __all__ = [
     "deliver_reply",
     "explain_route",
     "fit_reply",
+    "freeze_start_up",
     "match_route",
     "process_message",
     "reload_config",

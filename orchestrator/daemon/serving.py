@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
-import gc
 import signal
 import sys
 from collections.abc import Callable, Coroutine
@@ -19,6 +18,7 @@ from channels import ChannelUnusable
 
 from orchestrator.checks import load_config
 from orchestrator.config import Config, gateway_token_problems, resolve_secret
+from orchestrator.daemon.collector import freeze_start_up
 from orchestrator.daemon.inbox import hold_replayed, replay_unfinished, start_channel_set, start_channels, stop_channel
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.secrets import channel_secret_problems
@@ -26,6 +26,7 @@ from orchestrator.daemon.status_socket import serve_status_socket
 from orchestrator.daemon.systemd import notify, watchdog_interval_s
 from orchestrator.errors import ConfigError, ConfigProblem
 from orchestrator.logs import configure_logging
+from orchestrator.observability import heap_trace_from_env
 from orchestrator.providers import warm_provider_sdk
 from orchestrator.seam import sandbox_notices
 from orchestrator.store import hold_state_lock
@@ -54,7 +55,8 @@ def run_daemon(config_path: Path, *, verbose: bool = False, hangup_seen: Callabl
     config = load_config(config_path)
     chatting = _chat_shares_the_screen(config)
     configure_logging(level=log_level(config, verbose=verbose, chat_on_screen=chatting), fmt=config.daemon.log_format)
-    with hold_state_lock(config.state_path()):
+    # ORCHESTRATOR_TRACEMALLOC=FILE: a soak's diagnostic (SIGUSR2 dumps what grew), off by default
+    with hold_state_lock(config.state_path()), heap_trace_from_env():
         return asyncio.run(serve(config, config_path, hangup_seen=hangup_seen))
 
 
@@ -248,8 +250,9 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
         logger.log("WARNING" if notice.attention else "INFO", "{}", notice.text)
     # Everything loaded so far lives for the whole run: move it out of the cyclic
     # GC's reach, or each full collection walks it and stalls every channel. No
-    # gc.collect() first: measured, it found 9 unreachable objects and took 30 ms.
-    gc.freeze()
+    # gc.collect() first: measured, it found 9 unreachable objects and took 30 ms;
+    # one after it keeps later full collections at their pace (see collector.py).
+    freeze_start_up()
     notify(f"READY=1\nSTATUS=serving {len(up)} channel(s)")
     if runtime.config.providers:
         # the provider SDK is imported on the first turn; do it now, off the loop

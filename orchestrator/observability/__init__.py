@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.observability.heap import TRACEMALLOC_ENV, HeapTrace, HeapTraceSettingInvalid, heap_trace_from_env
 from orchestrator.observability.state import ObservedState
 from orchestrator.observability.tracing import TelemetryUnavailable, Tracing, require_telemetry
 from orchestrator.observability.wiring import Observability, open_observability
@@ -21,11 +22,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENT_TYPE",
+    "TRACEMALLOC_ENV",
+    "HeapTrace",
+    "HeapTraceSettingInvalid",
     "Metrics",
     "Observability",
     "ObservedState",
     "TelemetryUnavailable",
     "Tracing",
+    "heap_trace_from_env",
     "open_observability",
     "require_telemetry",
 ]

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["DAY_S", "DayBudget", "UsageMeter", "UsageWatcher", "budget_key", "day_budgets"]
 
 DAY_S: Final = 24 * 3600.0
+BUCKET_S: Final = 60.0  # a key's calls within one minute share one entry: a day holds at most 1,440
+_SWEEP_S: Final = 60.0  # how often keys with nothing left in the day are dropped
 
 UsageWatcher: TypeAlias = Callable[[UsageRow], None]
 """Hears each recorded model call's row (tokens by kind, cost), as it is recorded."""
@@ -74,7 +76,7 @@ class UsageMeter:
     `clock` is the wall clock (rows are stamped with it; tests pass their own).
     """
 
-    __slots__ = ("_clock", "_held", "_log", "_spent", "_watchers")
+    __slots__ = ("_clock", "_held", "_log", "_spent", "_swept", "_watchers")
 
     def __init__(self, *, log: UsageLog | None = None, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
@@ -82,6 +84,7 @@ class UsageMeter:
         self._spent: dict[str, _Window] = {}
         self._held: dict[str, int] = {}  # tokens calls in flight may still use, per key
         self._watchers: tuple[UsageWatcher, ...] = ()
+        self._swept = clock()
         if log is not None:
             for agent, sender, ts, tokens, callers in log.spent_since(clock() - DAY_S):
                 self._window(budget_key(agent, sender)).add(ts, tokens)
@@ -104,6 +107,11 @@ class UsageMeter:
         """Return the recorded usage per `by` group (empty without a log)."""
         rows = self._log.totals(by=by, since=since, agent=agent, sender=sender) if self._log is not None else []
         return UsageReport(by=by, since=since, agent=agent, sender=sender, rows=tuple(rows))
+
+    def day_entries(self) -> dict[str, int]:
+        """Return how many entries each key's day holds (at most one per minute with a call; a key
+        with none in the last day is dropped within a minute of the next recorded call)."""
+        return {key: window.entries for key, window in self._spent.items()}
 
     def spent_today(self, key: str) -> int:
         """Return the tokens `key` used over the last 24 hours, and what its calls in flight may still use."""
@@ -135,6 +143,12 @@ class UsageMeter:
                     self._held.pop(key, None)
 
         return release
+
+    def _sweep(self, now: float) -> None:
+        self._swept = now
+        horizon = now - DAY_S
+        for key in [k for k, window in self._spent.items() if window.empty_since(horizon)]:
+            del self._spent[key]
 
     def _window(self, key: str) -> _Window:
         window = self._spent.get(key)
@@ -182,6 +196,8 @@ class UsageMeter:
         reads the same days back).
         """
         now = self._clock()
+        if now - self._swept >= _SWEEP_S:
+            self._sweep(now)
         self._window(budget_key(agent, sender)).add(now, usage.total)
         for caller in callers:
             self._window(budget_key(caller, sender)).add(now, usage.total)
@@ -216,7 +232,12 @@ def _callers(column: str) -> tuple[str, ...]:
 
 
 class _Window:
-    """One key's calls over the sliding day, with their running sum (a check costs no re-count)."""
+    """One key's calls over the sliding day, with their running sum (a check costs no re-count).
+
+    Calls within one `BUCKET_S` minute share an entry stamped with the latest of them, so a
+    day of calls every second keeps 1,440 entries, not 86,400; a minute's tokens leave the
+    window with its last call (up to a minute late: the budget errs on the strict side).
+    """
 
     __slots__ = ("_events", "_total")
 
@@ -224,9 +245,22 @@ class _Window:
         self._events: deque[tuple[float, int]] = deque()
         self._total = 0
 
+    @property
+    def entries(self) -> int:
+        return len(self._events)
+
     def add(self, ts: float, tokens: int) -> None:
-        self._events.append((ts, tokens))
+        events = self._events
+        if events and events[-1][0] <= ts and events[-1][0] // BUCKET_S == ts // BUCKET_S:
+            events[-1] = (ts, events[-1][1] + tokens)
+        else:
+            events.append((ts, tokens))
         self._total += tokens
+
+    def empty_since(self, horizon: float) -> bool:
+        """Drop what is older than `horizon`; return True when nothing is left."""
+        self.total_since(horizon)
+        return not self._events
 
     def total_since(self, horizon: float) -> int:
         events = self._events

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from channels.base import ChannelError, ChannelRefused, ReplyProgress
-from channels.streaming import EditStream, PacerBook, StreamRateLimited, split_to_limit
+from channels.streaming import RECENT_CHATS, EditStream, PacerBook, StreamRateLimited, split_to_limit
 
 INTERVAL = 0.05
 
@@ -454,3 +454,14 @@ async def test_a_slot_is_given_back_only_when_nothing_happened_since() -> None:
     pacer.answered()  # a call was made in it
     pacer.give_back(answered)
     assert (await pacer.slot()).waited_s > 0.1
+
+
+def test_a_pacer_book_stays_bounded_over_many_chats_and_keeps_a_pacer_a_stream_holds() -> None:
+    book = PacerBook(INTERVAL)
+    streaming = book.pacer("busy")  # held, as a live stream holds its chat's pacer
+    streaming.posted_by_other()
+    for chat in range(10 * RECENT_CHATS):  # a bot meeting new chats for weeks
+        book.pacer(f"chat-{chat}")
+    assert book.size() == RECENT_CHATS
+    assert book.pacer("busy") is streaming  # what the stream counts is what a later post counts
+    assert book.pacer(f"chat-{10 * RECENT_CHATS - 1}") is book.pacer(f"chat-{10 * RECENT_CHATS - 1}")
