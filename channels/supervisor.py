@@ -79,7 +79,7 @@ async def supervise(
             on_fatal(exc)
             return
         except IntakeDeferred as exc:  # the core has said why (once); each retry is a quiet line
-            reason, level = exc.reason, "INFO"
+            reason, level = exc.reason, "INFO"  # and the platform was not lost: no state change
         except ChannelError as exc:
             reason, level = exc.reason, "WARNING"
         except Exception as exc:  # an SDK bug must not kill the daemon; reconnect instead
@@ -88,7 +88,8 @@ async def supervise(
         if ready_at and loop.time() - ready_at[0] > _STABLE_AFTER_S:
             backoff.reset()
         delay = backoff.next_delay()
-        changed(Lifecycle.RECONNECTING, reason)
+        if level == "WARNING":
+            changed(Lifecycle.RECONNECTING, reason)
         logger.log(level, "channel {}: {}; reconnecting in {:.1f}s", adapter.name, reason, delay)
         await asyncio.sleep(delay)
 

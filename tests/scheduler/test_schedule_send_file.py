@@ -13,6 +13,7 @@ from tests.conftest import WriteConfig
 from tests.daemon.platforms import daemon
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
+from tests.media.samples import png
 
 BOT = "444444:report-bot"
 ALICE = 10
@@ -76,7 +77,7 @@ async def test_a_schedule_with_deliver_to_sends_a_file_to_that_chat(
     async with daemon(write_config(_toml(fake_llm, tg))) as runtime:
         workspace = runtime.config.state_path().with_name("state-workspaces") / "reporter"
         workspace.mkdir(parents=True, exist_ok=True)
-        (workspace / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\nchart")
+        (workspace / "chart.png").write_bytes(png(640, 480))
         fake_llm.script(tool_call("send_file", {"path": "chart.png", "caption": "this week"}), text("chart sent"))
         runner = await start_schedules(runtime)
         runner.fire_now("chart")
@@ -87,7 +88,7 @@ async def test_a_schedule_with_deliver_to_sends_a_file_to_that_chat(
     assert _offered(fake_llm.requests[0]) == ["file_read", "send_file"]
     (upload,) = tg.uploads
     assert (upload["method"], str(upload["chat_id"]), upload["caption"]) == ("sendPhoto", str(ALICE), "this week")
-    assert upload["data"] == b"\x89PNG\r\n\x1a\nchart"
+    assert upload["data"] == png(640, 480)
     result = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
     assert result[0].startswith("sent chart.png")
 
