@@ -38,6 +38,7 @@ _MAX_TAGS: Final = 16
 _MAX_TAG_CHARS: Final = 64
 _DEFAULT_LIMIT: Final = 5
 _MAX_LIMIT: Final = 50
+_MAX_ID: Final = 2**63 - 1  # SQLite's largest INTEGER: ids are rowids
 
 class MemoryStoreArguments(ToolArguments):
     """The `memory_store` tool's arguments."""
@@ -60,7 +61,7 @@ class MemoryRecallArguments(ToolArguments):
 class MemoryForgetArguments(ToolArguments):
     """The `memory_forget` tool's arguments."""
 
-    id: int = Field(description="The memory's id.")
+    id: int = Field(ge=1, le=_MAX_ID, description="The memory's id.")
 
 
 MEMORY_STORE_SPEC: Final = ToolSpec(

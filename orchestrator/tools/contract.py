@@ -11,6 +11,7 @@ the same set (tests/tools/test_contract_property.py shows it for every tool).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from types import MappingProxyType
@@ -33,6 +34,7 @@ NonBlank = Annotated[str, StringConstraints(pattern=_NOT_BLANK)]
 NoNul = Annotated[str, StringConstraints(pattern=_NO_NUL)]
 """A string without a NUL character (a command argument)."""
 
+_PLAIN_NAME: Final = re.compile(r"[\w.-]+", re.ASCII)
 _KIND: Final = MappingProxyType({
     type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string",
     list: "an array", dict: "a JSON object",
@@ -116,7 +118,7 @@ def _freeze(value: Any) -> Any:
 def _refusal(model: type[ToolArguments], tool: str, errors: list[ErrorDetails]) -> InvalidArguments:
     extra = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
     if extra:
-        names = ", ".join(sorted(extra))
+        names = ", ".join(_shown(name) for name in sorted(extra))
         hint = model.refusals.get(("", "extra_forbidden"))
         reason = hint(names) if hint is not None else f"unexpected argument(s): {names}"
         return InvalidArguments(tool, field=min(extra), reason=reason)
@@ -131,6 +133,11 @@ def _refusal(model: type[ToolArguments], tool: str, errors: list[ErrorDetails]) 
     subject = f"argument {field!r}" if len(error["loc"]) == 1 else field
     schema = _schema_at(model.parameters(), error["loc"])
     return InvalidArguments(tool, field=field, reason=f"{subject} {_problem(error, schema)}")
+
+
+def _shown(name: str) -> str:
+    # a name the model made up may hold anything; the refusal stays one readable line
+    return name if _PLAIN_NAME.fullmatch(name) else repr(name)
 
 
 def _field_name(loc: tuple[int | str, ...]) -> str:

@@ -94,7 +94,10 @@ async def fetch_url(url: str, policy: SecurityPolicy, *, tool: str, method: str 
 
 
 async def _check(url: str, policy: SecurityPolicy, tool: str) -> _Target:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # a bracket left open: "http://[::1/"
+        raise ToolFailure(tool, f"refused {url!r}: {exc}") from None
     if parts.scheme.lower() not in _SCHEMES:
         raise ToolFailure(tool, f"refused {url!r}: only http and https URLs are fetched")
     host = parts.hostname
