@@ -86,6 +86,8 @@ class ToolArguments(BaseModel):
 @cache
 def _parameters(model: type[ToolArguments]) -> Mapping[str, Any]:
     schema = _tidy(model.model_json_schema())
+    if "$defs" in schema:  # the providers' tool schemas are flat: no nested models, no references
+        raise TypeError(f"{model.__name__}: a tool contract holds no nested model")
     schema.setdefault("required", [])
     ordered = {key: schema[key] for key in ("type", "properties", "required", "additionalProperties")}
     frozen: Mapping[str, Any] = _freeze(ordered)

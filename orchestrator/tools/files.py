@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FILE_READ",
-    "FileReadArguments",
-    "FileWriteArguments",
-    "ListDirArguments",
     "FILE_READ_SPEC",
     "FILE_WRITE",
     "FILE_WRITE_SPEC",
@@ -39,8 +36,11 @@ __all__ = [
     "MAX_LIST_ENTRIES",
     "MAX_READ_BYTES",
     "FileRead",
+    "FileReadArguments",
     "FileWrite",
+    "FileWriteArguments",
     "ListDir",
+    "ListDirArguments",
 ]
 
 MAX_READ_BYTES: Final = 1024 * 1024

@@ -36,7 +36,7 @@ from tests.tools.contract_kit import (
 ROOT: Final = Path(tempfile.mkdtemp(prefix="orchestrator-contracts-"))
 atexit.register(shutil.rmtree, ROOT, True)
 # examples per tool and property: 3 properties x 12 tools x these
-EXAMPLES: Final = 60
+EXAMPLES: Final = 100
 _SETTINGS: Final = settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
 )
