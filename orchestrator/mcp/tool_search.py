@@ -23,6 +23,7 @@ _DEFAULT_LIMIT: Final = 5
 _MAX_LIMIT: Final = 20
 _LISTED_DESCRIPTION_CHARS: Final = 120
 
+
 class ToolSearchArguments(ToolArguments):
     """The `tool_search` tool's arguments."""
 

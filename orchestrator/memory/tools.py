@@ -40,6 +40,7 @@ _DEFAULT_LIMIT: Final = 5
 _MAX_LIMIT: Final = 50
 _MAX_ID: Final = 2**63 - 1  # SQLite's largest INTEGER: ids are rowids
 
+
 class MemoryStoreArguments(ToolArguments):
     """The `memory_store` tool's arguments."""
 

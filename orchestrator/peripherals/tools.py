@@ -22,6 +22,7 @@ __all__ = ["PeripheralArguments", "PeripheralTool", "peripheral_tools"]
 
 SEPARATOR: Final = "__"
 
+
 class PeripheralArguments(ToolArguments):
     """A peripheral command tool's arguments (the same for every command)."""
 

@@ -28,6 +28,7 @@ _TOOL: Final = "http_fetch"
 _SCHEMES: Final = frozenset({"http", "https"})
 _CHUNK: Final = 16 * 1024
 
+
 class HttpFetchArguments(ToolArguments):
     """The `http_fetch` tool's arguments."""
 

@@ -35,6 +35,7 @@ __all__ = ["SEND_FILE_SPEC", "ChatOutlet", "SendFileArguments", "SendFileTool", 
 
 _MAX_CAPTION: Final = 1000
 
+
 class SendFileArguments(ToolArguments):
     """The `send_file` tool's arguments."""
 

@@ -34,6 +34,7 @@ _POLL_SECONDS: Final = 0.05
 # process group (setsid) while still holding them.
 _CLOSE_AFTER_KILL_SECONDS: Final = 1.0
 
+
 class ShellArguments(ToolArguments):
     """The `shell` tool's arguments."""
 
