@@ -30,7 +30,7 @@ from orchestrator.errors import OrchestratorError, ProviderError, SealViolation,
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, Approver, Verdict
 from orchestrator.redaction import redact
 from orchestrator.seam import CurrentTurn, ResolvedAgentExecution, current_turn, enter_turn, leave_turn
-from orchestrator.tools import ChildOutcome
+from orchestrator.tools import ChildOutcome, InvalidArguments
 
 __all__ = ["StopReason", "TurnObserver", "TurnResult", "add_turn_observer", "run_tool_call_loop"]
 
@@ -408,6 +408,11 @@ class _Turn:
         if not isinstance(arguments, dict):
             return f"Error: the arguments for {call.name!r} must be a JSON object. It was not run.", None
         spec = tool.spec
+        if spec.contract is not None:  # a call that cannot run is never put to an operator
+            try:
+                spec.contract.parse(call.name, arguments)
+            except InvalidArguments as exc:
+                return f"Error: {exc.reason}", None
         decision = await ex.approvals.authorize(
             spec, arguments, session=self.transcript.session, approver=self._announced(call)
         )

@@ -11,17 +11,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
-from orchestrator.errors import ToolFailure
-from orchestrator.tools import TOOL_SEARCH_NAME, ToolSource, ToolSpec
+from pydantic import Field
 
-__all__ = ["TOOL_SEARCH_SPEC", "ToolSearch", "deferred_section"]
+from orchestrator.tools import TOOL_SEARCH_NAME, ToolArguments, ToolSource, ToolSpec
+
+__all__ = ["TOOL_SEARCH_SPEC", "ToolSearch", "ToolSearchArguments", "deferred_section"]
 
 _DEFAULT_LIMIT: Final = 5
 _MAX_LIMIT: Final = 20
 _LISTED_DESCRIPTION_CHARS: Final = 120
+
+
+class ToolSearchArguments(ToolArguments):
+    """The `tool_search` tool's arguments."""
+
+    query: str = Field(description="words to look for, or an exact tool name")
+    limit: int = Field(
+        default=_DEFAULT_LIMIT, ge=1, le=_MAX_LIMIT, description=f"at most this many tools (default {_DEFAULT_LIMIT})"
+    )
+
 
 TOOL_SEARCH_SPEC: Final = ToolSpec(
     name=TOOL_SEARCH_NAME,
@@ -30,21 +40,7 @@ TOOL_SEARCH_SPEC: Final = ToolSpec(
         "exact tool name; the answer lists matching tools with their parameters. Then call a "
         "tool by its exact name."
     ),
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "words to look for, or an exact tool name"},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": _MAX_LIMIT,
-                    "description": f"at most this many tools (default {_DEFAULT_LIMIT})",
-                },
-            },
-            "required": ["query"],
-        }
-    ),
+    contract=ToolSearchArguments,
     read_only=True,
     untrusted_output=True,  # descriptions and schemas come from the servers
     source=ToolSource.SEAM,
@@ -70,13 +66,9 @@ class ToolSearch:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return the matching tools as JSON; raises `ToolFailure` for bad arguments."""
-        query = arguments.get("query")
-        if not isinstance(query, str):
-            raise ToolFailure(TOOL_SEARCH_NAME, "argument 'query' must be a string")
-        limit = arguments.get("limit", _DEFAULT_LIMIT)
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= _MAX_LIMIT:
-            raise ToolFailure(TOOL_SEARCH_NAME, f"argument 'limit' must be an integer from 1 to {_MAX_LIMIT}")
-        found = self._search(query.strip())
+        checked = ToolSearchArguments.parse(TOOL_SEARCH_NAME, arguments)
+        limit = checked.limit
+        found = self._search(checked.query.strip())
         return json.dumps(
             {
                 "matches": [

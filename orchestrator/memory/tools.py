@@ -5,15 +5,28 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+from pydantic import Field
 
 from orchestrator.errors import ToolFailure
 from orchestrator.memory.store import MemoryRecord, MemoryStore
-from orchestrator.tools import MEMORY_FORGET_NAME, MEMORY_RECALL_NAME, MEMORY_STORE_NAME, Tool, ToolSource, ToolSpec
+from orchestrator.tools import (
+    MEMORY_FORGET_NAME,
+    MEMORY_RECALL_NAME,
+    MEMORY_STORE_NAME,
+    NonBlank,
+    Tool,
+    ToolArguments,
+    ToolSource,
+    ToolSpec,
+)
 
 __all__ = [
     "MEMORY_FORGET_SPEC",
+    "MemoryForgetArguments",
+    "MemoryRecallArguments",
+    "MemoryStoreArguments",
     "MEMORY_RECALL_SPEC",
     "MEMORY_STORE_SPEC",
     "MAX_MEMORY_CHARS",
@@ -25,6 +38,32 @@ _MAX_TAGS: Final = 16
 _MAX_TAG_CHARS: Final = 64
 _DEFAULT_LIMIT: Final = 5
 _MAX_LIMIT: Final = 50
+_MAX_ID: Final = 2**63 - 1  # SQLite's largest INTEGER: ids are rowids
+
+
+class MemoryStoreArguments(ToolArguments):
+    """The `memory_store` tool's arguments."""
+
+    text: NonBlank = Field(min_length=1, max_length=MAX_MEMORY_CHARS, description="What to remember, self-contained.")
+    tags: list[Annotated[NonBlank, Field(max_length=_MAX_TAG_CHARS)]] = Field(
+        default_factory=list, max_length=_MAX_TAGS, description="Optional keywords that help recall it."
+    )
+
+
+class MemoryRecallArguments(ToolArguments):
+    """The `memory_recall` tool's arguments."""
+
+    query: NonBlank = Field(min_length=1, description="Keywords to look for.")
+    limit: int = Field(
+        default=_DEFAULT_LIMIT, ge=1, le=_MAX_LIMIT, description=f"How many matches at most (default {_DEFAULT_LIMIT})."
+    )
+
+
+class MemoryForgetArguments(ToolArguments):
+    """The `memory_forget` tool's arguments."""
+
+    id: int = Field(ge=1, le=_MAX_ID, description="The memory's id.")
+
 
 MEMORY_STORE_SPEC: Final = ToolSpec(
     name=MEMORY_STORE_NAME,
@@ -32,19 +71,7 @@ MEMORY_STORE_SPEC: Final = ToolSpec(
         "Remember a fact for later turns and sessions. Returns the memory's id "
         "(use it with memory_forget)."
     ),
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": {
-                "text": {"type": "string", "minLength": 1, "maxLength": MAX_MEMORY_CHARS,
-                         "description": "What to remember, self-contained."},
-                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": _MAX_TAGS,
-                         "description": "Optional keywords that help recall it."},
-            },
-            "required": ["text"],
-            "additionalProperties": False,
-        }
-    ),
+    contract=MemoryStoreArguments,
     read_only=False,
     source=ToolSource.MEMORY,
 )
@@ -54,18 +81,7 @@ MEMORY_RECALL_SPEC: Final = ToolSpec(
         "Search remembered facts by keywords; returns the best matches first, each with "
         "its id and the agent that wrote it."
     ),
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "Keywords to look for."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": _MAX_LIMIT,
-                          "description": f"How many matches at most (default {_DEFAULT_LIMIT})."},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        }
-    ),
+    contract=MemoryRecallArguments,
     read_only=True,
     # Memories may quote outside content (a fetched page, another agent's notes).
     untrusted_output=True,
@@ -74,19 +90,10 @@ MEMORY_RECALL_SPEC: Final = ToolSpec(
 MEMORY_FORGET_SPEC: Final = ToolSpec(
     name=MEMORY_FORGET_NAME,
     description="Delete one of your own memories by its id.",
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": {"id": {"type": "integer", "description": "The memory's id."}},
-            "required": ["id"],
-            "additionalProperties": False,
-        }
-    ),
+    contract=MemoryForgetArguments,
     read_only=False,
     source=ToolSource.MEMORY,
 )
-
-
 
 
 def memory_tools(store: MemoryStore, *, agent: str, read_from: tuple[str, ...]) -> dict[str, Tool]:
@@ -113,14 +120,9 @@ class MemoryStoreTool:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Store the memory; raises `ToolFailure` for empty or oversized text or bad tags."""
-        name = MEMORY_STORE_SPEC.name
-        text = arguments.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise ToolFailure(name, "'text' must be a non-empty string")
-        if len(text) > MAX_MEMORY_CHARS:
-            raise ToolFailure(name, f"'text' is {len(text)} characters; the limit is {MAX_MEMORY_CHARS}")
-        tags = _tags(arguments.get("tags", []))
-        record = await self.store.store(agent=self.agent, text=text.strip(), tags=tags)
+        checked = MemoryStoreArguments.parse(MEMORY_STORE_SPEC.name, arguments)
+        tags = tuple(dict.fromkeys(word for tag in checked.tags for word in tag.split()))
+        record = await self.store.store(agent=self.agent, text=checked.text.strip(), tags=tags)
         return f"Stored memory #{record.id}."
 
 
@@ -138,13 +140,8 @@ class MemoryRecallTool:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return the ranked matches; raises `ToolFailure` for a bad query or limit."""
-        name = MEMORY_RECALL_SPEC.name
-        query = arguments.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise ToolFailure(name, "'query' must be a non-empty string")
-        limit = arguments.get("limit", _DEFAULT_LIMIT)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
-            raise ToolFailure(name, f"'limit' must be an integer from 1 to {_MAX_LIMIT}")
+        checked = MemoryRecallArguments.parse(MEMORY_RECALL_SPEC.name, arguments)
+        query, limit = checked.query, checked.limit
         records = await self.store.recall(query, agents=self.agents, limit=limit)
         if not records:
             return f"No memories match {json.dumps(query, ensure_ascii=False)}."
@@ -168,25 +165,11 @@ class MemoryForgetTool:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Delete the memory; raises `ToolFailure` unless it exists and is the agent's own."""
         name = MEMORY_FORGET_SPEC.name
-        memory_id = arguments.get("id")
-        if isinstance(memory_id, bool) or not isinstance(memory_id, int):
-            raise ToolFailure(name, "'id' must be an integer")
+        memory_id = MemoryForgetArguments.parse(name, arguments).id
         if not await self.store.forget(memory_id, agent=self.agent):
             # The same answer whether the id is unknown or another agent's: no probing.
             raise ToolFailure(name, f"you have no memory #{memory_id} (only your own memories can be forgotten)")
         return f"Forgot memory #{memory_id}."
-
-
-def _tags(raw: object) -> tuple[str, ...]:
-    name = MEMORY_STORE_SPEC.name
-    if not isinstance(raw, list) or len(raw) > _MAX_TAGS:
-        raise ToolFailure(name, f"'tags' must be a list of at most {_MAX_TAGS} strings")
-    tags: list[str] = []
-    for tag in raw:
-        if not isinstance(tag, str) or not tag.strip() or len(tag) > _MAX_TAG_CHARS:
-            raise ToolFailure(name, f"each tag must be a non-empty string of at most {_MAX_TAG_CHARS} characters")
-        tags.extend(tag.split())
-    return tuple(dict.fromkeys(tags))
 
 
 def _line(record: MemoryRecord) -> str:

@@ -3,36 +3,37 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from pydantic import Field
 
 from orchestrator.errors import ToolFailure
 from orchestrator.peripherals.port import PeripheralFault
-from orchestrator.tools import Tool, ToolSource, ToolSpec
+from orchestrator.tools import Tool, ToolArguments, ToolSource, ToolSpec
 
 if TYPE_CHECKING:
     from orchestrator.config import PeripheralConfig
     from orchestrator.peripherals.pool import PeripheralPool
 
-__all__ = ["PeripheralTool", "peripheral_tools"]
+__all__ = ["PeripheralArguments", "PeripheralTool", "peripheral_tools"]
 
 SEPARATOR: Final = "__"
 
-_PARAMETERS: Final = MappingProxyType(
-    {
-        "type": "object",
-        "properties": MappingProxyType(
-            {
-                "args": MappingProxyType(
-                    {"type": "object", "description": "Arguments for the device command (a JSON object)."}
-                )
-            }
-        ),
-        "additionalProperties": False,
-    }
-)
+
+class PeripheralArguments(ToolArguments):
+    """A peripheral command tool's arguments (the same for every command)."""
+
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="Arguments for the device command (a JSON object)."
+    )
+
+    refusals: ClassVar[Mapping[tuple[str, str], Callable[[Any], str]]] = MappingProxyType({
+        ("args", "dict_type"): lambda _: "argument 'args' must be a JSON object",
+        ("", "extra_forbidden"): lambda names: f"unknown parameter(s) {names}; pass {{\"args\": {{...}}}}",
+    })
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,12 +48,7 @@ class PeripheralTool:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Send the command; raises `ToolFailure` for bad arguments and every device fault."""
-        unknown = sorted(set(arguments) - {"args"})
-        if unknown:
-            raise ToolFailure(self.spec.name, f"unknown parameter(s) {', '.join(unknown)}; pass {{\"args\": {{...}}}}")
-        args = arguments.get("args", {})
-        if not isinstance(args, Mapping):
-            raise ToolFailure(self.spec.name, "'args' must be a JSON object")
+        args = PeripheralArguments.parse(self.spec.name, arguments).args
         try:
             result = await self.pool.call(self.peripheral, self.settings, self.command, args)
         except PeripheralFault as exc:
@@ -68,7 +64,7 @@ def peripheral_tools(name: str, settings: PeripheralConfig, *, pool: PeripheralP
         spec = ToolSpec(
             name=qualified,
             description=f"Send the command {command!r} to the serial device {name!r} and return its reply.",
-            parameters=_PARAMETERS,
+            contract=PeripheralArguments,
             read_only=command in settings.read_only_commands,
             untrusted_output=True,
             source=ToolSource.PERIPHERAL,

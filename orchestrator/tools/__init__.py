@@ -2,6 +2,7 @@
 
 from orchestrator.tools.base import BuiltinTool, Tool, ToolSource, ToolSpec
 from orchestrator.tools.catalog import BUILTIN_NAMES, BUILTIN_TOOLS
+from orchestrator.tools.contract import InvalidArguments, NoNul, NonBlank, ToolArguments
 from orchestrator.tools.delegate import ChildOutcome, ChildTurn, DelegateTool, Delegation
 from orchestrator.tools.http_fetch import fetch_url
 from orchestrator.tools.reserved import (
@@ -29,6 +30,9 @@ __all__ = [
     "ChildTurn",
     "DelegateTool",
     "Delegation",
+    "InvalidArguments",
+    "NoNul",
+    "NonBlank",
     "DELEGATE_TOOL_NAME",
     "MEMORY_FORGET_NAME",
     "MEMORY_RECALL_NAME",
@@ -44,6 +48,7 @@ __all__ = [
     "current_outlet",
     "TOOL_SEARCH_NAME",
     "Tool",
+    "ToolArguments",
     "ToolSource",
     "ToolSpec",
     "bwrap_error",

@@ -9,16 +9,20 @@ neither the seam nor the engine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, ClassVar, Literal, Protocol, cast
+
+from pydantic import Field, create_model
 
 from orchestrator.errors import ToolFailure
 from orchestrator.tools.base import ToolSource, ToolSpec
+from orchestrator.tools.contract import NonBlank, ToolArguments
 from orchestrator.tools.reserved import DELEGATE_TOOL_NAME
 
-__all__ = ["ChildOutcome", "ChildTurn", "DelegateTool", "Delegation"]
+__all__ = ["ChildOutcome", "ChildTurn", "DelegateArguments", "DelegateTool", "Delegation", "delegate_arguments"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +56,34 @@ class Delegation(Protocol):
         ...
 
 
+class DelegateArguments(ToolArguments):
+    """The `delegate` tool's arguments; `delegate_arguments` narrows `agent` to one caller's targets."""
+
+    agent: str = Field(description="who does the task")
+    task: NonBlank = Field(description="everything the agent needs to know")
+
+
+@cache
+def delegate_arguments(caller: str, targets: tuple[str, ...]) -> type[DelegateArguments]:
+    """Return the `delegate` contract for `caller`: `agent` is one of `targets` (at least one)."""
+    if not targets:
+        raise ValueError(f"agent {caller!r} has no agent to delegate to")
+    allowed = ", ".join(targets)
+
+    def refused(value: object) -> str:
+        return f"{value!r} is not an agent {caller} may delegate to (allowed: {allowed})"
+
+    return create_model(
+        "DelegateArguments",
+        __base__=DelegateArguments,
+        __doc__=DelegateArguments.__doc__,
+        agent=(Literal[targets], Field(description="who does the task")),  # type: ignore[arg-type]
+        refusals=(ClassVar[Mapping[tuple[str, str], Callable[[Any], str]]], MappingProxyType({
+            ("agent", "literal_error"): refused, ("agent", "string_type"): refused,
+        })),
+    )
+
+
 class DelegateTool:
     """Runs one task on a target agent and returns the target's final text."""
 
@@ -65,36 +97,17 @@ class DelegateTool:
                 "Hand a self-contained task to another agent and get its final answer back. "
                 "The other agent sees only the task text you write, not this conversation."
             ),
-            parameters=MappingProxyType(
-                {
-                    "type": "object",
-                    "properties": {
-                        "agent": {
-                            "type": "string", "enum": list(delegation.targets), "description": "who does the task",
-                        },
-                        "task": {"type": "string", "description": "everything the agent needs to know"},
-                    },
-                    "required": ["agent", "task"],
-                    "additionalProperties": False,
-                }
-            ),
+            contract=delegate_arguments(delegation.caller, delegation.targets),
             read_only=False,  # the target may write under its own policy
             source=ToolSource.SEAM,
         )
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Run the task on the target; raises ToolFailure when it may not or did not finish."""
-        delegation = self._delegation
-        target, task = arguments.get("agent"), arguments.get("task")
-        if not isinstance(target, str) or target not in delegation.targets:
-            raise ToolFailure(
-                DELEGATE_TOOL_NAME,
-                f"{target!r} is not an agent {delegation.caller} may delegate to "
-                f"(allowed: {', '.join(delegation.targets)})",
-            )
-        if not isinstance(task, str) or not task.strip():
-            raise ToolFailure(DELEGATE_TOOL_NAME, "'task' must be a non-empty string")
-        outcome = await delegation.start(target).run(task)
+        contract = cast("type[DelegateArguments]", self.spec.contract)
+        checked = contract.parse(DELEGATE_TOOL_NAME, arguments)
+        target, task = checked.agent, checked.task
+        outcome = await self._delegation.start(target).run(task)
         if not outcome.completed:
             raise ToolFailure(DELEGATE_TOOL_NAME, f"{target} did not finish ({outcome.stop}): {outcome.text}")
         return outcome.text or f"({target} gave no answer)"

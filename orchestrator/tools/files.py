@@ -13,12 +13,14 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import Field
 
 from orchestrator.errors import ToolFailure
 from orchestrator.threads import in_thread
 from orchestrator.tools.base import BuiltinTool, ToolSpec
+from orchestrator.tools.contract import ToolArguments
 from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir, WorkspaceFull, workspace_usage
 
 if TYPE_CHECKING:
@@ -34,8 +36,11 @@ __all__ = [
     "MAX_LIST_ENTRIES",
     "MAX_READ_BYTES",
     "FileRead",
+    "FileReadArguments",
     "FileWrite",
+    "FileWriteArguments",
     "ListDir",
+    "ListDirArguments",
 ]
 
 MAX_READ_BYTES: Final = 1024 * 1024
@@ -44,23 +49,32 @@ MAX_LIST_ENTRIES: Final = 1000
 _THREAD_THRESHOLD: Final = 64 * 1024
 
 
-def _path_schema(description: str) -> MappingProxyType[str, Any]:
-    return MappingProxyType({"type": "string", "description": description})
+_PATH: Final = "File path relative to the workspace root."
+
+
+class FileReadArguments(ToolArguments):
+    """The `file_read` tool's arguments."""
+
+    path: str = Field(description=_PATH)
+
+
+class FileWriteArguments(ToolArguments):
+    """The `file_write` tool's arguments."""
+
+    path: str = Field(description=_PATH)
+    content: str = Field(description="The complete new file content.")
+
+
+class ListDirArguments(ToolArguments):
+    """The `list_dir` tool's arguments."""
+
+    path: str = Field(default=".", description="Directory relative to the workspace root; defaults to '.'.")
 
 
 FILE_READ_SPEC: Final = ToolSpec(
     name="file_read",
     description="Read a UTF-8 text file from the agent workspace.",
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": MappingProxyType(
-                {"path": _path_schema("File path relative to the workspace root.")}
-            ),
-            "required": ("path",),
-            "additionalProperties": False,
-        }
-    ),
+    contract=FileReadArguments,
     read_only=True,
 )
 
@@ -70,21 +84,7 @@ FILE_WRITE_SPEC: Final = ToolSpec(
         "Write UTF-8 text to a file in the agent workspace, replacing it and creating "
         "missing parent directories."
     ),
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": MappingProxyType(
-                {
-                    "path": _path_schema("File path relative to the workspace root."),
-                    "content": MappingProxyType(
-                        {"type": "string", "description": "The complete new file content."}
-                    ),
-                }
-            ),
-            "required": ("path", "content"),
-            "additionalProperties": False,
-        }
-    ),
+    contract=FileWriteArguments,
     read_only=False,
 )
 
@@ -93,41 +93,9 @@ LIST_DIR_SPEC: Final = ToolSpec(
     description=(
         "List a workspace directory, one entry per line, sorted; directories end with '/'."
     ),
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": MappingProxyType(
-                {
-                    "path": _path_schema(
-                        "Directory relative to the workspace root; defaults to '.'."
-                    )
-                }
-            ),
-            "required": (),
-            "additionalProperties": False,
-        }
-    ),
+    contract=ListDirArguments,
     read_only=True,
 )
-
-
-_PATH_ONLY: Final = frozenset({"path"})
-_PATH_AND_CONTENT: Final = frozenset({"path", "content"})
-
-
-def _check_names(tool: str, arguments: Mapping[str, Any], known: frozenset[str]) -> None:
-    unknown = sorted(set(arguments) - known)
-    if unknown:
-        raise ToolFailure(tool, f"unexpected argument(s): {', '.join(unknown)}")
-
-
-def _string(tool: str, arguments: Mapping[str, Any], name: str, default: str | None = None) -> str:
-    value = arguments.get(name, default)
-    if value is None:
-        raise ToolFailure(tool, f"missing required argument {name!r}")
-    if not isinstance(value, str):
-        raise ToolFailure(tool, f"argument {name!r} must be a string, not {type(value).__name__}")
-    return value
 
 
 def _os_failure(tool: str, action: str, path: str, exc: OSError) -> ToolFailure:
@@ -155,8 +123,7 @@ class FileRead:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return the file's text; raises `ToolFailure` for escapes, links, missing or binary files."""
         tool = FILE_READ_SPEC.name
-        _check_names(tool, arguments, _PATH_ONLY)
-        path = _string(tool, arguments, "path")
+        path = FileReadArguments.parse(tool, arguments).path
         with _workspace(tool, self.policy) as workspace:
             handle = _open_read(workspace, path)
         with handle:
@@ -205,10 +172,10 @@ class FileWrite:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Replace the file's content; raises `ToolFailure` for escapes, links, a full workspace and OS errors."""
         tool = FILE_WRITE_SPEC.name
-        _check_names(tool, arguments, _PATH_AND_CONTENT)
-        path = _string(tool, arguments, "path")
+        checked = FileWriteArguments.parse(tool, arguments)
+        path = checked.path
         try:
-            data = _string(tool, arguments, "content").encode("utf-8")
+            data = checked.content.encode("utf-8")
         except UnicodeEncodeError:
             raise ToolFailure(tool, "content is not valid Unicode text") from None
         if len(data) > _THREAD_THRESHOLD or self.policy.workspace_max_bytes is not None:
@@ -269,8 +236,7 @@ class ListDir:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return sorted entries, one per line; raises `ToolFailure` for escapes, links and non-dirs."""
         tool = LIST_DIR_SPEC.name
-        _check_names(tool, arguments, _PATH_ONLY)
-        path = _string(tool, arguments, "path", default=".")
+        path = ListDirArguments.parse(tool, arguments).path
         with _workspace(tool, self.policy) as workspace:
             try:
                 entries = workspace.entries(path)

@@ -5,25 +5,40 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol
 from urllib.parse import SplitResult, urljoin, urlsplit
+
+from pydantic import Field
 
 from orchestrator.errors import ToolFailure
 from orchestrator.tools.base import BuiltinTool, ToolSpec
+from orchestrator.tools.contract import ToolArguments
 
 if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from orchestrator.policy import SecurityPolicy
 
-__all__ = ["HTTP_FETCH", "HTTP_FETCH_SPEC", "HttpFetch", "fetch_url"]
+__all__ = ["HTTP_FETCH", "HTTP_FETCH_SPEC", "HttpFetch", "HttpFetchArguments", "fetch_url"]
 
 _TOOL: Final = "http_fetch"
 _SCHEMES: Final = frozenset({"http", "https"})
 _CHUNK: Final = 16 * 1024
+
+
+class HttpFetchArguments(ToolArguments):
+    """The `http_fetch` tool's arguments."""
+
+    url: str = Field(description="Absolute http:// or https:// URL.")
+    method: Literal["GET"] = Field(default="GET", description="Only GET.")
+
+    refusals: ClassVar[Mapping[tuple[str, str], Callable[[Any], str]]] = MappingProxyType({
+        ("method", "literal_error"): lambda method: f"method {method!r} is not supported; only GET",
+    })
+
 
 HTTP_FETCH_SPEC: Final = ToolSpec(
     name=_TOOL,
@@ -31,23 +46,7 @@ HTTP_FETCH_SPEC: Final = ToolSpec(
         "Fetch a public http(s) URL with GET; returns the status, content type and body "
         "text. Redirects are not followed."
     ),
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": MappingProxyType(
-                {
-                    "url": MappingProxyType(
-                        {"type": "string", "description": "Absolute http:// or https:// URL."}
-                    ),
-                    "method": MappingProxyType(
-                        {"type": "string", "enum": ("GET",), "description": "Only GET."}
-                    ),
-                }
-            ),
-            "required": ("url",),
-            "additionalProperties": False,
-        }
-    ),
+    contract=HttpFetchArguments,
     read_only=True,
     untrusted_output=True,
 )
@@ -78,7 +77,8 @@ class HttpFetch:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Return "HTTP <status>\\n<content-type>\\n\\n<text>"; raises `ToolFailure` if refused."""
-        return await fetch_url(_url_argument(arguments), self.policy, tool=_TOOL)
+        url = HttpFetchArguments.parse(_TOOL, arguments).url
+        return await fetch_url(url.strip(), self.policy, tool=_TOOL)
 
 
 async def fetch_url(url: str, policy: SecurityPolicy, *, tool: str, method: str = "GET") -> str:
@@ -95,7 +95,10 @@ async def fetch_url(url: str, policy: SecurityPolicy, *, tool: str, method: str 
 
 
 async def _check(url: str, policy: SecurityPolicy, tool: str) -> _Target:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # a bracket left open: "http://[::1/"
+        raise ToolFailure(tool, f"refused {url!r}: {exc}") from None
     if parts.scheme.lower() not in _SCHEMES:
         raise ToolFailure(tool, f"refused {url!r}: only http and https URLs are fetched")
     host = parts.hostname
@@ -121,21 +124,6 @@ async def _check(url: str, policy: SecurityPolicy, tool: str) -> _Target:
                     tool, f"refused {url!r}: {host} resolves to non-public address {address}"
                 )
     return _Target(url=url, host=host, port=port, addresses=addresses)
-
-
-def _url_argument(arguments: Mapping[str, Any]) -> str:
-    unknown = sorted(set(arguments) - {"url", "method"})
-    if unknown:
-        raise ToolFailure(_TOOL, f"unexpected argument(s): {', '.join(unknown)}")
-    url = arguments.get("url")
-    if url is None:
-        raise ToolFailure(_TOOL, "missing required argument 'url'")
-    if not isinstance(url, str):
-        raise ToolFailure(_TOOL, f"argument 'url' must be a string, not {type(url).__name__}")
-    method = arguments.get("method", "GET")
-    if not isinstance(method, str) or method.upper() != "GET":
-        raise ToolFailure(_TOOL, f"method {method!r} is not supported; only GET")
-    return url.strip()
 
 
 def _port(url: str, parts: SplitResult, tool: str) -> int:

@@ -18,20 +18,30 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from pydantic import Field
 
 from orchestrator.errors import OrchestratorError, ToolFailure
 from orchestrator.tools.base import ToolSource, ToolSpec
+from orchestrator.tools.contract import ToolArguments
 from orchestrator.tools.reserved import SEND_FILE_NAME
 from orchestrator.workspace_io import UnsafeEntry, WorkspaceDir
 
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
 
-__all__ = ["SEND_FILE_SPEC", "ChatOutlet", "SendFileTool", "bind_outlet", "current_outlet"]
+__all__ = ["SEND_FILE_SPEC", "ChatOutlet", "SendFileArguments", "SendFileTool", "bind_outlet", "current_outlet"]
 
 _MAX_CAPTION: Final = 1000
+
+
+class SendFileArguments(ToolArguments):
+    """The `send_file` tool's arguments."""
+
+    path: str = Field(min_length=1, description="File path relative to the workspace root.")
+    caption: str = Field(default="", description="Optional short caption.")
+
 
 SEND_FILE_SPEC: Final = ToolSpec(
     name=SEND_FILE_NAME,
@@ -39,15 +49,7 @@ SEND_FILE_SPEC: Final = ToolSpec(
         "Send a file from the agent workspace to the current chat (images are shown inline). "
         "Use it when the user asked for a file, not to repeat text you can write in the answer."
     ),
-    parameters=MappingProxyType({
-        "type": "object",
-        "properties": MappingProxyType({
-            "path": MappingProxyType({"type": "string", "description": "File path relative to the workspace root."}),
-            "caption": MappingProxyType({"type": "string", "description": "Optional short caption."}),
-        }),
-        "required": ("path",),
-        "additionalProperties": False,
-    }),
+    contract=SendFileArguments,
     read_only=False,
     source=ToolSource.SEAM,
 )
@@ -100,14 +102,8 @@ class SendFileTool:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Send the file; raises `ToolFailure` for escapes, missing or oversize files, or no chat."""
         tool = SEND_FILE_NAME
-        unknown = sorted(set(arguments) - {"path", "caption"})
-        if unknown:
-            raise ToolFailure(tool, f"unexpected argument(s): {', '.join(unknown)}")
-        path, caption = arguments.get("path"), arguments.get("caption")
-        if not isinstance(path, str) or not path:
-            raise ToolFailure(tool, "'path' must be a non-empty string")
-        if caption is not None and not isinstance(caption, str):
-            raise ToolFailure(tool, "'caption' must be a string")
+        checked = SendFileArguments.parse(tool, arguments)
+        path, caption = checked.path, checked.caption
         outlet = current_outlet()
         if outlet is None:
             raise ToolFailure(tool, "this turn has no chat to send a file to")

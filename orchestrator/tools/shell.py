@@ -7,14 +7,17 @@ import fnmatch
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from pydantic import Field
 
 from orchestrator.errors import ToolFailure
 from orchestrator.threads import in_thread
 from orchestrator.tools.base import BuiltinTool, ToolSpec
+from orchestrator.tools.contract import NoNul, ToolArguments
 from orchestrator.tools.landlock import LandlockUnavailable
 from orchestrator.tools.sandbox import launch, resolve_command, user_tasks
 from orchestrator.workspace_io import workspace_usage
@@ -22,7 +25,7 @@ from orchestrator.workspace_io import workspace_usage
 if TYPE_CHECKING:
     from orchestrator.policy import SecurityPolicy
 
-__all__ = ["SHELL", "SHELL_SPEC", "Shell", "run_command"]
+__all__ = ["SHELL", "SHELL_SPEC", "Shell", "ShellArguments", "run_command"]
 
 _CHUNK: Final = 16 * 1024
 # How often to check whether the command exited while its output is still open.
@@ -31,31 +34,25 @@ _POLL_SECONDS: Final = 0.05
 # process group (setsid) while still holding them.
 _CLOSE_AFTER_KILL_SECONDS: Final = 1.0
 
+
+class ShellArguments(ToolArguments):
+    """The `shell` tool's arguments."""
+
+    argv: list[NoNul] = Field(min_length=1, description="Command name followed by its arguments.")
+
+    refusals: ClassVar[Mapping[tuple[str, str], Callable[[Any], str]]] = MappingProxyType({
+        ("argv", "too_short"): lambda _: "argument 'argv' must name a command",
+        ("argv", "list_type"): lambda _: "argument 'argv' must be an array of strings, e.g. [\"ls\", \"-l\"]",
+    })
+
+
 SHELL_SPEC: Final = ToolSpec(
     name="shell",
     description=(
         "Run one allow-listed command in the agent workspace without a shell; "
         "returns the exit code, stdout and stderr."
     ),
-    parameters=MappingProxyType(
-        {
-            "type": "object",
-            "properties": MappingProxyType(
-                {
-                    "argv": MappingProxyType(
-                        {
-                            "type": "array",
-                            "items": MappingProxyType({"type": "string"}),
-                            "minItems": 1,
-                            "description": "Command name followed by its arguments.",
-                        }
-                    )
-                }
-            ),
-            "required": ("argv",),
-            "additionalProperties": False,
-        }
-    ),
+    contract=ShellArguments,
     read_only=False,
 )
 
@@ -73,7 +70,8 @@ class Shell:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Run the command and report its exit code and output (see `run_command`)."""
-        return await run_command(_argv(arguments), self.policy, tool=SHELL_SPEC.name)
+        argv = ShellArguments.parse(SHELL_SPEC.name, arguments).argv
+        return await run_command(tuple(argv), self.policy, tool=SHELL_SPEC.name)
 
 
 async def run_command(argv: Sequence[str], policy: SecurityPolicy, *, tool: str) -> str:
@@ -157,29 +155,6 @@ def _check_arguments(argv: Sequence[str], policy: SecurityPolicy, tool: str) -> 
                 raise ToolFailure(
                     tool, f"argv[{index}] {item!r} refused: it matches denied argument {pattern!r}"
                 )
-
-
-def _argv(arguments: Mapping[str, Any]) -> tuple[str, ...]:
-    tool = SHELL_SPEC.name
-    unknown = sorted(set(arguments) - {"argv"})
-    if unknown:
-        raise ToolFailure(tool, f"unexpected argument(s): {', '.join(unknown)}")
-    value = arguments.get("argv")
-    if value is None:
-        raise ToolFailure(tool, "missing required argument 'argv'")
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        example = '["ls", "-l"]'
-        raise ToolFailure(tool, f"argument 'argv' must be an array of strings, e.g. {example}")
-    if not value:
-        raise ToolFailure(tool, "argument 'argv' must name a command")
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ToolFailure(tool, f"argv[{index}] must be a string, not {type(item).__name__}")
-        if "\x00" in item:
-            raise ToolFailure(tool, f"argv[{index}] contains a NUL character")
-    if not value[0]:
-        raise ToolFailure(tool, "argv[0] must not be empty")
-    return tuple(value)
 
 
 def _child_environment(policy: SecurityPolicy) -> dict[str, str]:

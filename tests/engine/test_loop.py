@@ -411,3 +411,20 @@ async def test_a_truncated_provider_answer_is_a_provider_error_not_a_crash(
     assert result.stop is StopReason.PROVIDER_ERROR
     assert result.text.startswith("Sorry, the model provider failed (incident ")
     assert "malformed" in (result.error or "")
+
+
+async def test_a_call_that_breaks_its_tools_contract_is_refused_before_anyone_is_asked(
+    fake_llm: FakeOpenAI, load: Callable[..., Config], services: Services
+) -> None:
+    config = load(agent(fake_llm, 'tools = ["file_write"]\n'))
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(verdict=Verdict.APPROVED, decided_by="alice", reason="ok")
+
+    fake_llm.script(tool_call("file_write", {"path": "x.txt", "contents": "typo"}), text("ok"))
+    result = await turn(config, services, approver=approve, interactivity=Interactivity.INTERACTIVE)
+    assert (asked, result.executed) == ([], ())  # no operator asked about a call that cannot run
+    assert tool_results(fake_llm.requests[1]) == ["Error: unexpected argument(s): contents"]
+    assert not (workspace(config) / "x.txt").exists()

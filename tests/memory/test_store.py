@@ -117,14 +117,16 @@ async def test_recall_ranks_by_bm25_with_stemming_and_tags(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("tool", "arguments", "reason"),
     [
-        ("memory_store", {"text": "  "}, "'text' must be a non-empty string"),
-        ("memory_store", {"text": "x" * 8001}, "'text' is 8001 characters; the limit is 8000"),
-        ("memory_store", {"text": "x", "tags": "a,b"}, "'tags' must be a list of at most 16 strings"),
-        ("memory_store", {"text": "x", "tags": [3]}, "each tag must be a non-empty string of at most 64 characters"),
-        ("memory_recall", {"query": ""}, "'query' must be a non-empty string"),
-        ("memory_recall", {"query": "x", "limit": 0}, "'limit' must be an integer from 1 to 50"),
-        ("memory_recall", {"query": "x", "limit": True}, "'limit' must be an integer from 1 to 50"),
-        ("memory_forget", {"id": "1"}, "'id' must be an integer"),
+        ("memory_store", {"text": "  "}, "argument 'text' must not be blank"),
+        ("memory_store", {"text": "x" * 8001}, "argument 'text' is 8001 characters; the limit is 8000"),
+        ("memory_store", {"text": "x", "tags": "a,b"}, "argument 'tags' must be an array of strings, not a string"),
+        ("memory_store", {"text": "x", "tags": [3]}, "tags[0] must be a string, not an integer"),
+        ("memory_store", {"text": "x", "tags": ["a"] * 17}, "argument 'tags' must hold at most 16 items"),
+        ("memory_store", {"text": "x", "tags": ["a" * 65]}, "tags[0] is 65 characters; the limit is 64"),
+        ("memory_recall", {"query": ""}, "argument 'query' must not be empty"),
+        ("memory_recall", {"query": "x", "limit": 0}, "argument 'limit' must be an integer from 1 to 50, not 0"),
+        ("memory_recall", {"query": "x", "limit": True}, "argument 'limit' must be an integer, not a boolean"),
+        ("memory_forget", {"id": "1"}, "argument 'id' must be an integer, not a string"),
     ],
 )
 async def test_bad_arguments_are_tool_errors(tmp_path: Path, tool: str, arguments: dict[str, object], reason: str) -> None:

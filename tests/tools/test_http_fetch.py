@@ -202,6 +202,7 @@ async def test_non_http_schemes_are_refused(tmp_path: Path, url: str) -> None:
         ({"url": "http://example.com", "headers": {}}, "unexpected argument(s): headers"),
         ({"url": "http:///nohost"}, "names no host"),
         ({"url": "http://example.com:99999/"}, "invalid port"),
+        ({"url": "http://[::1/"}, "refused 'http://[::1/': Invalid IPv6 URL"),
     ],
 )
 async def test_bad_arguments_are_tool_failures(
