@@ -30,6 +30,7 @@ from orchestrator.config.models import (
 from orchestrator.config.channels import (
     ChannelConfig,
     DiscordChannelConfig,
+    RateLimitConfig,
     RouteConfig,
     SlackChannelConfig,
     TelegramChannelConfig,
@@ -70,6 +71,7 @@ __all__ = [
     "PeripheralConfig",
     "PricesConfig",
     "ProviderConfig",
+    "RateLimitConfig",
     "RouteConfig",
     "SecretRef",
     "ScheduleConfig",

@@ -1,8 +1,10 @@
-"""SQLite-backed state: the approval audit log, sessions, transcripts, the durable inbox, schedules, usage."""
+"""SQLite-backed state: the audit log, sessions, transcripts, the durable inbox, schedules, usage, pairings."""
 
 from orchestrator.store.audit import AuditLog
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
 from orchestrator.store.full_disk import FullDisk, disk_full
+from orchestrator.store.pairing import Offer, PairedSender, PairingCode, PairingStore
+from orchestrator.store.rate_limits import RateVerdict, RateWindows
 from orchestrator.store.lock import StateDirLocked, hold_state_lock
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import Backlog, InboxRow, SessionStore
@@ -21,7 +23,13 @@ __all__ = [
     "Grouping",
     "GroupSync",
     "InboxRow",
+    "Offer",
+    "PairedSender",
+    "PairingCode",
+    "PairingStore",
     "Purpose",
+    "RateVerdict",
+    "RateWindows",
     "ScheduleLog",
     "ScheduleRecord",
     "SessionStore",
