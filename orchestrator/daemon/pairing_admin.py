@@ -14,7 +14,7 @@ from typing import Final, TextIO
 
 from orchestrator.config import Config
 from orchestrator.seam import CODE_ALPHABET, CODE_LENGTH, CODE_TTL_S, pairing_in_use, route_by_id
-from orchestrator.store import AuditLog, PairingStore
+from orchestrator.store import PairingAudit, PairingStore
 
 __all__ = ["ADMIN", "paired_routes", "run_pairing_admin"]
 
@@ -37,7 +37,7 @@ def run_pairing_admin(
     state, now = config.state_path(), time.time()
     with (
         PairingStore(state / "pairing.sqlite3", alphabet=CODE_ALPHABET, length=CODE_LENGTH, ttl_s=CODE_TTL_S) as store,
-        AuditLog(state / "audit.sqlite3") as audit,
+        PairingAudit(state / "audit.sqlite3") as audit,
     ):
         if action == "list":
             pending, paired = store.pending(now=now), store.paired()

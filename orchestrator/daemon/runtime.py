@@ -20,7 +20,7 @@ from orchestrator.daemon.status import RecentErrors, build_status, config_digest
 from orchestrator.observability import Observability, open_observability, require_telemetry
 from orchestrator.seam import CODE_ALPHABET, CODE_LENGTH, CODE_TTL_S, ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
-from orchestrator.store import AuditLog, FullDisk, GroupSync, PairingStore, RateWindows, SessionStore, state_fault
+from orchestrator.store import PairingAudit, FullDisk, GroupSync, PairingStore, RateWindows, SessionStore, state_fault
 
 __all__ = ["Reloadable", "Runtime"]
 
@@ -51,7 +51,7 @@ class Runtime:
         services: Services,
         store: SessionStore,
         pairing: PairingStore,
-        audit: AuditLog,
+        audit: PairingAudit,
         tasks: asyncio.TaskGroup,
         stack: AsyncExitStack,
     ) -> None:
@@ -133,7 +133,7 @@ class Runtime:
             pairing = stack.enter_context(
                 PairingStore(state / "pairing.sqlite3", alphabet=CODE_ALPHABET, length=CODE_LENGTH, ttl_s=CODE_TTL_S)
             )
-            audit = stack.enter_context(AuditLog(state / "audit.sqlite3"))
+            audit = stack.enter_context(PairingAudit(state / "audit.sqlite3"))
             # Metrics and traces outlive every task (a cancelled turn still ends its span).
             observed = await stack.enter_async_context(AsyncExitStack())
             tasks = await stack.enter_async_context(asyncio.TaskGroup())

@@ -1,6 +1,6 @@
 """SQLite-backed state: the audit log, sessions, transcripts, the durable inbox, schedules, usage, pairings."""
 
-from orchestrator.store.audit import AuditLog
+from orchestrator.store.audit import AuditLog, PairingAudit
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
 from orchestrator.store.full_disk import FullDisk, disk_full
 from orchestrator.store.pairing import Offer, PairedSender, PairingCode, PairingStore
@@ -26,6 +26,7 @@ __all__ = [
     "Offer",
     "PairedSender",
     "PairingCode",
+    "PairingAudit",
     "PairingStore",
     "Purpose",
     "RateVerdict",

@@ -9,7 +9,7 @@ from pathlib import Path
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule
 from orchestrator.store.sqlite import Database
 
-__all__ = ["AuditLog"]
+__all__ = ["AuditLog", "PairingAudit"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS approval_audit (
@@ -24,7 +24,9 @@ CREATE TABLE IF NOT EXISTS approval_audit (
     verdict TEXT NOT NULL,
     decided_by TEXT,
     reason TEXT NOT NULL
-);
+)
+"""
+_PAIRING_SCHEMA = """
 CREATE TABLE IF NOT EXISTS pairing_audit (
     id INTEGER PRIMARY KEY,
     ts REAL NOT NULL,
@@ -40,7 +42,7 @@ CREATE TABLE IF NOT EXISTS pairing_audit (
 
 
 class AuditLog(Database):
-    """Append-only approval and pairing audit tables in `<state_dir>/audit.sqlite3`; a context manager."""
+    """Append-only approval audit table in `<state_dir>/audit.sqlite3`; a context manager."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, _SCHEMA)
@@ -78,6 +80,16 @@ class AuditLog(Database):
         cols = [c[0] for c in cursor.description]
         return [dict(zip(cols, row, strict=True)) for row in cursor.fetchall()]
 
+
+class PairingAudit(Database):
+    """Append-only pairing audit table beside the approvals' in `<state_dir>/audit.sqlite3`; a context manager.
+
+    Opened by the daemon and by `orchestrator pairing` (each its own connection, WAL).
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, _PAIRING_SCHEMA)
+
     def record_pairing(
         self, action: str, *, channel: str, sender: str, code: str | None = None, route: str | None = None,
         decided_by: str | None = None, reason: str = "",
@@ -89,7 +101,7 @@ class AuditLog(Database):
             (time.time(), action, code, channel, route, sender, decided_by, reason),
         )
 
-    def pairing_decisions(self) -> list[dict[str, object]]:
+    def decisions(self) -> list[dict[str, object]]:
         """Return the recorded pairing events, oldest first."""
         cursor = self._db.execute(
             "SELECT action, code, channel, route, sender, decided_by, reason FROM pairing_audit ORDER BY id"
