@@ -528,7 +528,8 @@ def _cmd_policy(args: argparse.Namespace) -> int:
     from orchestrator.seam import route_admissions
 
     described = _execution(args).describe()
-    described["routes"] = route_admissions(_load(args), args.name)  # whom its routes admit, how fast
+    if routes := route_admissions(_load(args), args.name):  # routes that pair strangers or limit the rate
+        described["routes"] = routes
     if args.json:
         print(json.dumps(described, indent=2))
         return 0

@@ -95,14 +95,15 @@ def _why_not(route: RouteConfig, *, channel: str, chat: str, sender: str, paired
 
 
 def _explain_admission(route: RouteConfig, sender: str, paired: Collection[str]) -> list[str]:
-    admission = resolve_admission(route)
-    how = "listed" if "*" in admission.senders or sender in admission.senders else "paired by an approver"
-    lines = [f"  sender: {how}; strangers: {admission.strangers}"]
-    limit = admission.rate_limit
-    lines.append(
-        "  rate_limit: none" if limit is None
-        else f"  rate_limit: {limit.messages} messages per {limit.per_s:g} s per sender per chat (/stop, /new never limited)"
-    )
+    # Only what differs from the default (no pairing, no limit), so a plain route reads as before.
+    admission, lines = resolve_admission(route), []
+    if admission.strangers == "pair":
+        how = "listed" if "*" in admission.senders or sender in admission.senders else "paired by an approver"
+        lines.append(f"  sender: {how}; strangers: pair (codes decided by {sorted(admission.approvers)} or an admin)")
+    if (limit := admission.rate_limit) is not None:
+        lines.append(
+            f"  rate_limit: {limit.messages} messages per {limit.per_s:g} s per sender per chat (/stop, /new never limited)"
+        )
     return lines
 
 

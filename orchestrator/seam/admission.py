@@ -135,9 +135,10 @@ def route_by_id(config: Config, wanted: str) -> RouteConfig | None:
 
 
 def route_admissions(config: Config, agent: str) -> dict[str, dict[str, object]]:
-    """Return whom each route to `agent` admits and how fast, by `routes[i]` (for `orchestrator policy`)."""
+    """Return the routes to `agent` that pair strangers or limit the rate, by `routes[i]` (for `orchestrator policy`)."""
+    resolved = ((index, resolve_admission(route)) for index, route in enumerate(config.routes) if route.agent == agent)
     return {
-        f"routes[{index}]": resolve_admission(route).describe()
-        for index, route in enumerate(config.routes)
-        if route.agent == agent
+        f"routes[{index}]": admission.describe()
+        for index, admission in resolved
+        if admission.strangers != "ignore" or admission.rate_limit is not None
     }

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import json
+
 import pytest
 
+from orchestrator import cli
 from orchestrator.store import open_read_only
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.platforms import daemon, echo_model
@@ -16,8 +19,8 @@ TOKEN = "555555:EEE-limited-bot"
 SENDER, OTHER = 10, 11
 
 
-def limited_toml(fake_llm: FakeOpenAI, tg: FakeTelegram) -> str:
-    return provider_toml(fake_llm.base_url) + f"""
+def limited_toml(llm_url: str, tg_url: str) -> str:
+    return provider_toml(llm_url) + f"""
 [agents.bot]
 provider = "fake"
 model = "bot-model"
@@ -26,7 +29,7 @@ autonomy = "read_only"
 [channels.tg]
 kind = "telegram"
 token = "env:TG_LIMITED"
-api_base_url = "{tg.api_base_url}"
+api_base_url = "{tg_url}"
 poll_timeout_s = 1
 
 [[routes]]
@@ -51,7 +54,7 @@ def said(tg: FakeTelegram, chat: int) -> list[str]:
 async def test_fifteen_messages_in_a_row_get_five_turns_and_one_slow_down_line_and_stop_still_works(
     write_config: WriteConfig, fake_llm: FakeOpenAI, tg: FakeTelegram
 ) -> None:
-    path = write_config(limited_toml(fake_llm, tg))
+    path = write_config(limited_toml(fake_llm.base_url, tg.api_base_url))
     fake_llm.default = echo_model
     async with daemon(path) as runtime:
         for i in range(15):
@@ -76,3 +79,16 @@ async def test_fifteen_messages_in_a_row_get_five_turns_and_one_slow_down_line_a
     finally:
         db.close()
     assert limited == 10  # kept and marked, not silently lost
+
+
+def test_route_and_policy_show_the_resolved_rate_limit(write_config: WriteConfig, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(limited_toml("http://127.0.0.1:9/v1", "http://127.0.0.1:9"))  # nothing is contacted
+    assert cli.main(["route", "tg", "--chat", "10", "--sender", "10", "--config", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "  rate_limit: 5 messages per 60 s per sender per chat (/stop, /new never limited)" in shown
+    assert cli.main(["route", "tg", "--chat", "10", "--sender", "10", "--json", "--config", str(path)]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert (described["strangers"], described["rate_limit"]) == ("ignore", {"messages": 5, "per_s": 60})
+    assert cli.main(["policy", "bot", "--json", "--config", str(path)]) == 0
+    routes = json.loads(capsys.readouterr().out)["routes"]
+    assert routes == {"routes[0]": {"route_id": "tg|*|bot", "strangers": "ignore", "rate_limit": {"messages": 5, "per_s": 60}}}

@@ -73,6 +73,7 @@ def test_the_rate_limit_is_resolved_per_route_and_stop_and_new_are_never_limited
     pairing = resolve_admission(cfg.routes[0])
     assert pairing.limits("hello") == RateLimit(messages=5, per_s=60) == pairing.limits("/help")
     assert pairing.limits("/stop") is None and pairing.limits("/new") is None
+    assert route_admissions(cfg, "b") == {}  # nothing but the defaults: not shown
     assert route_admissions(cfg, "a") == {
         "routes[0]": {"route_id": route_id(cfg.routes[0]), "strangers": "pair", "rate_limit": {"messages": 5, "per_s": 60}}
     }
