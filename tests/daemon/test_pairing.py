@@ -1,4 +1,4 @@
-"""Pairing codes for strangers, through a real daemon with the Telegram adapter against FakeTelegram.
+"""Pairing codes for strangers, through a real daemon with the Telegram adapter against FakeTelegram (and Slack's).
 
 The route lists one sender (7, also its approver) and pairs strangers. A stranger's DM gets a
 code (the same one while it is pending), an approver decides it in their own chat or an admin
@@ -19,8 +19,10 @@ from orchestrator import cli
 from orchestrator.seam import CODE_ALPHABET, CODE_LENGTH
 from orchestrator.store import PairingAudit
 from tests.conftest import WriteConfig, provider_toml
+from tests.daemon.chats import SLACK_CAROL, slack_toml, wait_text
 from tests.daemon.platforms import daemon, echo_model
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 
 TOKEN = "444444:DDD-pairing-bot"
@@ -203,3 +205,26 @@ async def test_the_cli_lists_approves_denies_and_revokes_while_the_daemon_runs(
         ("offered", str(STRANGER)), ("offered", "98"), ("approved", str(STRANGER)), ("denied", "98"),
         ("revoked", str(STRANGER)), ("offered", str(STRANGER)),
     ]
+
+
+async def test_slack_a_stranger_is_paired_by_the_route_approver_in_their_own_dm(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, slack: FakeSlack
+) -> None:
+    toml = slack_toml(fake_llm, slack).replace(
+        f'approvers = ["{SLACK_CAROL}"]\n', f'approvers = ["{SLACK_CAROL}"]\nstrangers = "pair"\n'
+    )
+    path = write_config(toml)
+    fake_llm.default = echo_model
+    async with daemon(path):
+        await slack.push_message("hello?", user="U0DAVE", channel="D0DAVE")
+        asked = await wait_text(slack, "pairing code is")
+        (code,) = codes([asked["text"]])
+        await slack.push_message(f"/pairing approve {code}", user="U0DAVE", channel="D0DAVE")
+        await wait_text(slack, "Only an approver of this bot")
+        await slack.push_message(f"/pairing approve {code}", user=SLACK_CAROL, channel="D0CAROL")
+        approved = await wait_text(slack, "Approved U0DAVE")
+        await wait_text(slack, "You were approved")
+        await slack.push_message("now?", user="U0DAVE", channel="D0DAVE")
+        answer = await wait_text(slack, "ops-model: now?")
+    assert (asked["channel"], approved["channel"], answer["channel"]) == ("D0DAVE", "D0CAROL", "D0DAVE")
+    assert [r["messages"][-1]["content"] for r in fake_llm.requests] == ["now?"]
