@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/admission_gates.py [--n N]
+    .venv/bin/python bench/admission_gates.py [--n N] [--quick]
 
 Times, per message, `match_route` on a plain route (the baseline), the same on a route that
 pairs strangers with the stored-pairing read (`PairingStore.routes_of` on a store holding
@@ -58,7 +58,9 @@ def per_call_us(work: Callable[[int], object], n: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=20_000)
-    n = parser.parse_args().n
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    args = parser.parse_args()
+    n = 1_000 if args.quick else args.n
     plain = Config.model_validate(tomllib.loads(TOML.format(strangers="ignore")))
     pairing = Config.model_validate(tomllib.loads(TOML.format(strangers="pair")))
     rid = resolve_admission(pairing.routes[0]).route_id
