@@ -369,7 +369,7 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               owner=_R, tracking=_I28,
               evidence="tests/seam/test_admission.py::"
               "test_a_pairing_admits_through_its_own_route_only_and_only_in_dms_are_codes_given"),
-    ParityRow(surface="admission", setting="route `senders`, `strangers`, `rate_limit` read only in the seam",
+    ParityRow(surface="admission", setting="route `strangers`, `rate_limit` read only in the seam",
               owner=_R, tracking=_I28,
               evidence="tests/seam/test_admission.py::test_admission_fields_are_read_only_in_the_seam"),
     ParityRow(surface="admission", setting="L2 channel path: an approver's `/pairing approve` admits the stranger "
