@@ -202,6 +202,8 @@ async def test_the_cli_lists_approves_denies_and_revokes_while_the_daemon_runs(
         tg.push_message(STRANGER, STRANGER, "and now?")  # revoked: a stranger again, at once
         await tg.wait_for(lambda: len(codes(said(tg, STRANGER))) == 2, timeout=10)
         assert pairing("revoke", "tg", str(STRANGER))[0] == 1
+        assert cli.main(["route", "tg", "--chat", str(STRANGER), "--sender", str(STRANGER), "--config", str(path)]) == 1
+        assert 'routes[0] (strangers = "pair") answers with a pairing code' in capsys.readouterr().out
     assert [r["messages"][-1]["content"] for r in fake_llm.requests] == ["paired now"]
     assert audit_actions(path) == [
         ("offered", str(STRANGER)), ("offered", "98"), ("approved", str(STRANGER)), ("denied", "98"),
