@@ -94,7 +94,9 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
         )
         if not verdict.allowed:  # kept in the inbox, marked, never run
             runtime.store.mark(inbound.channel, inbound.event_id, "limited")
-            logger.info("{} sender {} is past the rate limit: message {} not run", inbound.channel, inbound.sender, inbound.event_id)
+            logger.info(
+                "{} sender {} is past the rate limit: message {} not run", inbound.channel, inbound.sender, inbound.event_id
+            )
             return Admitted(config=config, route=route, key=key, command=None, limited=verdict)
     if command in INSTANT_COMMANDS:  # /new, /stop, /help act at once, also while stopping
         return Admitted(config=config, route=route, key=key, command=command)

@@ -42,7 +42,8 @@ def run_pairing_admin(
         if action == "list":
             pending, paired = store.pending(now=now), store.paired()
             if as_json:
-                print(json.dumps({"pending": [asdict(c) for c in pending], "paired": [asdict(p) for p in paired]}, indent=2), file=out)
+                shown = {"pending": [asdict(c) for c in pending], "paired": [asdict(p) for p in paired]}
+                print(json.dumps(shown, indent=2), file=out)
                 return 0
             print(f"pending codes: {len(pending)}", file=out)
             for c in pending:
@@ -62,20 +63,28 @@ def run_pairing_admin(
                 return 1
             if action == "deny":
                 store.deny(found)
-                audit.record_pairing("denied", channel=found.channel, sender=found.sender, code=found.code, route=found.route, decided_by=ADMIN)
+                audit.record_pairing(
+                    "denied", channel=found.channel, sender=found.sender, code=found.code, route=found.route,
+                    decided_by=ADMIN,
+                )
                 print(f"denied {found.code}: {found.channel}:{found.sender}", file=out)
                 return 0
             if route_by_id(config, found.route) is None:
                 print(f"orchestrator pairing: the route of {found.code} ({found.route}) is no longer in the config", file=err)
                 return 1
             store.approve(found, by=ADMIN, now=now)
-            audit.record_pairing("approved", channel=found.channel, sender=found.sender, code=found.code, route=found.route, decided_by=ADMIN)
+            audit.record_pairing(
+                "approved", channel=found.channel, sender=found.sender, code=found.code, route=found.route,
+                decided_by=ADMIN,
+            )
             print(f"approved {found.code}: {found.channel}:{found.sender} is admitted by route {found.route}", file=out)
             return 0
         assert action == "revoke" and channel is not None and sender is not None
         removed = store.revoke(channel=channel, sender=sender, route=route)
         for p in removed:
-            audit.record_pairing("revoked", channel=p.channel, sender=p.sender, code=p.code, route=p.route, decided_by=ADMIN)
+            audit.record_pairing(
+                "revoked", channel=p.channel, sender=p.sender, code=p.code, route=p.route, decided_by=ADMIN
+            )
             print(f"revoked {p.channel}:{p.sender} from route {p.route}", file=out)
         if not removed:
             print(f"orchestrator pairing: {channel}:{sender} is not paired" + (f" with route {route}" if route else ""), file=err)
