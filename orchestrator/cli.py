@@ -86,6 +86,20 @@ def _parser() -> argparse.ArgumentParser:
     route.add_argument("--json", action="store_true", help="print JSON")
     route.set_defaults(handler=_cmd_route)
 
+    pairing = command(
+        "pairing", "list, approve or deny strangers' pairing codes, or revoke a paired sender (daemon running or not)"
+    )
+    pairing_actions = pairing.add_subparsers(dest="action", metavar="ACTION", required=True)
+    pairing_list = pairing_actions.add_parser("list", help="pending codes and paired senders")
+    pairing_list.add_argument("--json", action="store_true", help="print JSON")
+    for verb in ("approve", "deny"):
+        pairing_actions.add_parser(verb, help=f"{verb} a pending code").add_argument("code", help="the pairing code")
+    revoke = pairing_actions.add_parser("revoke", help="unpair a sender (from every route, or --route)")
+    revoke.add_argument("channel", help="channel name")
+    revoke.add_argument("sender", help="sender id")
+    revoke.add_argument("--route", help="only this route id (as `pairing list` shows it)")
+    pairing.set_defaults(handler=_cmd_pairing)
+
     check = command("check", "validate the config; one line per problem, exit 1 if any")
     check.add_argument(
         "--connect",
@@ -275,12 +289,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_route(args: argparse.Namespace) -> int:
     import json
 
-    from orchestrator.daemon import explain_route, match_route
-    from orchestrator.seam import resolve_chat_commands
+    from orchestrator.daemon import explain_route, match_route, paired_routes
+    from orchestrator.seam import resolve_admission, resolve_chat_commands
 
     config = _load(args)
-    lines = explain_route(config, channel=args.channel, chat=args.chat, sender=args.sender)
-    match = match_route(config, channel=args.channel, chat=args.chat, sender=args.sender)
+    paired = paired_routes(config, channel=args.channel, sender=args.sender)  # the stored approvals
+    lines = explain_route(config, channel=args.channel, chat=args.chat, sender=args.sender, paired=paired)
+    match = match_route(config, channel=args.channel, chat=args.chat, sender=args.sender, paired=paired)
     if not args.json:
         for line in lines:
             print(line)
@@ -293,9 +308,20 @@ def _cmd_route(args: argparse.Namespace) -> int:
             shown |= {
                 "route": match.index, "session": match.route.session,
                 **resolve_chat_commands(config, match.route).describe(args.sender),
+                **resolve_admission(match.route).describe(), "paired": sorted(paired),
             }
         print(json.dumps(shown, indent=2))
     return 0 if match is not None else 1
+
+
+def _cmd_pairing(args: argparse.Namespace) -> int:
+    from orchestrator.daemon import run_pairing_admin
+
+    return run_pairing_admin(
+        _load(args), args.action, code=getattr(args, "code", None), channel=getattr(args, "channel", None),
+        sender=getattr(args, "sender", None), route=getattr(args, "route", None), as_json=getattr(args, "json", False),
+        out=sys.stdout, err=sys.stderr,
+    )
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -556,7 +582,11 @@ def _cmd_policy(args: argparse.Namespace) -> int:
     if args.agent is not None:
         print("error: --agent is only for `orchestrator policy matrix`", file=sys.stderr)
         return 2
+    from orchestrator.seam import route_admissions
+
     described = _execution(args).describe()
+    if routes := route_admissions(_load(args), args.name):  # routes that pair strangers or limit the rate
+        described["routes"] = routes
     if args.json:
         print(json.dumps(described, indent=2))
         return 0

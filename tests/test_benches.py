@@ -33,6 +33,7 @@ RULE: Final = (
 # a line each bench prints at (or near) its end, so a run that stops early is caught too
 FIGURES: Final = MappingProxyType({
     "acp_start": "ratio to floor:",
+    "admission_gates": "PairingStore.offer, code already held:",
     "anthropic_overhead": "over the session:",
     "approval_text": "100k file",
     "budget_overshoot": "turns past the budget",

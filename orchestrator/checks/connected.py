@@ -42,9 +42,9 @@ def empty_config_problems(config: Config, *, shown: str) -> list[ConfigProblem]:
 
 
 def route_problems(config: Config, *, shown: str) -> Iterator[ConfigProblem]:
-    """Yield a problem per route with no `senders`: it matches, then admits nobody."""
+    """Yield a problem per route with no `senders`: it matches, then admits nobody (unless it pairs strangers)."""
     for i, route in enumerate(config.routes):
-        if not route.senders:
+        if not route.senders and route.strangers != "pair":  # a pairing route admits whom approvers pair
             yield ConfigProblem(
                 shown, f"routes[{i}].senders",
                 "empty, so this route admits nobody: list the user ids allowed (\"*\" = anyone); "

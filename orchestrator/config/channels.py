@@ -17,6 +17,7 @@ __all__ = [
     "ChannelConfig",
     "Channels",
     "DiscordChannelConfig",
+    "RateLimitConfig",
     "RouteConfig",
     "SlackChannelConfig",
     "TelegramChannelConfig",
@@ -157,6 +158,13 @@ def _one_discord_endpoint(channels: Mapping[str, object]) -> Mapping[str, object
 Channels = Annotated[dict[str, ChannelConfig], AfterValidator(_one_discord_endpoint)]
 
 
+class RateLimitConfig(_Model):
+    """`[[routes]] rate_limit`: at most `messages` per sender per chat in any `per_s` seconds (sliding)."""
+
+    messages: int = Field(ge=1, le=10_000, strict=True)
+    per_s: float = Field(gt=0, le=86_400, strict=True)
+
+
 class RouteConfig(_Model):
     """`[[routes]]`: which agent answers which chat, for which senders; first match wins."""
 
@@ -168,3 +176,7 @@ class RouteConfig(_Model):
     approvers: tuple[NonEmptyStr, ...] = ()
     # the SOPs this route's senders may start with `/sop NAME`; none by default
     sops: tuple[NonEmptyStr, ...] = ()
+    # a sender not in `senders` in a DM: "ignore" (as before) or "pair" (gets a code an approver approves)
+    strangers: Literal["ignore", "pair"] = "ignore"
+    # per sender per chat; absent = no message rate limit (`/stop` and `/new` are never limited)
+    rate_limit: RateLimitConfig | None = None

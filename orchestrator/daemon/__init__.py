@@ -4,7 +4,8 @@
 and `inbox` (routing, the durable inbox, `process_message`), `turns` (a chat message's turn
 through `Sessions.run_turn`), `commands` (the chat commands table), `approvals` (asking in
 the chat), `replies` (the reply protocol), `serving` (`orchestrator run`), `routing`,
-`secrets`, `systemd`, `status` (the status document), `status_socket` (where `orchestrator status`
+`pairing` (strangers' codes in the chat) and `pairing_admin` (`orchestrator pairing`),
+`rate_limits` (the slow-down line), `secrets`, `systemd`, `status` (the status document), `status_socket` (where `orchestrator status`
 asks the daemon; the client is `orchestrator.status_client`).
 """
 
@@ -21,6 +22,7 @@ from orchestrator.daemon.inbox import (
     start_channels,
     stop_channel,
 )
+from orchestrator.daemon.pairing_admin import paired_routes, run_pairing_admin
 from orchestrator.daemon.replies import deliver_reply, fit_reply, resume_reply
 from orchestrator.daemon.routing import RouteMatch, explain_route, match_route, session_key, shadow_problems, shadowed_routes
 from orchestrator.daemon.runtime import Reloadable, Runtime
@@ -51,12 +53,14 @@ __all__ = [
     "fit_reply",
     "freeze_start_up",
     "match_route",
+    "paired_routes",
     "process_message",
     "reload_config",
     "hold_replayed",
     "replay_unfinished",
     "resume_reply",
     "run_daemon",
+    "run_pairing_admin",
     "serve",
     "serve_status_socket",
     "session_key",

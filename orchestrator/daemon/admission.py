@@ -4,23 +4,29 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import time
 from typing import Final
 
 from loguru import logger
 
 from channels import Inbound
 from orchestrator.config import Config, RouteConfig
-from orchestrator.daemon.routing import match_route, session_key
+from orchestrator.daemon.routing import match_route, session_key, stranger_route
 from orchestrator.daemon.runtime import Runtime
-from orchestrator.seam import APPROVAL_COMMANDS, COMPACT_COMMAND, SESSION_COMMANDS, SOP_COMMAND
+from orchestrator.seam import (
+    APPROVAL_COMMANDS, COMPACT_COMMAND, PAIRING_COMMAND, SESSION_COMMANDS, SOP_COMMAND, pairing_in_use, resolve_admission,
+)
 from orchestrator.sessions import SessionState
+from orchestrator.store import RateVerdict
 
-__all__ = ["Admitted", "Disposition", "INSTANT_COMMANDS", "admit"]
+__all__ = ["Admitted", "Disposition", "INSTANT_COMMANDS", "STRANGER", "admit"]
 
 # A well-formed `/approve ID` never gets here (the adapter hands it over as an answer): what
 # does is malformed, and is answered with a usage line instead of reaching the model.
 INSTANT_COMMANDS: Final = frozenset(SESSION_COMMANDS) | frozenset(APPROVAL_COMMANDS)
-_COMMANDS: Final = INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND}
+_COMMANDS: Final = INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND, PAIRING_COMMAND}
+# The `command` of a stranger's DM to a route that pairs strangers (no text reads as it: it has no slash).
+STRANGER: Final = "stranger"
 
 
 class Disposition(enum.Enum):
@@ -33,6 +39,7 @@ class Disposition(enum.Enum):
     STOPPED = "stopped"
     NOT_ACCEPTING = "not_accepting"
     BUSY = "busy"
+    LIMITED = "limited"
     FAILED = "failed"
 
 
@@ -49,6 +56,8 @@ class Admitted:
     state: SessionState | None = None
     # Set instead of `state` when the session already has `max_queued_per_session` waiting.
     busy: int | None = None
+    # Set instead of `state` when the sender is past the route's `rate_limit` (the row is "limited").
+    limited: RateVerdict | None = None
 
 
 def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitted | Disposition:
@@ -61,18 +70,34 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
     message a previous process accepted but never started (it is never refused as "busy").
     """
     config = runtime.config  # one generation for the whole turn
-    match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender)
+    # The stored pairings are read on every message (a revoke holds on the next one), only
+    # on a channel with a route that pairs strangers.
+    paired = (
+        runtime.pairing.routes_of(inbound.channel, inbound.sender) if pairing_in_use(config, inbound.channel)
+        else frozenset()
+    )
+    match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, paired=paired)
     if match is None:
-        logger.info(
-            "no route for {} chat {} sender {}: ignored", inbound.channel, inbound.chat, inbound.sender
-        )
-        return Disposition.NO_ROUTE
+        return _stranger(runtime, inbound, paired, replay=replay)
     route = match.route
     key = session_key(route, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, thread=inbound.thread)
     command = inbound.text.strip().split(maxsplit=1)[0].lower() if inbound.text.strip() else ""
     if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
         logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
         return Disposition.DUPLICATE
+    admission = resolve_admission(route)
+    limit = admission.limits(command)
+    if limit is not None and not replay:  # a replayed message was counted by the process that took it
+        verdict = runtime.rate_windows.hit(
+            (admission.route_id, inbound.channel, inbound.chat, inbound.sender),
+            now=time.monotonic(), messages=limit.messages, per_s=limit.per_s,
+        )
+        if not verdict.allowed:  # kept in the inbox, marked, never run
+            runtime.store.mark(inbound.channel, inbound.event_id, "limited")
+            logger.info(
+                "{} sender {} is past the rate limit: message {} not run", inbound.channel, inbound.sender, inbound.event_id
+            )
+            return Admitted(config=config, route=route, key=key, command=None, limited=verdict)
     if command in INSTANT_COMMANDS:  # /new, /stop, /help act at once, also while stopping
         return Admitted(config=config, route=route, key=key, command=command)
     if not runtime.accepting:
@@ -86,3 +111,21 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
         runtime.sessions.release(state)
         return Admitted(config=config, route=route, key=key, command=None, busy=waiting)
     return Admitted(config=config, route=route, key=key, command=None, state=state)
+
+
+def _stranger(runtime: Runtime, inbound: Inbound, paired: frozenset[str], *, replay: bool) -> Admitted | Disposition:
+    """A sender no route admits: ignored, or (a DM to a route that pairs strangers) answered with a code."""
+    config = runtime.config
+    match = stranger_route(
+        config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, is_direct=inbound.is_direct,
+        paired=paired,
+    )
+    if match is None:
+        logger.info("no route for {} chat {} sender {}: ignored", inbound.channel, inbound.chat, inbound.sender)
+        return Disposition.NO_ROUTE
+    # Stored for de-duplication only: a stranger's words and files are never kept.
+    body = dataclasses.asdict(dataclasses.replace(inbound, text="", attachments=()))
+    if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, body):
+        return Disposition.DUPLICATE
+    key = session_key(match.route, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, thread=None)
+    return Admitted(config=config, route=match.route, key=key, command=STRANGER)

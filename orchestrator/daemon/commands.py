@@ -1,4 +1,4 @@
-"""Chat commands (`/new`, `/stop`, `/usage`, `/help`, `/compact`, `/sop NAME`, `/show ID`, a malformed `/approve`): one handler each, in `COMMANDS`."""
+"""Chat commands (`/new`, `/stop`, `/usage`, `/help`, `/compact`, `/sop NAME`, `/show ID`, `/pairing`, a malformed `/approve`): one handler each, in `COMMANDS`."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from typing import Final
 from loguru import logger
 
 from channels import APPROVE_COMMAND, DENY_COMMAND, SHOW_COMMAND, Inbound, Outbound, parse_show_command
-from orchestrator.daemon.admission import INSTANT_COMMANDS, Admitted
+from orchestrator.daemon.admission import INSTANT_COMMANDS, STRANGER, Admitted
 from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send, whole_call
+from orchestrator.daemon.pairing import answer_stranger, decide_pairing
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.policy import ApprovalRequest, Interactivity
 from orchestrator.seam import (
-    COMPACT_COMMAND, DAY_S, SOP_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands,
+    COMPACT_COMMAND, DAY_S, PAIRING_COMMAND, SOP_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands,
 )
 from orchestrator.sessions import TurnRefused
 from orchestrator.sop import SopResult, SopStatus, run_sop
@@ -27,8 +28,11 @@ CommandHandler = Callable[[Runtime, Inbound, Admitted], Awaitable[None]]
 
 
 async def run_command(runtime: Runtime, inbound: Inbound, admitted: Admitted) -> None:
-    """Run the handler of the command `admitted` names."""
+    """Run the handler of the command `admitted` names (a stranger's DM is answered with a pairing code)."""
     assert admitted.command is not None
+    if admitted.command == STRANGER:
+        await answer_stranger(runtime, inbound, admitted)
+        return
     await COMMANDS[admitted.command](runtime, inbound, admitted)
 
 
@@ -119,6 +123,7 @@ _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     APPROVE_COMMAND: "ID - allow a tool call you were asked about",
     DENY_COMMAND: "ID - refuse it",
     SHOW_COMMAND: "ID - the whole call of an approval you may answer",
+    PAIRING_COMMAND: "approve|deny CODE - decide a new sender's pairing code (route approvers)",
 })
 
 
@@ -237,5 +242,8 @@ async def _tell(runtime: Runtime, inbound: Inbound, text: str, *, reply_to: str 
 COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
     "/new": _new, "/stop": _stop, "/usage": _usage, "/help": _help, COMPACT_COMMAND: _compact, SOP_COMMAND: _sop,
     APPROVE_COMMAND: _approval_usage, DENY_COMMAND: _approval_usage, SHOW_COMMAND: _show,
+    PAIRING_COMMAND: decide_pairing,
 })
-assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"
+assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND, PAIRING_COMMAND} == set(_USAGE), (
+    "every chat command has one handler and a usage"
+)

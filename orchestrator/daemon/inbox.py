@@ -21,6 +21,7 @@ from orchestrator.daemon.approvals import answer_approval
 from orchestrator.daemon.channels import Channel
 from orchestrator.daemon.commands import run_command
 from orchestrator.daemon.delivery import inbound_of, serve_deliveries
+from orchestrator.daemon.rate_limits import slow_down
 from orchestrator.daemon.replies import CONTINUED, close_abandoned, deliver_reply, reopen_abandoned, resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
@@ -150,6 +151,10 @@ async def process_message(
         if not isinstance(outcome, Admitted):
             return outcome
         admitted = outcome
+    if admitted.limited is not None:  # past the route's rate limit: not run; one line per window
+        if admitted.limited.notify:
+            await slow_down(runtime, inbound, admitted.limited)
+        return Disposition.LIMITED
     if admitted.busy is not None:
         note = (
             f"I still have {admitted.busy} of your messages to answer, so I did not take this one. "

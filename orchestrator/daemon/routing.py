@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
 
 from orchestrator.config import Config, RouteConfig
 from orchestrator.errors import ConfigProblem
-from orchestrator.seam import ChatCommands, resolve_chat_commands
+from orchestrator.seam import ChatCommands, resolve_admission, resolve_chat_commands
 
-__all__ = ["RouteMatch", "explain_route", "match_route", "session_key", "shadow_lines", "shadow_problems", "shadowed_routes"]
+__all__ = [
+    "RouteMatch", "explain_route", "match_route", "session_key", "shadow_lines", "shadow_problems",
+    "shadowed_routes", "stranger_route",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,26 +25,44 @@ class RouteMatch:
     route: RouteConfig
 
 
-def match_route(config: Config, *, channel: str, chat: str, sender: str) -> RouteMatch | None:
-    """Return the first route whose channel, chat and sender allowlist all match, else None.
+def match_route(
+    config: Config, *, channel: str, chat: str, sender: str, paired: Collection[str] = ()
+) -> RouteMatch | None:
+    """Return the first route whose channel, chat and admitted senders all match, else None.
 
-    A route with no `senders` admits nobody; `"*"` admits anyone.
+    A route with no `senders` admits nobody; `"*"` admits anyone; `paired` names the routes
+    an approver paired the sender with (the stored approvals: the seam decides what they admit).
     """
     for index, route in enumerate(config.routes):
-        if _why_not(route, channel=channel, chat=chat, sender=sender) is None:
+        if _why_not(route, channel=channel, chat=chat, sender=sender, paired=paired) is None:
             return RouteMatch(index=index, route=route)
     return None
 
 
-def explain_route(config: Config, *, channel: str, chat: str, sender: str) -> list[str]:
+def stranger_route(
+    config: Config, *, channel: str, chat: str, sender: str, is_direct: bool, paired: Collection[str] = ()
+) -> RouteMatch | None:
+    """Return the first route of this chat that answers `sender` (admitted by none) with a pairing code, else None."""
+    for index, route in enumerate(config.routes):
+        if route.channel == channel and fnmatchcase(chat, route.chat) and resolve_admission(route).pairs(
+            sender, is_direct=is_direct, paired=paired
+        ):
+            return RouteMatch(index=index, route=route)
+    return None
+
+
+def explain_route(
+    config: Config, *, channel: str, chat: str, sender: str, paired: Collection[str] = ()
+) -> list[str]:
     """Return one line per route considered, ending with the decision.
 
-    A match is followed by the chat commands and SOPs the route grants that sender, and who
-    answers the approvals of each SOP's step agents; last, one line per shadowed route.
+    A match is followed by the chat commands and SOPs the route grants that sender, who
+    answers the approvals of each SOP's step agents, and whom it admits and how fast;
+    last, one line per shadowed route.
     """
     lines: list[str] = []
     for index, route in enumerate(config.routes):
-        why = _why_not(route, channel=channel, chat=chat, sender=sender)
+        why = _why_not(route, channel=channel, chat=chat, sender=sender, paired=paired)
         if why is None:
             commands = resolve_chat_commands(config, route)
             lines.append(
@@ -49,10 +70,17 @@ def explain_route(config: Config, *, channel: str, chat: str, sender: str) -> li
                 + (f", approvers {sorted(commands.approvers)}" if commands.approvers else "")
             )
             lines.extend(_explain_commands(commands, sender))
-            break
+            lines.extend(_explain_admission(route, sender, paired))
+            return lines + shadow_lines(config)
         lines.append(f"routes[{index}]: skipped ({why})")
-    else:
-        lines.append("no route matches: the message would be ignored and logged")
+    stranger = stranger_route(config, channel=channel, chat=chat, sender=sender, is_direct=True, paired=paired)
+    if stranger is not None:
+        lines.append(
+            f"no route admits the sender: in a DM, routes[{stranger.index}] (strangers = \"pair\") answers with a "
+            "pairing code its approvers may approve; elsewhere the message would be ignored and logged"
+        )
+        return lines + shadow_lines(config)
+    lines.append("no route matches: the message would be ignored and logged")
     return lines + shadow_lines(config)
 
 
@@ -91,7 +119,7 @@ def shadowed_routes(config: Config) -> Mapping[int, tuple[int, ...]]:
     """
     found: dict[int, tuple[int, ...]] = {}
     for later, route in enumerate(config.routes):
-        if not route.senders:
+        if not route.senders or route.strangers == "pair":  # a pairing route also admits whom it paired
             continue
         covering = [
             (earlier, config.routes[earlier]) for earlier in range(later)
@@ -195,14 +223,27 @@ def session_key(route: RouteConfig, *, channel: str, chat: str, sender: str, thr
     return base if route.session == "per_chat" else f"{base}:{sender}"
 
 
-def _why_not(route: RouteConfig, *, channel: str, chat: str, sender: str) -> str | None:
+def _why_not(route: RouteConfig, *, channel: str, chat: str, sender: str, paired: Collection[str]) -> str | None:
     if route.channel != channel:
         return f"channel is {route.channel!r}"
     if not fnmatchcase(chat, route.chat):
         return f"chat {chat!r} does not match {route.chat!r}"
-    if "*" not in route.senders and sender not in route.senders:
-        return f"sender {sender!r} is not in its senders list"
+    if not resolve_admission(route).admits(sender, paired):
+        return f"sender {sender!r} is not in its senders list" + (" nor paired with it" if paired else "")
     return None
+
+
+def _explain_admission(route: RouteConfig, sender: str, paired: Collection[str]) -> list[str]:
+    # Only what differs from the default (no pairing, no limit), so a plain route reads as before.
+    admission, lines = resolve_admission(route), []
+    if admission.strangers == "pair":
+        how = "listed" if "*" in admission.senders or sender in admission.senders else "paired by an approver"
+        lines.append(f"  sender: {how}; strangers: pair (codes decided by {sorted(admission.approvers)} or an admin)")
+    if (limit := admission.rate_limit) is not None:
+        lines.append(
+            f"  rate_limit: {limit.messages} messages per {limit.per_s:g} s per sender per chat (/stop, /new never limited)"
+        )
+    return lines
 
 
 def _explain_commands(commands: ChatCommands, sender: str) -> list[str]:

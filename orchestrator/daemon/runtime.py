@@ -18,9 +18,9 @@ from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.servers import connect_servers
 from orchestrator.daemon.status import RecentErrors, build_status, config_digest
 from orchestrator.observability import Observability, open_observability, require_telemetry
-from orchestrator.seam import ConstructionPath, Services, open_services
+from orchestrator.seam import CODE_ALPHABET, CODE_LENGTH, CODE_TTL_S, ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
-from orchestrator.store import FullDisk, GroupSync, SessionStore, state_fault
+from orchestrator.store import PairingAudit, FullDisk, GroupSync, PairingStore, RateWindows, SessionStore, state_fault
 
 __all__ = ["Reloadable", "Runtime"]
 
@@ -50,6 +50,8 @@ class Runtime:
         config_path: Path | None,
         services: Services,
         store: SessionStore,
+        pairing: PairingStore,
+        audit: PairingAudit,
         tasks: asyncio.TaskGroup,
         stack: AsyncExitStack,
     ) -> None:
@@ -62,6 +64,12 @@ class Runtime:
         self.errors = RecentErrors()
         self.services = services
         self.store = store
+        # Strangers' codes and the senders approvers paired (read on every message of a pairing route).
+        self.pairing = pairing
+        # Pairing decisions are audited beside approvals (its own connection to audit.sqlite3).
+        self.audit = audit
+        # `[[routes]] rate_limit`: each sender's messages per chat, in memory.
+        self.rate_windows = RateWindows()
         self.transcripts = StoredTranscripts(store)
         # What the platform is told we have is on disk first (`deliver`, and a reply's text).
         self.inbox_sync = GroupSync(store.wal_sync)
@@ -122,11 +130,16 @@ class Runtime:
             else:
                 stack.push_async_callback(services.providers.aclose)
             store = stack.enter_context(SessionStore(state / "sessions.sqlite3"))
+            pairing = stack.enter_context(
+                PairingStore(state / "pairing.sqlite3", alphabet=CODE_ALPHABET, length=CODE_LENGTH, ttl_s=CODE_TTL_S)
+            )
+            audit = stack.enter_context(PairingAudit(state / "audit.sqlite3"))
             # Metrics and traces outlive every task (a cancelled turn still ends its span).
             observed = await stack.enter_async_context(AsyncExitStack())
             tasks = await stack.enter_async_context(asyncio.TaskGroup())
             runtime = cls(
-                config=config, config_path=config_path, services=services, store=store, tasks=tasks, stack=stack
+                config=config, config_path=config_path, services=services, store=store, pairing=pairing,
+                audit=audit, tasks=tasks, stack=stack,
             )
             stack.callback(_detach, runtime.errors.attach())
             # Before any turn resolves (it binds the audit sink).

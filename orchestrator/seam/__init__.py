@@ -1,5 +1,22 @@
 """The one resolve seam: every construction path turns agent policy into an execution here."""
 
+from orchestrator.seam.admission import (
+    ANSWERS_PER_HOUR,
+    ATTEMPTS_PER_HOUR,
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    CODE_TTL_S,
+    MAX_PENDING_PER_CHANNEL,
+    NEVER_LIMITED,
+    PAIRING_COMMAND,
+    RateLimit,
+    RouteAdmission,
+    pairing_in_use,
+    resolve_admission,
+    route_admissions,
+    route_by_id,
+    route_id,
+)
 from orchestrator.seam.approval import ApprovalManager
 from orchestrator.seam.chat_commands import (
     APPROVAL_COMMANDS,
@@ -50,6 +67,21 @@ from orchestrator.seam.usage import DAY_S, DayBudget, UsageMeter, UsageWatcher, 
 from orchestrator.seam.turn_scope import ChildRunner, CurrentTurn, current_turn, enter_turn, leave_turn
 
 __all__ = [
+    "ANSWERS_PER_HOUR",
+    "ATTEMPTS_PER_HOUR",
+    "CODE_ALPHABET",
+    "CODE_LENGTH",
+    "CODE_TTL_S",
+    "MAX_PENDING_PER_CHANNEL",
+    "NEVER_LIMITED",
+    "PAIRING_COMMAND",
+    "RateLimit",
+    "RouteAdmission",
+    "pairing_in_use",
+    "resolve_admission",
+    "route_admissions",
+    "route_by_id",
+    "route_id",
     "DAY_S",
     "APPROVAL_COMMANDS",
     "COMPACT_COMMAND",

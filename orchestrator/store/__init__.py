@@ -1,9 +1,11 @@
-"""SQLite-backed state: the approval audit log, sessions, transcripts, the durable inbox, schedules, usage."""
+"""SQLite-backed state: the audit log, sessions, transcripts, the durable inbox, schedules, usage, pairings."""
 
-from orchestrator.store.audit import AuditLog
+from orchestrator.store.audit import AuditLog, PairingAudit
 from orchestrator.store.durable import GroupSync, StateSyncFailed, WalSync
 from orchestrator.store.full_disk import FullDisk, disk_full
 from orchestrator.store.lock import StateDirLocked, hold_state_lock, state_lock_holder
+from orchestrator.store.pairing import Offer, PairedSender, PairingCode, PairingStore
+from orchestrator.store.rate_limits import RateVerdict, RateWindows
 from orchestrator.store.schedules import ScheduleLog, ScheduleRecord
 from orchestrator.store.sessions import Backlog, InboxRow, SessionStore
 from orchestrator.store.sqlite import Database, open_database, open_read_only, state_fault
@@ -21,7 +23,14 @@ __all__ = [
     "Grouping",
     "GroupSync",
     "InboxRow",
+    "Offer",
+    "PairedSender",
+    "PairingCode",
+    "PairingAudit",
+    "PairingStore",
     "Purpose",
+    "RateVerdict",
+    "RateWindows",
     "ScheduleLog",
     "ScheduleRecord",
     "SessionStore",

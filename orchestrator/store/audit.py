@@ -1,4 +1,4 @@
-"""SQLite (WAL) audit log of approval decisions."""
+"""SQLite (WAL) audit log of approval decisions and pairing decisions."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from orchestrator.policy import ApprovalDecision, ApprovalRequest, ApprovalRule
 from orchestrator.store.sqlite import Database
 
-__all__ = ["AuditLog"]
+__all__ = ["AuditLog", "PairingAudit"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS approval_audit (
@@ -25,6 +25,19 @@ CREATE TABLE IF NOT EXISTS approval_audit (
     decided_by TEXT,
     reason TEXT NOT NULL
 )
+"""
+_PAIRING_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pairing_audit (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,
+    action TEXT NOT NULL,
+    code TEXT,
+    channel TEXT NOT NULL,
+    route TEXT,
+    sender TEXT NOT NULL,
+    decided_by TEXT,
+    reason TEXT NOT NULL
+);
 """
 
 
@@ -64,5 +77,34 @@ class AuditLog(Database):
             query += " WHERE agent = ?"
             params = (agent,)
         cursor = self._db.execute(query + " ORDER BY id", params)
+        cols = [c[0] for c in cursor.description]
+        return [dict(zip(cols, row, strict=True)) for row in cursor.fetchall()]
+
+
+class PairingAudit(Database):
+    """Append-only pairing audit table beside the approvals' in `<state_dir>/audit.sqlite3`; a context manager.
+
+    Opened by the daemon and by `orchestrator pairing` (each its own connection, WAL).
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, _PAIRING_SCHEMA)
+
+    def record_pairing(
+        self, action: str, *, channel: str, sender: str, code: str | None = None, route: str | None = None,
+        decided_by: str | None = None, reason: str = "",
+    ) -> None:
+        """Append one pairing event: `offered`, `approved`, `denied`, `revoked` or `refused`."""
+        self._db.execute(
+            "INSERT INTO pairing_audit (ts, action, code, channel, route, sender, decided_by, reason)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (time.time(), action, code, channel, route, sender, decided_by, reason),
+        )
+
+    def decisions(self) -> list[dict[str, object]]:
+        """Return the recorded pairing events, oldest first."""
+        cursor = self._db.execute(
+            "SELECT action, code, channel, route, sender, decided_by, reason FROM pairing_audit ORDER BY id"
+        )
         cols = [c[0] for c in cursor.description]
         return [dict(zip(cols, row, strict=True)) for row in cursor.fetchall()]

@@ -57,7 +57,8 @@ _DEDUPE_WINDOW_S: Final = 7 * 24 * 3600.0
 # long-lived inbox stays bounded by the window's traffic, not by the uptime.
 _PRUNE_EVERY: Final = 256
 _PRUNE_INTERVAL_S: Final = 3600.0
-_FINISHED: Final = frozenset({"done", "interrupted", "given_up"})
+# "limited": past the route's rate limit, kept (not run) like a finished row
+_FINISHED: Final = frozenset({"done", "interrupted", "given_up", "limited"})
 _ROW: Final = "SELECT channel, event_id, body, state, reply, sent, stream, queued_at, tries FROM inbox"
 
 
@@ -233,7 +234,7 @@ class SessionStore(Database):
         now = self._clock()
         self._finished_since_prune, self._pruned_at = 0, now
         cursor = self._db.execute(
-            "DELETE FROM inbox WHERE state IN ('done', 'interrupted', 'given_up') AND received < ?",
+            "DELETE FROM inbox WHERE state IN ('done', 'interrupted', 'given_up', 'limited') AND received < ?",
             (now - (self._window_s if older_than_s is None else older_than_s),),
         )
         return cursor.rowcount

@@ -202,6 +202,17 @@ async def test_a_route_without_senders_admits_nobody(
     ]
 
 
+async def test_a_route_without_senders_that_pairs_strangers_is_no_problem(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], fake_llm: FakeOpenAI
+) -> None:
+    path = write_config(
+        provider(fake_llm.base_url) + AGENT.format(model="fake-model")
+        + '[channels.terminal]\nkind = "terminal"\n[[routes]]\nchannel = "terminal"\nagent = "a"\nstrangers = "pair"\n'
+    )
+    code, out, err = await doctor(path, capsys)
+    assert (code, err) == (0, [])
+
+
 async def test_approval_and_exclusion_names_are_matched_against_connected_mcp_tools(
     write_config: WriteConfig, capsys: pytest.CaptureFixture[str], fake_llm: FakeOpenAI
 ) -> None:

@@ -38,6 +38,8 @@ _P: Final = "#24 The daemon never trusts a workspace"
 _I24: Final = "issue #24 build item 2"
 _B: Final = "#32 Budgets on every path"
 _I32: Final = "issue #32 items 1 and 2"
+_R: Final = "#28 Bots among people"
+_I28: Final = "issue #28 items 5 and 6"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
     # Issue 15: media as a resolved surface (the matrix row `media`), on every path that takes uploads.
@@ -359,6 +361,28 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               "(tool calls and confirmations)", owner=_C, tracking=_I11,
               evidence="tests/daemon/test_chat_commands.py::"
               "test_without_route_approvers_another_agents_step_is_denied_and_nobody_is_asked"),
+    # Issue 28 items 5 and 6: whom a route admits (its senders, paired strangers) and how fast, resolved in the seam.
+    ParityRow(surface="admission", setting="[[routes]] strangers (absent = ignore: no code, a stored pairing opens "
+              "nothing) and rate_limit (absent = none) resolved in the seam", owner=_R, tracking=_I28,
+              evidence="tests/seam/test_admission.py::test_omission_pairs_nobody_and_limits_nothing"),
+    ParityRow(surface="admission", setting="a pairing admits through its own route only; codes only in DMs",
+              owner=_R, tracking=_I28,
+              evidence="tests/seam/test_admission.py::"
+              "test_a_pairing_admits_through_its_own_route_only_and_only_in_dms_are_codes_given"),
+    ParityRow(surface="admission", setting="route `strangers`, `rate_limit` read only in the seam",
+              owner=_R, tracking=_I28,
+              evidence="tests/seam/test_admission.py::test_admission_fields_are_read_only_in_the_seam"),
+    ParityRow(surface="admission", setting="L2 channel path: an approver's `/pairing approve` admits the stranger "
+              "from the next message; the stranger's own is refused", owner=_R, tracking=_I28,
+              evidence="tests/daemon/test_pairing.py::"
+              "test_an_approver_approves_in_chat_the_stranger_cannot_and_is_answered_next"),
+    ParityRow(surface="admission", setting="L2 channel path: `orchestrator pairing` approve/deny/revoke, a revoke "
+              "holds on the next message", owner=_R, tracking=_I28,
+              evidence="tests/daemon/test_pairing.py::test_the_cli_lists_approves_denies_and_revokes_while_the_daemon_runs"),
+    ParityRow(surface="admission", setting="L2 channel path: rate_limit 5/60 -> 5 turns, one slow-down line, the "
+              "rest kept `limited`; /stop and /new never limited", owner=_R, tracking=_I28,
+              evidence="tests/daemon/test_rate_limit.py::"
+              "test_fifteen_messages_in_a_row_get_five_turns_and_one_slow_down_line_and_stop_still_works"),
     ParityRow(surface="network", setting="[http_fetch] allowed_hosts (absent/[] = no host), private guard, "
               "max_bytes: identical on every path (matrix row `network`)", owner="#11 Isolation at the edges",
               tracking="issue #11 item 4",
