@@ -119,7 +119,7 @@ def shadowed_routes(config: Config) -> Mapping[int, tuple[int, ...]]:
     """
     found: dict[int, tuple[int, ...]] = {}
     for later, route in enumerate(config.routes):
-        if not route.senders or route.strangers == "pair":  # a pairing route also admits whom it paired
+        if not route.senders or resolve_admission(route).strangers == "pair":  # it also admits whom it paired
             continue
         covering = [
             (earlier, config.routes[earlier]) for earlier in range(later)
