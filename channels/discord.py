@@ -126,7 +126,6 @@ def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[Secret
         name=name,
         token=secrets(config.token),
         endpoints=endpoints,
-        mention_only=config.mention_only,
         guild_ready_timeout_s=config.guild_ready_timeout_s,
         stream=config.stream,
         stream_edit_interval_s=config.stream_edit_interval_s,
@@ -136,9 +135,9 @@ def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[Secret
 
 
 class DiscordAdapter:
-    """One Discord bot. DMs are always delivered; guild messages only when they mention the
-    bot if `mention_only` (the mention is stripped). Messages from bots (itself included)
-    are ignored.
+    """One Discord bot. DMs and guild messages are delivered with their group facts (a mention
+    of the bot, stripped; a reply to one of its messages; a leading `/command`); the core's
+    route gate decides what a guild message needs. Messages from bots (itself included) are ignored.
 
     `chat` is the channel id (for a thread, its parent channel's id, with `thread` = the
     thread's id); `sender` the author's user id; `event_id` the message id. Approval prompts
@@ -157,7 +156,6 @@ class DiscordAdapter:
         name: str,
         token: str,
         endpoints: _Endpoints,
-        mention_only: bool,
         guild_ready_timeout_s: float,
         stream: bool = True,
         stream_edit_interval_s: float = 1.0,
@@ -165,7 +163,6 @@ class DiscordAdapter:
         self.name = name
         self.endpoints = endpoints
         self._token = token
-        self._mention_only = mention_only
         self._guild_ready_timeout_s = guild_ready_timeout_s
         self._client: _GatewayClient | None = None
         self._closed = False
@@ -269,8 +266,9 @@ class DiscordAdapter:
         if show is not None:  # like an answer, `/show ID` about our own prompt needs no mention
             text, mentioned = show_command(show), True
         attachments = discord_files.attachments_of(message)
-        if (not text and not attachments) or (not is_direct and self._mention_only and not mentioned):
+        if not text and not attachments:
             return None
+        replied = message.reference.resolved if message.reference is not None else None
         return Inbound(
             channel=self.name,
             chat=chat,
@@ -282,6 +280,9 @@ class DiscordAdapter:
             sender_name=message.author.display_name,
             is_direct=is_direct,
             attachments=attachments,
+            mentions_bot=mentioned,
+            reply_to_bot=isinstance(replied, discord.Message) and replied.author.id == me.id,
+            command_target="bot" if text.startswith("/") else None,
         )
 
     # -- sending ---------------------------------------------------------------------------

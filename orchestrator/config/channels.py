@@ -91,6 +91,7 @@ class DiscordChannelConfig(_ChannelModel):
     token: SecretRef
     api_base_url: NonEmptyStr | None = None
     gateway_url: NonEmptyStr | None = None
+    # deprecated: `[[routes]] reply_in_groups` (true = "mention", false = "all" for this channel's routes)
     mention_only: bool = Field(default=True, strict=True)
     guild_ready_timeout_s: float = Field(default=2.0, ge=0, strict=True)
 
@@ -152,3 +153,6 @@ class RouteConfig(_Model):
     approvers: tuple[NonEmptyStr, ...] = ()
     # the SOPs this route's senders may start with `/sop NAME`; none by default
     sops: tuple[NonEmptyStr, ...] = ()
+    # group gates (resolved in seam/group_gate.py): unset = "mention", or a Discord channel's legacy `mention_only`
+    reply_in_groups: Literal["mention", "all"] | None = None
+    wake_words: tuple[Annotated[str, Field(min_length=1, pattern=r"^\S(.*\S)?$")], ...] = ()

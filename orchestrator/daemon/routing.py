@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from orchestrator.config import Config, RouteConfig
-from orchestrator.seam import ChatCommands, resolve_chat_commands
+from orchestrator.seam import ChatCommands, resolve_chat_commands, resolve_group_gate
 
 __all__ = ["RouteMatch", "explain_route", "match_route", "session_key"]
 
@@ -45,6 +45,7 @@ def explain_route(config: Config, *, channel: str, chat: str, sender: str) -> li
                 f"routes[{index}]: matches -> agent {route.agent!r}, session {route.session}"
                 + (f", approvers {sorted(commands.approvers)}" if commands.approvers else "")
             )
+            lines.append(resolve_group_gate(config, route).explain())
             lines.extend(_explain_commands(commands, sender))
             return lines
         lines.append(f"routes[{index}]: skipped ({why})")
