@@ -79,6 +79,8 @@ _AUTH_CLOSE_CODES: Final = frozenset({4004})  # Authentication failed
 _MAX_RATELIMIT_WAIT_S: Final = 30.0
 _SDK_DEFAULT_BASE: Final = Route.BASE
 _SDK_DEFAULT_GATEWAY: Final = DiscordWebSocket.DEFAULT_GATEWAY
+# `@otherbot /cmd`: a command addressed to someone else (Discord has no `/cmd@bot`)
+_OTHERS_COMMAND: Final = re.compile(r"<@!?\d+>\s*/\w")
 _CHATTY_TYPES: Final = frozenset({discord.MessageType.default, discord.MessageType.reply})
 # How often the zombie-connection watchdog looks at the heartbeat state (Discord's interval
 # is ~41 s, so a missed ACK is noticed well within one interval of the next beat being due).
@@ -282,7 +284,7 @@ class DiscordAdapter:
             attachments=attachments,
             mentions_bot=mentioned,
             reply_to_bot=isinstance(replied, discord.Message) and replied.author.id == me.id,
-            command_target="bot" if text.startswith("/") else None,
+            command_target="bot" if text.startswith("/") else "other" if _OTHERS_COMMAND.match(text) else None,
         )
 
     # -- sending ---------------------------------------------------------------------------

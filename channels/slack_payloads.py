@@ -48,6 +48,8 @@ __all__ = [
 
 _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
 _USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
+# `@otherbot /cmd`: a command addressed to someone else (Slack has no `/cmd@bot`)
+_OTHERS_COMMAND: Final = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*/\w")
 # Block Kit: a section's text holds at most 3,000 characters; the arguments get what the
 # headline leaves, measured after escaping.
 _SECTION_LIMIT: Final = 3000
@@ -122,7 +124,7 @@ def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None
         attachments=attachments_from_event(event),
         mentions_bot=kind == "app_mention",
         reply_to_bot=bot_user_id is not None and event.get("parent_user_id") == bot_user_id,
-        command_target="bot" if text.startswith("/") else None,
+        command_target="bot" if text.startswith("/") else "other" if _OTHERS_COMMAND.match(text) else None,
     )
 
 

@@ -15,7 +15,7 @@ from orchestrator.daemon.approvals import REFUSED, ChannelApprover, send, whole_
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.policy import ApprovalRequest, Interactivity
 from orchestrator.seam import (
-    COMPACT_COMMAND, DAY_S, SOP_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands,
+    COMPACT_COMMAND, DAY_S, SOP_COMMAND, WHOAMI_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands,
 )
 from orchestrator.sessions import TurnRefused
 from orchestrator.sop import SopResult, SopStatus, run_sop
@@ -119,6 +119,7 @@ _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     APPROVE_COMMAND: "ID - allow a tool call you were asked about",
     DENY_COMMAND: "ID - refuse it",
     SHOW_COMMAND: "ID - the whole call of an approval you may answer",
+    WHOAMI_COMMAND: "- your user id and this chat's id",
 })
 
 
@@ -238,4 +239,7 @@ COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
     "/new": _new, "/stop": _stop, "/usage": _usage, "/help": _help, COMPACT_COMMAND: _compact, SOP_COMMAND: _sop,
     APPROVE_COMMAND: _approval_usage, DENY_COMMAND: _approval_usage, SHOW_COMMAND: _show,
 })
-assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND} == set(_USAGE), "every chat command has one handler and a usage"
+# `/whoami` is answered before admission (daemon/whoami.py), never as an admitted command
+assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND} == set(_USAGE) - {WHOAMI_COMMAND}, (
+    "every chat command has one handler and a usage"
+)

@@ -25,7 +25,7 @@ from orchestrator.daemon.delivery import inbound_of, serve_deliveries
 from orchestrator.daemon.replies import CONTINUED, close_abandoned, deliver_reply, reopen_abandoned, resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
-from orchestrator.daemon.whoami import answer_whoami
+from orchestrator.daemon.whoami import answer_whoami, whoami_allowed
 from orchestrator.sessions import TurnRefused
 from orchestrator.store import InboxRow, disk_full, state_fault
 
@@ -137,7 +137,7 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer, *, synced: b
         runtime.spawn(
             process_message(runtime, item, admitted=admitted), name=f"msg:{item.channel}:{item.event_id}"
         )
-    elif admitted is Disposition.WHOAMI:
+    elif admitted is Disposition.WHOAMI and whoami_allowed(runtime, item):
         runtime.spawn(answer_whoami(runtime, item), name=f"whoami:{item.channel}:{item.event_id}")
 
 

@@ -20,7 +20,7 @@ from orchestrator.daemon.routing import match_route
 if TYPE_CHECKING:
     from orchestrator.daemon.runtime import Runtime  # the runtime holds this module's limit
 
-__all__ = ["WHOAMI_EVERY_S", "WhoamiLimit", "answer_whoami", "whoami_text"]
+__all__ = ["WHOAMI_EVERY_S", "WhoamiLimit", "answer_whoami", "whoami_allowed", "whoami_text"]
 
 WHOAMI_EVERY_S: Final = 60.0
 _REMEMBERED: Final = 10_000  # senders remembered at most (the oldest forgotten first)
@@ -60,11 +60,16 @@ def whoami_text(runtime: Runtime, inbound: Inbound) -> str:
     return "\n".join(lines)
 
 
+def whoami_allowed(runtime: Runtime, inbound: Inbound) -> bool:
+    """Return whether `inbound.sender` may be answered now (decided at delivery, so in arrival order)."""
+    if runtime.whoami.allow(inbound.channel, inbound.sender):
+        return True
+    logger.info("/whoami from {} {} within a minute of the last answer: not answered", inbound.channel, inbound.sender)
+    return False
+
+
 async def answer_whoami(runtime: Runtime, inbound: Inbound) -> None:
-    """Send `inbound.sender` their `/whoami` answer, unless they were answered within the last minute."""
-    if not runtime.whoami.allow(inbound.channel, inbound.sender):
-        logger.info("/whoami from {} {} within a minute of the last answer: not answered", inbound.channel, inbound.sender)
-        return
+    """Send `inbound.sender` their `/whoami` answer (after `whoami_allowed`)."""
     adapter = runtime.channels.adapter(inbound.channel)
     if adapter is None:
         return

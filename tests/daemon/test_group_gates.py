@@ -1,0 +1,99 @@
+"""Group gates on every platform: in a group the bot takes only what is addressed to it (issue #28 item 1).
+
+Each test runs once per real adapter and fake (`GroupChat` in chats.py). The route's gate is
+resolved in the seam (`resolve_group_gate`); the adapters only report facts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import WriteConfig
+from tests.daemon.chats import ALL_CHATS, GroupChat
+from tests.daemon.platforms import daemon
+from tests.fakes.openai_server import FakeOpenAI, text
+
+all_chats = pytest.mark.parametrize("chat", ALL_CHATS, indirect=True)
+
+
+def seen_by_model(fake_llm: FakeOpenAI) -> list[str]:
+    """Return the last user message of every model request, in order."""
+    return [[m for m in r["messages"] if m["role"] == "user"][-1]["content"] for r in fake_llm.requests]
+
+
+@all_chats
+async def test_people_talking_among_themselves_make_no_model_call_and_a_mention_makes_one(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, chat: GroupChat
+) -> None:
+    path = write_config(chat.group_toml(fake_llm))
+    fake_llm.script(text("It is noon."), text("Glad to help."))
+    async with daemon(path):
+        await chat.say("lunch at noon, anyone?")
+        await chat.mention_other("yes, see you there")
+        await chat.settle()
+        await chat.mention_bot("what time is it?")
+        answer = await chat.wait_text("It is noon.")
+        assert chat.chat_of(answer) == chat.group
+        await chat.reply_to_bot("thanks!")  # a reply to the bot needs no mention
+        await chat.wait_text("Glad to help.")
+        await chat.settle()
+    assert seen_by_model(fake_llm) == ["what time is it?", "thanks!"]  # the mention cut out
+
+
+@all_chats
+async def test_a_command_to_the_bot_is_taken_and_one_to_another_bot_is_not(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, chat: GroupChat
+) -> None:
+    path = write_config(chat.group_toml(fake_llm))
+    async with daemon(path):
+        await chat.command("/help", to_other_bot=True)
+        await chat.settle()
+        await chat.command("/help")
+        await chat.wait_text("Commands here:")
+        await chat.settle()
+    assert len([t for t in chat.texts() if "Commands here:" in t]) == 1
+    assert fake_llm.requests == []
+
+
+@all_chats
+async def test_a_wake_word_is_taken_and_other_chatter_is_not(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, chat: GroupChat
+) -> None:
+    path = write_config(chat.group_toml(fake_llm, route_extra='wake_words = ["Ops"]'))
+    fake_llm.script(text("Deploying now."))
+    async with daemon(path):
+        await chat.say("the ops team is out today")  # the word, but not at the start
+        await chat.say("opsie daisy")  # not a whole word
+        await chat.settle()
+        await chat.say("OPS, deploy the fix please")
+        await chat.wait_text("Deploying now.")
+        await chat.settle()
+    assert seen_by_model(fake_llm) == ["OPS, deploy the fix please"]
+
+
+@all_chats
+async def test_reply_in_groups_all_takes_every_message_but_a_command_to_another_bot(
+    write_config: WriteConfig, fake_llm: FakeOpenAI, chat: GroupChat
+) -> None:
+    path = write_config(chat.group_toml(fake_llm, route_extra='reply_in_groups = "all"'))
+    fake_llm.script(text("first answer"), text("second answer"))
+    async with daemon(path):
+        await chat.command("/help", to_other_bot=True)
+        await chat.say("lunch at noon, anyone?")
+        await chat.wait_text("first answer")
+        await chat.mention_other("yes, see you there")
+        await chat.wait_text("second answer")
+        await chat.settle()
+    assert len(fake_llm.requests) == 2 and seen_by_model(fake_llm)[0] == "lunch at noon, anyone?"
+
+
+@all_chats
+async def test_direct_messages_need_no_mention(write_config: WriteConfig, fake_llm: FakeOpenAI, chat: GroupChat) -> None:
+    path = write_config(chat.group_toml(fake_llm))
+    fake_llm.script(text("hello in private"))
+    async with daemon(path):
+        await chat.push_dm("just a plain message")
+        post: dict[str, Any] = await chat.wait_text("hello in private")
+    assert chat.chat_of(post) == chat.dm and seen_by_model(fake_llm) == ["just a plain message"]
