@@ -480,6 +480,7 @@ class _GatewayClient(discord.Client):
                 channel=self._orc_adapter.name, chat=where[0], thread=where[1], sender=str(interaction.user.id),
                 text=show_command(show), event_id=str(interaction.id),
                 is_direct=isinstance(interaction.channel, discord.DMChannel),
+                command_target="bot",  # a press on the bot's own prompt is addressed to it
             )
         elif button is not None:
             request_id, approved = button

@@ -162,6 +162,7 @@ def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnsw
                 channel=channel, chat=chat, sender=sender, text=show_command(shown),
                 event_id=f"show-{_str(payload, 'trigger_id') or _str(action, 'action_ts')}",
                 thread=_str(message, "thread_ts") or _str(container, "thread_ts"), is_direct=chat.startswith("D"),
+                command_target="bot",  # a press on the bot's own prompt is addressed to it
             )
         answer = parse_approval_button(data)
         if answer is not None:

@@ -506,6 +506,7 @@ class TelegramAdapter:
                     channel=self.name, chat=str(message.chat.id), sender=str(query.from_user.id),
                     text=show_command(show), event_id=str(update_id), thread=str(topic) if topic else None,
                     sender_name=query.from_user.full_name, is_direct=message.chat.type == ChatType.PRIVATE,
+                    command_target="bot",  # a press on the bot's own prompt is addressed to it
                 )
             )
             toast = "Showing the whole call"
