@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.daemon.whoami import WhoamiLimit
 from tests.conftest import WriteConfig
 from tests.daemon.chats import ALL_CHATS, TELEGRAM_GROUP, GroupChat, TelegramChat
 from tests.daemon.platforms import daemon
@@ -164,3 +165,10 @@ async def test_whoami_tells_a_stranger_their_ids_once_a_minute_and_runs_no_turn(
     answers = [t for t in chat.texts() if t.startswith("Your user id")]
     assert answers == [chat.text_of(answer), chat.text_of(admitted), chat.text_of(in_group)]
     assert fake_llm.requests == []
+
+
+def test_whoami_answers_each_sender_once_a_minute_per_channel() -> None:
+    limit = WhoamiLimit()
+    assert limit.allow("tg", "99", now=1000.0) and not limit.allow("tg", "99", now=1059.0)
+    assert limit.allow("tg", "98", now=1059.0) and limit.allow("slack", "99", now=1059.0)  # another sender, channel
+    assert limit.allow("tg", "99", now=1060.0)  # a minute later
