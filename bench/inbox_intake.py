@@ -52,7 +52,7 @@ senders = ["*"]
 
 
 def _message(index: int) -> Inbound:
-    return Inbound(channel="bot", chat=str(index), sender=str(index), text="hello there", event_id=f"e{index}",
+    return Inbound(is_direct=True, channel="bot", chat=str(index), sender=str(index), text="hello there", event_id=f"e{index}",
                    message_id=str(index))
 
 

@@ -83,6 +83,13 @@ class Inbound:
     sender_name: str | None = None
     is_direct: bool = False
     attachments: tuple[Attachment, ...] = ()
+    # Group facts, for the route's group gate (decided in the core, never here): the message
+    # mentions this bot (the mention is already cut out of `text`), replies to one of its
+    # messages, or is a `/command` addressed to it ("bot": `/cmd`, `/cmd@thisbot`, its `@thisbot`
+    # cut out of `text`) or to another bot ("other": `/cmd@otherbot`).
+    mentions_bot: bool = False
+    reply_to_bot: bool = False
+    command_target: Literal["bot", "other"] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -85,6 +85,8 @@ _AUTH_CLOSE_CODES: Final = frozenset({4004})  # Authentication failed
 _MAX_RATELIMIT_WAIT_S: Final = 30.0
 _SDK_DEFAULT_BASE: Final = Route.BASE
 _SDK_DEFAULT_GATEWAY: Final = DiscordWebSocket.DEFAULT_GATEWAY
+# `@otherbot /cmd`: a command addressed to someone else (Discord has no `/cmd@bot`)
+_OTHERS_COMMAND: Final = re.compile(r"<@!?\d+>\s*/\w")
 _CHATTY_TYPES: Final = frozenset({discord.MessageType.default, discord.MessageType.reply})
 # How often the zombie-connection watchdog looks at the heartbeat state (Discord's interval
 # is ~41 s, so a missed ACK is noticed well within one interval of the next beat being due).
@@ -132,7 +134,6 @@ def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[Secret
         name=name,
         token=secrets(config.token),
         endpoints=endpoints,
-        mention_only=config.mention_only,
         guild_ready_timeout_s=config.guild_ready_timeout_s,
         stream=config.stream,
         stream_edit_interval_s=config.stream_edit_interval_s,
@@ -142,9 +143,9 @@ def create(name: str, config: DiscordChannelConfig, *, secrets: Callable[[Secret
 
 
 class DiscordAdapter:
-    """One Discord bot. DMs are always delivered; guild messages only when they mention the
-    bot if `mention_only` (the mention is stripped). Messages from bots (itself included)
-    are ignored.
+    """One Discord bot. DMs and guild messages are delivered with their group facts (a mention
+    of the bot, stripped; a reply to one of its messages; a leading `/command`); the core's
+    route gate decides what a guild message needs. Messages from bots (itself included) are ignored.
 
     `chat` is the channel id (for a thread, its parent channel's id, with `thread` = the
     thread's id); `sender` the author's user id; `event_id` the message id. Approval prompts
@@ -163,7 +164,6 @@ class DiscordAdapter:
         name: str,
         token: str,
         endpoints: _Endpoints,
-        mention_only: bool,
         guild_ready_timeout_s: float,
         stream: bool = True,
         stream_edit_interval_s: float = 1.0,
@@ -171,7 +171,6 @@ class DiscordAdapter:
         self.name = name
         self.endpoints = endpoints
         self._token = token
-        self._mention_only = mention_only
         self._guild_ready_timeout_s = guild_ready_timeout_s
         self._client: _GatewayClient | None = None
         self._closed = False
@@ -275,8 +274,9 @@ class DiscordAdapter:
         if show is not None:  # like an answer, `/show ID` about our own prompt needs no mention
             text, mentioned = show_command(show), True
         attachments = discord_files.attachments_of(message)
-        if (not text and not attachments) or (not is_direct and self._mention_only and not mentioned):
+        if not text and not attachments:
             return None
+        replied = message.reference.resolved if message.reference is not None else None
         return Inbound(
             channel=self.name,
             chat=chat,
@@ -288,6 +288,9 @@ class DiscordAdapter:
             sender_name=message.author.display_name,
             is_direct=is_direct,
             attachments=attachments,
+            mentions_bot=mentioned,
+            reply_to_bot=isinstance(replied, discord.Message) and replied.author.id == me.id,
+            command_target="bot" if text.startswith("/") else "other" if _OTHERS_COMMAND.match(text) else None,
         )
 
     # -- sending ---------------------------------------------------------------------------
@@ -483,6 +486,7 @@ class _GatewayClient(discord.Client):
                 channel=self._orc_adapter.name, chat=where[0], thread=where[1], sender=str(interaction.user.id),
                 text=show_command(show), event_id=str(interaction.id),
                 is_direct=isinstance(interaction.channel, discord.DMChannel),
+                command_target="bot",  # a press on the bot's own prompt is addressed to it
             )
         elif button is not None:
             request_id, approved = button

@@ -3,15 +3,18 @@
 Pure functions over the raw JSON Slack sends (Events API `event_callback` bodies and
 `block_actions` interaction payloads); no SDK import, so the rules are readable in one place:
 
-- `message` events count only in DMs (`channel_type == "im"`); in channels the bot answers
-  `app_mention` events, so a mention that also arrives as a channel `message` is not handled
-  twice. An `app_mention` in a DM is dropped for the same reason (the `message` covers it).
+- `message` events in DMs (`channel_type == "im"`) are direct messages. In channels
+  (`message.channels`, `message.groups`, `message.mpim`) a `message` that mentions the bot is
+  dropped, because its `app_mention` carries it (so a mention is never handled twice); every
+  other one is delivered with its group facts (`reply_to_bot` when it is in a thread the bot
+  started: `parent_user_id`), and the core's route gate decides. An `app_mention` in a DM is
+  dropped for the same reason (the `message` covers it).
 - Bot messages (`bot_id`, `bot_profile`, subtype `bot_message`, or our own user id) are ignored.
 - Subtypes other than `file_share`, `thread_broadcast` and `me_message` (all typed by a person)
   are ignored: `message_changed` (edits), `message_deleted`, `channel_join`, `channel_topic`, ...
 - Files on the event become `Inbound.attachments` (`slack_files.py`); a file with no text is
   still a message.
-- A leading mention of the bot is stripped, and `/approve ID` / `/deny ID` become
+- Every mention of the bot is cut from the text; a leading `/word` is a command to the bot; and `/approve ID` / `/deny ID` become
   `ApprovalAnswer`s. (Slack's composer treats a leading `/` as a slash command; users type
   ` /approve ID` with a space, or `@bot /approve ID`, or simply press the buttons.)
 """
@@ -45,6 +48,8 @@ __all__ = [
 
 _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message"})
 _USER_ID: Final = re.compile(r"[UW][A-Z0-9]{2,}")
+# `@otherbot /cmd`: a command addressed to someone else (Slack has no `/cmd@bot`)
+_OTHERS_COMMAND: Final = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*/\w")
 # Block Kit: a section's text holds at most 3,000 characters; the arguments get what the
 # headline leaves, measured after escaping.
 _SECTION_LIMIT: Final = 3000
@@ -87,9 +92,11 @@ def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None
     chat, sender, event_id, ts = _str(event, "channel"), _str(event, "user"), _str(body, "event_id"), _str(event, "ts")
     if chat is None or sender is None or event_id is None or ts is None:
         return None
+    mention = _mention(bot_user_id)
+    direct = kind == "message" and event.get("channel_type") == "im"
     if kind == "message":
-        if event.get("channel_type") != "im":
-            return None
+        if not direct and mention is not None and mention.search(event.get("text") or ""):
+            return None  # its app_mention carries it
     elif kind != "app_mention" or chat.startswith("D"):
         return None
     subtype = event.get("subtype")
@@ -97,7 +104,8 @@ def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None
         return None
     if event.get("bot_id") or event.get("bot_profile") or sender == bot_user_id:
         return None
-    text = _unescape(_strip_leading_mention(event.get("text") or "", bot_user_id))
+    raw = event.get("text") or ""
+    text = _unescape(_cut_mentions(raw, mention))
     command = parse_approval_command(text)
     if command is not None:
         request_id, approved = command
@@ -112,16 +120,22 @@ def from_event(channel: str, body: Mapping[str, Any], *, bot_user_id: str | None
         message_id=ts,
         thread=_str(event, "thread_ts"),
         sender_name=_str(profile, "display_name") or _str(profile, "real_name"),
-        is_direct=kind == "message",
+        is_direct=direct,
         attachments=attachments_from_event(event),
+        mentions_bot=kind == "app_mention",
+        reply_to_bot=bot_user_id is not None and event.get("parent_user_id") == bot_user_id,
+        command_target="bot" if text.startswith("/") else "other" if _OTHERS_COMMAND.match(text) else None,
     )
 
 
-def _strip_leading_mention(text: str, bot_user_id: str | None) -> str:
-    if bot_user_id is None:
+def _mention(bot_user_id: str | None) -> re.Pattern[str] | None:
+    return re.compile(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>[:,]?") if bot_user_id else None
+
+
+def _cut_mentions(text: str, mention: re.Pattern[str] | None) -> str:
+    if mention is None:
         return text
-    mention = re.match(rf"\s*<@{re.escape(bot_user_id)}(?:\|[^>]*)?>[\s:,]*", text)
-    return text[mention.end():] if mention else text
+    return re.sub(r"(?<=\S)  +(?=\S)", " ", mention.sub("", text)).strip()
 
 
 def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnswer | Inbound | None:
@@ -148,6 +162,7 @@ def from_block_actions(channel: str, payload: Mapping[str, Any]) -> ApprovalAnsw
                 channel=channel, chat=chat, sender=sender, text=show_command(shown),
                 event_id=f"show-{_str(payload, 'trigger_id') or _str(action, 'action_ts')}",
                 thread=_str(message, "thread_ts") or _str(container, "thread_ts"), is_direct=chat.startswith("D"),
+                command_target="bot",  # a press on the bot's own prompt is addressed to it
             )
         answer = parse_approval_button(data)
         if answer is not None:

@@ -68,6 +68,7 @@ from channels.approval_codec import (
 )
 from channels.streaming import PacerBook
 from channels.telegram_format import Rendered, plain, render
+from channels.telegram_groups import group_facts, sent_via
 from channels.telegram_http import AiohttpRequest
 from channels.telegram_ids import chat_id as _chat_id, retry_after_s as _retry_after_s, thread_id as _thread_id
 from channels import telegram_media
@@ -139,6 +140,7 @@ class TelegramAdapter:
         self._drafts = True  # False once the Bot API server answered sendMessageDraft "no such method"
         self._offset: int | None = None  # first update id not yet delivered
         self._username: str | None = None
+        self._bot_id: int | None = None
         self._polling = False
 
     # -- ChannelAdapter -------------------------------------------------------------------
@@ -147,7 +149,7 @@ class TelegramAdapter:
         """Receive until cancelled; raise `ChannelAuthError` for a refused token, else `ChannelError`."""
         await asyncio.gather(self._api_request.initialize(), self._poll_request.initialize())
         me = await self._call("getMe", self._bot.get_me)
-        self._username = me.username
+        self._username, self._bot_id = me.username, me.id
         if self._config.mode == "webhook":
             await self._serve_webhook(deliver, ready)
         else:
@@ -459,9 +461,10 @@ class TelegramAdapter:
         text = message.text if message.text is not None else message.caption
         user = message.from_user
         attachments = telegram_media.attachments_of(message) if message.text is None else ()
-        if (not text and not attachments) or user is None or user.is_bot:
-            return None  # stickers, service messages, channel posts: nothing to answer
-        text = text or ""
+        if (not text and not attachments) or user is None or user.is_bot or sent_via(message, self._bot_id):
+            return None  # stickers, service messages, channel posts, our own inline results: nothing to answer
+        facts = group_facts(message, text or "", bot_id=self._bot_id, username=self._username)
+        text = facts.text
         chat, sender = str(message.chat.id), str(user.id)
         show = parse_show_command(text, bot_username=self._username)
         if show is not None:  # `/show@thisbot ID` in a group is the core's `/show ID`
@@ -486,6 +489,9 @@ class TelegramAdapter:
             sender_name=user.full_name,
             is_direct=message.chat.type == ChatType.PRIVATE,
             attachments=attachments,
+            mentions_bot=facts.mentions_bot,
+            reply_to_bot=facts.reply_to_bot,
+            command_target=facts.command_target,
         )
 
     async def _handle_click(self, update_id: int, query: CallbackQuery, deliver: Deliver) -> None:
@@ -500,6 +506,7 @@ class TelegramAdapter:
                     channel=self.name, chat=str(message.chat.id), sender=str(query.from_user.id),
                     text=show_command(show), event_id=str(update_id), thread=str(topic) if topic else None,
                     sender_name=query.from_user.full_name, is_direct=message.chat.type == ChatType.PRIVATE,
+                    command_target="bot",  # a press on the bot's own prompt is addressed to it
                 )
             )
             toast = "Showing the whole call"

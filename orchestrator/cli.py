@@ -290,7 +290,7 @@ def _cmd_route(args: argparse.Namespace) -> int:
     import json
 
     from orchestrator.daemon import explain_route, match_route, paired_routes
-    from orchestrator.seam import resolve_admission, resolve_chat_commands
+    from orchestrator.seam import resolve_admission, resolve_chat_commands, resolve_group_gate
 
     config = _load(args)
     paired = paired_routes(config, channel=args.channel, sender=args.sender)  # the stored approvals
@@ -309,6 +309,7 @@ def _cmd_route(args: argparse.Namespace) -> int:
                 "route": match.index, "session": match.route.session,
                 **resolve_chat_commands(config, match.route).describe(args.sender),
                 **resolve_admission(match.route).describe(), "paired": sorted(paired),
+                "groups": resolve_group_gate(config, match.route).describe(),
             }
         print(json.dumps(shown, indent=2))
     return 0 if match is not None else 1
@@ -331,9 +332,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"{len(config.channels)} channels, {len(config.routes)} routes)"
     )
     from orchestrator.checks import tracked_secret_warnings
+    from orchestrator.seam import group_gate_deprecations
 
     for warning in tracked_secret_warnings(config, shown=args.config):  # a warning: the exit code stays
         print(f"warning: {warning}", file=sys.stderr)
+    for line in group_gate_deprecations(config):
+        print(f"{args.config}: deprecated: {line}", file=sys.stderr)
     problems, notes = _local_problems(config, shown=args.config)
     from orchestrator.seam import sandbox_notices
 

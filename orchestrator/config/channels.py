@@ -108,6 +108,7 @@ class DiscordChannelConfig(_ChannelModel):
     token: SecretRef
     api_base_url: NonEmptyStr | None = Field(default_factory=_api_from_environment("discord"))
     gateway_url: NonEmptyStr | None = None
+    # deprecated: `[[routes]] reply_in_groups` (true = "mention", false = "all" for this channel's routes)
     mention_only: bool = Field(default=True, strict=True)
     guild_ready_timeout_s: float = Field(default=2.0, ge=0, strict=True)
 
@@ -180,3 +181,6 @@ class RouteConfig(_Model):
     strangers: Literal["ignore", "pair"] = "ignore"
     # per sender per chat; absent = no message rate limit (`/stop` and `/new` are never limited)
     rate_limit: RateLimitConfig | None = None
+    # group gates (resolved in seam/group_gate.py): unset = "mention", or a Discord channel's legacy `mention_only`
+    reply_in_groups: Literal["mention", "all"] | None = None
+    wake_words: tuple[Annotated[str, Field(min_length=1, pattern=r"^\S(.*\S)?$")], ...] = ()

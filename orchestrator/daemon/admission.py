@@ -14,7 +14,8 @@ from orchestrator.config import Config, RouteConfig
 from orchestrator.daemon.routing import match_route, session_key, stranger_route
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.seam import (
-    APPROVAL_COMMANDS, COMPACT_COMMAND, PAIRING_COMMAND, SESSION_COMMANDS, SOP_COMMAND, pairing_in_use, resolve_admission,
+    APPROVAL_COMMANDS, COMPACT_COMMAND, PAIRING_COMMAND, SESSION_COMMANDS, SOP_COMMAND, WHOAMI_COMMAND, pairing_in_use,
+    resolve_admission, resolve_group_gate,
 )
 from orchestrator.sessions import SessionState
 from orchestrator.store import RateVerdict
@@ -34,6 +35,8 @@ class Disposition(enum.Enum):
 
     ANSWERED = "answered"
     NO_ROUTE = "no_route"
+    NOT_TAKEN = "not_taken"  # a group message the route's gate does not take: not stored, not run
+    WHOAMI = "whoami"  # answered off the inbox (never stored, never a turn), rate-bound per sender
     DUPLICATE = "duplicate"
     COMMAND = "command"
     STOPPED = "stopped"
@@ -77,11 +80,24 @@ def admit(runtime: Runtime, inbound: Inbound, *, replay: bool = False) -> Admitt
         else frozenset()
     )
     match = match_route(config, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, paired=paired)
+    command = inbound.text.strip().split(maxsplit=1)[0].lower() if inbound.text.strip() else ""
+    if command == WHOAMI_COMMAND and not replay and (inbound.is_direct or inbound.command_target == "bot"):
+        return Disposition.WHOAMI  # anyone, even a sender no route admits (a group: addressed to this bot)
     if match is None:
         return _stranger(runtime, inbound, paired, replay=replay)
     route = match.route
+    # A group message the route's gate does not take is not stored: it was never accepted for
+    # a turn, so a replay must not run it (group context, issue #28 item 3, keeps its own rows).
+    # A replayed row passed the gate when it was first admitted.
+    if not replay and not inbound.is_direct:
+        reason = resolve_group_gate(config, route).decide(
+            is_direct=False, mentions_bot=inbound.mentions_bot, reply_to_bot=inbound.reply_to_bot,
+            command_target=inbound.command_target, text=inbound.text,
+        )
+        if reason is None:
+            logger.debug("group message {} {} not taken by routes[{}]", inbound.channel, inbound.event_id, match.index)
+            return Disposition.NOT_TAKEN
     key = session_key(route, channel=inbound.channel, chat=inbound.chat, sender=inbound.sender, thread=inbound.thread)
-    command = inbound.text.strip().split(maxsplit=1)[0].lower() if inbound.text.strip() else ""
     if not replay and not runtime.store.accept(inbound.channel, inbound.event_id, dataclasses.asdict(inbound)):
         logger.info("duplicate delivery {} {}: ignored", inbound.channel, inbound.event_id)
         return Disposition.DUPLICATE

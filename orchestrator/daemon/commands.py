@@ -16,7 +16,8 @@ from orchestrator.daemon.pairing import answer_stranger, decide_pairing
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.policy import ApprovalRequest, Interactivity
 from orchestrator.seam import (
-    COMPACT_COMMAND, DAY_S, PAIRING_COMMAND, SOP_COMMAND, ChatCommands, budget_key, build_channel, resolve_chat_commands,
+    COMPACT_COMMAND, DAY_S, PAIRING_COMMAND, SOP_COMMAND, WHOAMI_COMMAND, ChatCommands, budget_key, build_channel,
+    resolve_chat_commands,
 )
 from orchestrator.sessions import TurnRefused
 from orchestrator.sop import SopResult, SopStatus, run_sop
@@ -124,6 +125,7 @@ _USAGE: Final[Mapping[str, str]] = MappingProxyType({
     DENY_COMMAND: "ID - refuse it",
     SHOW_COMMAND: "ID - the whole call of an approval you may answer",
     PAIRING_COMMAND: "approve|deny CODE - decide a new sender's pairing code (route approvers)",
+    WHOAMI_COMMAND: "- your user id and this chat's id",
 })
 
 
@@ -244,6 +246,7 @@ COMMANDS: Final[Mapping[str, CommandHandler]] = MappingProxyType({
     APPROVE_COMMAND: _approval_usage, DENY_COMMAND: _approval_usage, SHOW_COMMAND: _show,
     PAIRING_COMMAND: decide_pairing,
 })
-assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND, PAIRING_COMMAND} == set(_USAGE), (
+# `/whoami` is answered before admission (daemon/whoami.py), never as an admitted command
+assert set(COMMANDS) == INSTANT_COMMANDS | {SOP_COMMAND, COMPACT_COMMAND, PAIRING_COMMAND} == set(_USAGE) - {WHOAMI_COMMAND}, (
     "every chat command has one handler and a usage"
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import Final
 
 from loguru import logger
 
@@ -25,12 +26,17 @@ from orchestrator.daemon.rate_limits import slow_down
 from orchestrator.daemon.replies import CONTINUED, close_abandoned, deliver_reply, reopen_abandoned, resume_reply
 from orchestrator.daemon.runtime import Runtime
 from orchestrator.daemon.turns import run_chat_turn
+from orchestrator.daemon.whoami import answer_whoami, whoami_allowed
 from orchestrator.sessions import TurnRefused
 from orchestrator.store import InboxRow, disk_full, state_fault
 
 __all__ = [
     "deliver", "hold_replayed", "process_message", "replay_unfinished", "start_channel", "start_channels", "stop_channel",
 ]
+
+
+# What `admit` decided without writing the inbox: nothing to sync before the platform is told.
+_NOTHING_STORED: Final = (Disposition.NO_ROUTE, Disposition.NOT_TAKEN, Disposition.WHOAMI)
 
 
 async def start_channels(runtime: Runtime, *, ready_timeout_s: float = 30.0) -> None:
@@ -115,7 +121,7 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer, *, synced: b
         # On disk before the adapter acknowledges it (one fsync, shared with concurrent
         # deliveries); a message no route takes wrote nothing. A duplicate still waits: its
         # first delivery's write may not be synced yet.
-        if synced and admitted is not Disposition.NO_ROUTE:
+        if synced and admitted not in _NOTHING_STORED:
             await runtime.inbox_sync.wait()
     except Exception as exc:
         if disk_full(exc):  # not stored, so not acknowledged: the platform delivers it again
@@ -132,6 +138,8 @@ async def deliver(runtime: Runtime, item: Inbound | ApprovalAnswer, *, synced: b
         runtime.spawn(
             process_message(runtime, item, admitted=admitted), name=f"msg:{item.channel}:{item.event_id}"
         )
+    elif admitted is Disposition.WHOAMI and whoami_allowed(runtime, item):
+        runtime.spawn(answer_whoami(runtime, item), name=f"whoami:{item.channel}:{item.event_id}")
 
 
 async def process_message(

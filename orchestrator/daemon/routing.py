@@ -9,7 +9,7 @@ from functools import cache
 
 from orchestrator.config import Config, RouteConfig
 from orchestrator.errors import ConfigProblem
-from orchestrator.seam import ChatCommands, resolve_admission, resolve_chat_commands
+from orchestrator.seam import ChatCommands, resolve_admission, resolve_chat_commands, resolve_group_gate
 
 __all__ = [
     "RouteMatch", "explain_route", "match_route", "session_key", "shadow_lines", "shadow_problems",
@@ -69,6 +69,7 @@ def explain_route(
                 f"routes[{index}]: matches -> agent {route.agent!r}, session {route.session}"
                 + (f", approvers {sorted(commands.approvers)}" if commands.approvers else "")
             )
+            lines.append(resolve_group_gate(config, route).explain())
             lines.extend(_explain_commands(commands, sender))
             lines.extend(_explain_admission(route, sender, paired))
             return lines + shadow_lines(config)

@@ -17,6 +17,7 @@ from orchestrator.daemon.approvals import Approvals
 from orchestrator.daemon.channels import ChannelSet
 from orchestrator.daemon.servers import connect_servers
 from orchestrator.daemon.status import RecentErrors, build_status, config_digest
+from orchestrator.daemon.whoami import WhoamiLimit
 from orchestrator.observability import Observability, open_observability, require_telemetry
 from orchestrator.seam import CODE_ALPHABET, CODE_LENGTH, CODE_TTL_S, ConstructionPath, Services, open_services
 from orchestrator.sessions import Sessions, StoredTranscripts, Turn
@@ -84,6 +85,7 @@ class Runtime:
         self.replies_waiting = asyncio.Event()
         # Sessions whose messages from before the restart are still to be answered (first).
         self.held = HeldSessions()
+        self.whoami = WhoamiLimit()  # one /whoami answer per sender a minute
         # Replies the delivery queue gave up after `reply_give_up_s` (a metric).
         self.replies_given_up = 0
         # Set once every MCP server of the first generation connected or failed its first attempt.

@@ -10,15 +10,18 @@ from typing import Final
 
 __all__ = ["SLACK_BOT_EVENTS", "SLACK_BOT_SCOPES", "slack_manifest"]
 
-# app_mention: a mention in a channel; message.im: a direct message (the only events read).
-SLACK_BOT_EVENTS: Final = ("app_mention", "message.im")
+# app_mention: a mention in a channel; message.im: a direct message; message.channels and
+# message.groups: the other messages of the public and private channels the bot is in, which the
+# route's group gate weighs (a reply in the bot's thread, a wake word, `reply_in_groups = "all"`).
+SLACK_BOT_EVENTS: Final = ("app_mention", "message.im", "message.channels", "message.groups")
 # Reading those events, and writing replies and approval prompts (chat.postMessage, chat.update;
 # chat:write also covers the chat streams and assistant.threads.setStatus, the thread status,
 # since Slack folded assistant:write into it);
 # files:read downloads attachments (url_private, and files.info for Slack Connect files),
 # files:write is send_file (the external upload flow).
 SLACK_BOT_SCOPES: Final = (
-    "app_mentions:read", "chat:write", "files:read", "files:write", "im:history", "im:read", "im:write"
+    "app_mentions:read", "channels:history", "chat:write", "files:read", "files:write", "groups:history",
+    "im:history", "im:read", "im:write",
 )
 
 

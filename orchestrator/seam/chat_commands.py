@@ -30,13 +30,16 @@ if TYPE_CHECKING:
     from orchestrator.config import RouteConfig
 
 __all__ = [
-    "APPROVAL_COMMANDS", "COMPACT_COMMAND", "SESSION_COMMANDS", "SOP_COMMAND", "ChatCommands", "resolve_chat_commands",
+    "APPROVAL_COMMANDS", "COMPACT_COMMAND", "SESSION_COMMANDS", "SOP_COMMAND", "WHOAMI_COMMAND", "ChatCommands", "resolve_chat_commands",
 ]
 
 SESSION_COMMANDS: Final = ("/new", "/stop", "/usage", "/help")
 # Folds the session's older messages into its summary now; it waits for a running turn.
 COMPACT_COMMAND: Final = "/compact"
 SOP_COMMAND: Final = "/sop"
+# Tells anyone their own platform user id and the chat id (an admitted sender also the route and
+# agent); answered even where no route admits the sender, at most once a minute per sender.
+WHOAMI_COMMAND: Final = "/whoami"
 # `/approve`, `/deny`, `/show`: the approval codec's (`channels/approval_codec.py`), which spells them for every adapter
 
 
@@ -94,7 +97,9 @@ def resolve_chat_commands(config: Config, route: RouteConfig) -> ChatCommands:
         name: tuple(dict.fromkeys(step.agent or config.sops[name].agent for step in config.sops[name].steps))
         for name in sops
     }
-    commands = (*SESSION_COMMANDS, COMPACT_COMMAND, *((SOP_COMMAND,) if sops else ()), *APPROVAL_COMMANDS)
+    commands = (
+        *SESSION_COMMANDS, COMPACT_COMMAND, *((SOP_COMMAND,) if sops else ()), *APPROVAL_COMMANDS, WHOAMI_COMMAND,
+    )
     return ChatCommands(
         agent=route.agent,
         commands=commands,

@@ -124,27 +124,34 @@ async def test_dm_is_delivered_with_its_fields(fake: FakeDiscord, make_adapter: 
     assert intents & (1 << 15) and intents & (1 << 12) and intents & (1 << 9) and intents & 1
 
 
-async def test_guild_messages_need_a_mention_which_is_stripped(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
+async def test_guild_messages_carry_their_mention_which_is_stripped(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
+    # the adapter reports facts; the route's group gate (the core) decides what a guild message needs
     async with connected(make_adapter()) as inbox:
-        await fake.push_message(CHANNEL, USER, "no mention here", guild_id=GUILD)
+        plain = await fake.push_message(CHANNEL, USER, "no mention here", guild_id=GUILD)
         await fake.push_message(CHANNEL, OTHER, f"<@{fake.bot_id}> from a bot", guild_id=GUILD,
                                 mentions=[fake.bot_id], bot=True)
         await fake.push_message(CHANNEL, fake.bot_id, "my own echo", guild_id=GUILD)
         await fake.push_message(DM, OTHER, "dm from another bot", bot=True)
         mentioned = await fake.push_message(CHANNEL, USER, f"<@!{fake.bot_id}> what is up?", guild_id=GUILD,
                                             mentions=[fake.bot_id])
-        got = await inbox.next()
-        assert isinstance(got, Inbound)
-        assert (got.event_id, got.text, got.chat, got.is_direct) == (mentioned, "what is up?", CHANNEL, False)
+        first, second = await inbox.next(), await inbox.next()
+        assert isinstance(first, Inbound) and isinstance(second, Inbound)
+        assert (first.event_id, first.text, first.mentions_bot, first.is_direct) == (plain, "no mention here", False, False)
+        assert (second.event_id, second.text, second.chat, second.mentions_bot) == (mentioned, "what is up?", CHANNEL, True)
         await asyncio.sleep(0.1)
-    assert len(inbox.items) == 1
+    assert len(inbox.items) == 2
 
 
-async def test_mention_only_off_delivers_every_guild_message(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
-    async with connected(make_adapter(mention_only=False)) as inbox:
-        await fake.push_message(CHANNEL, USER, "plain guild chatter", guild_id=GUILD)
-        got = await inbox.next()
-    assert isinstance(got, Inbound) and got.text == "plain guild chatter" and not got.is_direct
+async def test_a_reply_to_the_bot_and_a_command_are_reported(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:
+    adapter = make_adapter()
+    async with connected(adapter) as inbox:
+        await adapter.send(Outbound(chat=CHANNEL, text="the bot said this"))
+        (said,) = fake.created_messages
+        await fake.push_message(CHANNEL, USER, "and a reply", guild_id=GUILD, reply_to=said["id"])
+        await fake.push_message(CHANNEL, USER, "/help", guild_id=GUILD)
+        reply, command = await inbox.next(), await inbox.next()
+    assert isinstance(reply, Inbound) and (reply.reply_to_bot, reply.mentions_bot, reply.command_target) == (True, False, None)
+    assert isinstance(command, Inbound) and (command.reply_to_bot, command.command_target) == (False, "bot")
 
 
 async def test_thread_message_names_parent_chat_and_thread(fake: FakeDiscord, make_adapter: MakeAdapter) -> None:

@@ -109,17 +109,20 @@ async def test_attachments_without_text_are_a_message(fake: FakeDiscord, adapter
     assert fake.cdn.downloads == 0
 
 
-async def test_an_unmentioned_guild_attachment_is_ignored_and_a_mentioned_one_delivered(
+async def test_a_guild_attachment_is_delivered_with_whether_it_mentions_the_bot(
     fake: FakeDiscord, adapter: DiscordAdapter
 ) -> None:
+    # the route's group gate (the core) drops the unmentioned one; the adapter reports the fact
     await fake.add_guild(GUILD, text_channels=[CHANNEL])
     photo = fake.cdn.attachment(channel_id=CHANNEL, filename="p.png", content=PNG, content_type="image/png")
     async with connected(adapter) as items:
         await fake.push_message(CHANNEL, USER, "", guild_id=GUILD, attachments=[photo])
         await fake.push_message(CHANNEL, USER, f"<@{fake.bot_id}>", guild_id=GUILD, mentions=[fake.bot_id], attachments=[photo])
-        item = await next_item(items)
-    assert isinstance(item, Inbound) and item.text == "" and [a.kind for a in item.attachments] == ["image"]
-    assert items.empty()
+        plain, mentioned = await next_item(items), await next_item(items)
+    for item in (plain, mentioned):
+        assert isinstance(item, Inbound) and item.text == "" and [a.kind for a in item.attachments] == ["image"]
+    assert isinstance(plain, Inbound) and isinstance(mentioned, Inbound)
+    assert (plain.mentions_bot, mentioned.mentions_bot) == (False, True)
 
 
 # -- downloads ----------------------------------------------------------------------------------

@@ -157,14 +157,15 @@ async def test_mention_in_channel_thread_drops_the_mention_and_keeps_the_thread(
     assert item.thread == "1700000000.000100" and not item.is_direct
 
 
-async def test_bot_messages_edits_and_unmentioned_channel_messages_are_ignored(fake: FakeSlack) -> None:
+async def test_bot_messages_edits_and_channel_messages_mentioning_the_bot_are_ignored(fake: FakeSlack) -> None:
     inbox = Inbox()
     async with socket_adapter(fake, inbox):
         ignored = [
             await fake.push_message("from a bot", bot_id="B0009"),
             await fake.push_message("from a bot", subtype="bot_message"),
             await fake.push_message("edited", subtype="message_changed"),
-            await fake.push_message("chatter", channel="C0100", channel_type="channel"),
+            # its app_mention carries it, so it is never handled twice
+            await fake.push_message(f"<@{fake.bot_user_id}> hi", channel="C0100", channel_type="channel"),
             await fake.push_message("my own echo", user=fake.bot_user_id),
         ]
         await fake.push_message("a real one")
@@ -173,6 +174,21 @@ async def test_bot_messages_edits_and_unmentioned_channel_messages_are_ignored(f
             await fake.wait_acked(envelope)
     assert isinstance(item, Inbound) and item.text == "a real one"
     assert inbox.items.empty()
+
+
+async def test_channel_chatter_is_delivered_with_its_group_facts(fake: FakeSlack) -> None:
+    # the route's group gate (the core) decides; the adapter reports what it sees
+    inbox = Inbox()
+    async with socket_adapter(fake, inbox):
+        await fake.push_message("chatter", channel="C0100", channel_type="channel")
+        await fake.push_message(
+            "in the bot's thread", channel="C0100", channel_type="channel", thread_ts="1.0", parent_user_id=fake.bot_user_id
+        )
+        await fake.push_mention("what is up?", channel="C0100")
+        chatter, reply, mention = await inbox.next(), await inbox.next(), await inbox.next()
+    assert isinstance(chatter, Inbound) and (chatter.is_direct, chatter.mentions_bot, chatter.reply_to_bot) == (False, False, False)
+    assert isinstance(reply, Inbound) and reply.reply_to_bot and not reply.mentions_bot
+    assert isinstance(mention, Inbound) and (mention.text, mention.mentions_bot) == ("what is up?", True)
 
 
 async def test_redelivered_event_keeps_its_event_id(fake: FakeSlack) -> None:

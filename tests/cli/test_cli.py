@@ -339,7 +339,8 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "42", "--config", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "routes[0]: matches -> agent 'ops', session per_sender, approvers ['7']",
-        "  commands: /new /stop /usage /help /compact /sop /approve /deny /show",
+        "  groups: reply_in_groups mention (the default): takes mentions of the bot, replies to it, commands to it; DMs: every message",
+        "  commands: /new /stop /usage /help /compact /sop /approve /deny /show /whoami",
         "  sop maint: steps run as ops; approvals: ops by ['42', '7']",
     ]
     # a stranger on the open route: only the SOP it lists; ops's step approvals are nobody's
@@ -347,23 +348,47 @@ def test_route_explains_the_decision(write_config: WriteConfig, capsys: pytest.C
     assert capsys.readouterr().out.splitlines() == [
         "routes[0]: skipped (sender '9' is not in its senders list)",
         "routes[1]: matches -> agent 'pub', session per_chat",
-        "  commands: /new /stop /usage /help /compact /sop /approve /deny /show",
+        "  groups: reply_in_groups mention (the default): takes mentions of the bot, replies to it, commands to it; DMs: every message",
+        "  commands: /new /stop /usage /help /compact /sop /approve /deny /show /whoami",
         "  sop faq: steps run as pub, ops; approvals: pub by ['9']; ops by nobody (the route has no approvers: denied)",
     ]
     assert cli.main(["route", "tg", "--chat", "c2", "--sender", "9", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["route"], shown["agent"], shown["commands"], shown["sops"]) == (
-        1, "pub", ["/new", "/stop", "/usage", "/help", "/compact", "/sop", "/approve", "/deny", "/show"], {"faq": {"agents": ["pub", "ops"], "answerers": {"pub": ["9"], "ops": []}}}
+        1, "pub", ["/new", "/stop", "/usage", "/help", "/compact", "/sop", "/approve", "/deny", "/show", "/whoami"], {"faq": {"agents": ["pub", "ops"], "answerers": {"pub": ["9"], "ops": []}}}
     )
     path.write_text(path.read_text().replace('sops = ["faq"]\n', ""))  # routes[1] lists no SOP now
     assert cli.main(["route", "tg", "--chat", "-1001", "--sender", "9", "--json", "--config", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert (shown["route"], shown["commands"], shown["sops"]) == (1, ["/new", "/stop", "/usage", "/help", "/compact", "/approve", "/deny", "/show"], {})
+    assert (shown["route"], shown["commands"], shown["sops"]) == (1, ["/new", "/stop", "/usage", "/help", "/compact", "/approve", "/deny", "/show", "/whoami"], {})
+    assert shown["groups"] == {"reply_in_groups": "mention", "wake_words": [], "source": "the default"}
     assert shown["explain"][-1] == '  sops: none (`/sop NAME` is answered "not available here")'
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--config", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "no route matches: the message would be ignored and logged"
     assert cli.main(["route", "slack", "--chat", "c", "--sender", "9", "--json", "--config", str(path)]) == 1
     assert json.loads(capsys.readouterr().out)["route"] is None
+
+
+def test_route_shows_the_group_gate_and_check_names_the_deprecated_mention_only(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(
+        '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.ops]\nprovider = "p"\nmodel = "m"\n'
+        '[channels.dc]\nkind = "discord"\ntoken = "env:DC_TOKEN"\nmention_only = false\n'
+        '[[routes]]\nchannel = "dc"\nagent = "ops"\nsenders = ["42"]\n'
+        '[[routes]]\nchannel = "dc"\nagent = "ops"\nsenders = ["7"]\nreply_in_groups = "mention"\nwake_words = ["ops"]\n'
+    )
+    assert cli.main(["check", "--config", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"{path}: deprecated: channels.dc.mention_only is deprecated: set reply_in_groups = \"all\"" in err
+    assert cli.main(["route", "dc", "--chat", "1", "--sender", "42", "--config", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "  groups: reply_in_groups all (channels.dc.mention_only (deprecated)): takes every message; DMs: every message"
+    )
+    assert cli.main(["route", "dc", "--chat", "1", "--sender", "7", "--json", "--config", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["groups"] == {
+        "reply_in_groups": "mention", "wake_words": ["ops"], "source": "routes[1].reply_in_groups",
+    }
 
 
 async def test_a_provider_echoing_its_key_never_prints_it_even_with_verbose(

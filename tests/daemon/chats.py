@@ -20,11 +20,11 @@ from tests.conftest import provider_toml
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_payloads import custom_ids
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
-from tests.fakes.slack_api import FakeSlack
+from tests.fakes.slack_api import BOT_USER_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 
 BUTTON_CHATS: Final = ("discord", "slack")  # approvals by button press with a route approver
-ALL_CHATS: Final = ("discord", "slack", "telegram")
+ALL_CHATS: Final = ("discord", "slack", "telegram")  # each kit is a `GroupChat` too
 
 
 class Chat(Protocol):
@@ -53,6 +53,24 @@ class Chat(Protocol):
     prompt_room: int  # the most an approval prompt may take on this platform
 
 
+class GroupChat(Chat, Protocol):
+    """A platform's group (a Telegram supergroup, a Slack channel, a Discord guild channel) with ALICE and BOB.
+
+    Every move is ALICE's unless `user` says otherwise; `settle` waits until every message sent so
+    far was handed to the daemon (so a count of model calls after it is final).
+    """
+
+    group: str
+
+    def group_toml(self, fake_llm: FakeOpenAI, *, route_extra: str = "") -> str: ...
+    async def say(self, message: str, *, user: str | None = None) -> None: ...
+    async def mention_bot(self, message: str) -> None: ...
+    async def mention_other(self, message: str) -> None: ...
+    async def reply_to_bot(self, message: str) -> None: ...
+    async def command(self, command: str, *, to_other_bot: bool = False) -> None: ...
+    async def settle(self) -> None: ...
+
+
 class ButtonChat(Chat, Protocol):
     """A platform whose route has an approver: BOB may talk to the bot but not approve, CAROL approves."""
 
@@ -67,8 +85,9 @@ class ButtonChat(Chat, Protocol):
 
 
 def ops_toml(fake_llm: FakeOpenAI, channel: str, *, system_prompt: str, autonomy: str, approval_timeout_s: float,
-             senders: list[str], approvers: list[str]) -> str:
-    """Return the `ops` agent (file_write, list_dir) routed from `channel` (its table appended by the caller)."""
+             senders: list[str], approvers: list[str], route_extra: str = "") -> str:
+    """Return the `ops` agent (file_write, list_dir) routed from `channel` (its table appended by the caller;
+    `route_extra`: more keys of the route, such as `reply_in_groups`)."""
     approver_line = f"approvers = {json.dumps(approvers)}\n" if approvers else ""
     return (
         provider_toml(fake_llm.base_url)
@@ -87,8 +106,14 @@ timeout_s = {approval_timeout_s}
 channel = "{channel}"
 agent = "ops"
 senders = {json.dumps(senders)}
-{approver_line}"""
+{approver_line}{route_extra}
+"""
     )
+
+
+def channel_table(toml: str, channel: str) -> str:
+    """Return the `[channels.<channel>]` table at the end of `toml` (a kit's config), to follow another route."""
+    return toml[toml.index(f"\n[channels.{channel}]"):]
 
 
 # ------------------------------------------------------------------------------------ Discord
@@ -100,6 +125,7 @@ DISCORD_CAROL: Final = "888888888888888888"
 DISCORD_DM: Final = "500000000000000001"
 DISCORD_CHANNEL: Final = "600000000000000001"
 DISCORD_GUILD: Final = "700000000000000001"
+DISCORD_OTHER_BOT: Final = "999999999999999999"
 
 
 def discord_toml(
@@ -198,6 +224,38 @@ class DiscordChat:
     async def ask_for_approval(self, fake_llm: FakeOpenAI, file: str) -> str:
         return await discord_ask_for_approval(self.fake, fake_llm, file)
 
+    group = DISCORD_CHANNEL
+
+    def group_toml(self, fake_llm: FakeOpenAI, *, route_extra: str = "") -> str:
+        return ops_toml(
+            fake_llm, "guild_bot", system_prompt="ops", autonomy="full", approval_timeout_s=20,
+            senders=[DISCORD_ALICE, DISCORD_BOB], approvers=[], route_extra=route_extra,
+        ) + channel_table(discord_toml(fake_llm, self.fake), "guild_bot")
+
+    async def say(self, message: str, *, user: str | None = None) -> None:
+        await self.fake.push_message(DISCORD_CHANNEL, user or DISCORD_ALICE, message, guild_id=DISCORD_GUILD)
+
+    async def mention_bot(self, message: str) -> None:
+        await discord_mention(self.fake, message)
+
+    async def mention_other(self, message: str) -> None:
+        await self.fake.push_message(
+            DISCORD_CHANNEL, DISCORD_BOB, f"<@{DISCORD_ALICE}> {message}", guild_id=DISCORD_GUILD, mentions=[DISCORD_ALICE]
+        )
+
+    async def reply_to_bot(self, message: str) -> None:
+        said = [m for m in self.fake.created_messages if m["channel_id"] == DISCORD_CHANNEL][-1]
+        await self.fake.push_message(DISCORD_CHANNEL, DISCORD_ALICE, message, guild_id=DISCORD_GUILD, reply_to=said["id"])
+
+    async def command(self, command: str, *, to_other_bot: bool = False) -> None:
+        # Discord has no `/cmd@bot`: a command to another bot mentions that bot
+        text = f"<@{DISCORD_OTHER_BOT}> {command}" if to_other_bot else command
+        mentions = [DISCORD_OTHER_BOT] if to_other_bot else []
+        await self.fake.push_message(DISCORD_CHANNEL, DISCORD_ALICE, text, guild_id=DISCORD_GUILD, mentions=mentions)
+
+    async def settle(self) -> None:
+        pass  # discord.py hands messages over one at a time, in order: a later answer settles them
+
     async def click(self, request: str, user: str, *, approve: bool) -> str:
         return await discord_click(self.fake, request, user, approve=approve)
 
@@ -251,6 +309,7 @@ SLACK_BOB: Final = "U0BOB"
 SLACK_CAROL: Final = "U0CAROL"
 SLACK_DM: Final = "D0ALICE"
 SLACK_CHANNEL: Final = "C0OPS"
+SLACK_OTHER_BOT: Final = "U0OTHERBOT"
 
 
 def slack_toml(fake_llm: FakeOpenAI, slack: FakeSlack, *, autonomy: str = "full", approval_timeout_s: float = 20) -> str:
@@ -348,6 +407,40 @@ class SlackChat:
     async def ask_for_approval(self, fake_llm: FakeOpenAI, file: str) -> str:
         return await slack_ask_for_approval(self.fake, fake_llm, file)
 
+    group = SLACK_CHANNEL
+    _envelopes: list[str]
+
+    def group_toml(self, fake_llm: FakeOpenAI, *, route_extra: str = "") -> str:
+        return ops_toml(
+            fake_llm, "work", system_prompt="ops", autonomy="full", approval_timeout_s=20,
+            senders=[SLACK_ALICE, SLACK_BOB], approvers=[], route_extra=route_extra,
+        ) + channel_table(slack_toml(fake_llm, self.fake), "work")
+
+    async def _post(self, text: str, *, user: str = SLACK_ALICE, **fields: Any) -> None:
+        envelope = await self.fake.push_channel_message(text, user=user, channel=SLACK_CHANNEL, **fields)
+        self._envelopes = [*getattr(self, "_envelopes", []), envelope]
+
+    async def say(self, message: str, *, user: str | None = None) -> None:
+        await self._post(message, user=user or SLACK_ALICE)
+
+    async def mention_bot(self, message: str) -> None:
+        await self._post(f"<@{BOT_USER_ID}> {message}")
+
+    async def mention_other(self, message: str) -> None:
+        await self._post(f"<@{SLACK_ALICE}> {message}", user=SLACK_BOB)
+
+    async def reply_to_bot(self, message: str) -> None:
+        said = [m for m in plain_posts(self.fake) if m["channel"] == SLACK_CHANNEL][-1]
+        await self._post(message, thread_ts=said["ts"], parent_user_id=BOT_USER_ID)
+
+    async def command(self, command: str, *, to_other_bot: bool = False) -> None:
+        # Slack's composer takes a leading `/` as a slash command: people type ` /cmd` (its space cut)
+        await self._post(f"<@{SLACK_OTHER_BOT}> {command}" if to_other_bot else f" {command}")
+
+    async def settle(self) -> None:
+        for envelope in getattr(self, "_envelopes", []):
+            await self.fake.wait_acked(envelope)  # acknowledged only after the daemon took or dropped it
+
     async def click(self, request: str, user: str, *, approve: bool) -> str:
         return await self.fake.click(request, user=user, approve=approve)
 
@@ -395,6 +488,7 @@ class SlackChat:
 # ----------------------------------------------------------------------------------- Telegram
 
 TELEGRAM_TOKEN: Final = "111111:AAA-ops-bot"
+TELEGRAM_GROUP: Final = -1001500
 
 
 class TelegramChat:
@@ -424,6 +518,36 @@ poll_timeout_s = 1
 
     def _prompts(self) -> list[dict[str, Any]]:
         return [p for p in self.fake.calls("sendMessage") if "reply_markup" in p]
+
+    group = str(TELEGRAM_GROUP)
+
+    def group_toml(self, fake_llm: FakeOpenAI, *, route_extra: str = "") -> str:
+        return ops_toml(
+            fake_llm, "ops_bot", system_prompt="ops", autonomy="full", approval_timeout_s=20,
+            senders=["10", "11"], approvers=[], route_extra=route_extra,
+        ) + channel_table(self.toml(fake_llm), "ops_bot")
+
+    def _group(self, user: int, text: str, **fields: Any) -> None:
+        self.fake.push_message(TELEGRAM_GROUP, user, text, chat_type="supergroup", **fields)
+
+    async def say(self, message: str, *, user: str | None = None) -> None:
+        self._group(int(user or "10"), message)
+
+    async def mention_bot(self, message: str) -> None:
+        self._group(10, f"@ops_bot {message}")
+
+    async def mention_other(self, message: str) -> None:
+        self._group(11, f"@alice_human {message}")
+
+    async def reply_to_bot(self, message: str) -> None:
+        said = [p for p in self.fake.sent_messages(TELEGRAM_GROUP) if p["from"]["is_bot"]][-1]
+        self._group(10, message, reply_to=said["message_id"])
+
+    async def command(self, command: str, *, to_other_bot: bool = False) -> None:
+        self._group(10, f"{command}@{'other_bot' if to_other_bot else 'ops_bot'}")
+
+    async def settle(self) -> None:
+        await self.fake.wait_for(lambda: not self.fake.pending(), timeout=10)  # confirmed = handed over
 
     async def push_dm(self, message: str) -> str:
         return str(self.fake.push_message(10, 10, message)["update_id"])

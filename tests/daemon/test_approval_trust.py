@@ -59,7 +59,10 @@ def buttons(prompt: dict[str, Any]) -> dict[str, str]:
 async def ask(tg: FakeTelegram, fake_llm: FakeOpenAI, arguments: dict[str, Any], *, chat: int = ALICE) -> dict[str, Any]:
     """Have ALICE ask for a file_write with `arguments`; return the prompt once it is posted."""
     fake_llm.script(tool_call("file_write", arguments), text("finished"))
-    tg.push_message(chat, ALICE, "please write", chat_type="private" if chat == ALICE else "group")
+    if chat == ALICE:
+        tg.push_message(chat, ALICE, "please write")
+    else:  # in a group the route takes only what is addressed to the bot
+        tg.push_message(chat, ALICE, "@ops_bot please write", chat_type="group")
     await tg.wait_for(lambda: bool(prompts(tg)), timeout=10)
     (prompt,) = prompts(tg)
     return prompt

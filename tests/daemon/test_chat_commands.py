@@ -187,6 +187,7 @@ async def test_help_lists_what_this_route_grants_and_nothing_more(
         "/approve ID - allow a tool call you were asked about",
         "/deny ID - refuse it",
         "/show ID - the whole call of an approval you may answer",
+        "/whoami - your user id and this chat's id",
         "SOPs here: faq",
         "Anything else is a message to the agent.",
     ]

@@ -28,7 +28,7 @@ def compact_toml(fake: FakeOpenAI, *, strategy: str = "window") -> str:
 
 
 async def send(runtime: Any, sender: str, line: str, n: int, *, chat: str = "terminal") -> Disposition:
-    inbound = Inbound(channel="term", chat=chat, sender=sender, text=line, event_id=f"e{n}")
+    inbound = Inbound(is_direct=True, channel="term", chat=chat, sender=sender, text=line, event_id=f"e{n}")
     return await process_message(runtime, inbound)
 
 

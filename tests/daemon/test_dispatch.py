@@ -65,11 +65,11 @@ async def test_unrouted_and_unlisted_senders_are_ignored(write_config: WriteConf
     routes = '\n[[routes]]\nchannel = "term"\nagent = "helper"\nchat = "elsewhere"\nsenders = ["*"]\n'
     path = write_config(daemon_toml(fake_llm, routes=routes))
     async with running(path) as (runtime, _):
-        inbound = Inbound(channel="term", chat="terminal", sender="alice", text="hi", event_id="e1")
+        inbound = Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="hi", event_id="e1")
         assert await process_message(runtime, inbound) is Disposition.NO_ROUTE
     path = write_config(daemon_toml(fake_llm))
     async with running(path) as (runtime, _):
-        stranger = Inbound(channel="term", chat="terminal", sender="mallory", text="hi", event_id="e2")
+        stranger = Inbound(is_direct=True, channel="term", chat="terminal", sender="mallory", text="hi", event_id="e2")
         assert await process_message(runtime, stranger) is Disposition.NO_ROUTE
     assert fake_llm.requests == []
 
@@ -77,7 +77,7 @@ async def test_unrouted_and_unlisted_senders_are_ignored(write_config: WriteConf
 async def test_redelivered_event_is_processed_once(write_config: WriteConfig, fake_llm: FakeOpenAI) -> None:
     path = write_config(daemon_toml(fake_llm))
     fake_llm.script(text("once"))
-    inbound = Inbound(channel="term", chat="terminal", sender="alice", text="hi", event_id="same")
+    inbound = Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="hi", event_id="same")
     async with running(path) as (runtime, terms):
         assert await process_message(runtime, inbound) is Disposition.ANSWERED
         assert await process_message(runtime, inbound) is Disposition.DUPLICATE
@@ -197,7 +197,7 @@ async def test_messages_during_shutdown_are_kept_for_the_next_start(
     write_config: WriteConfig, fake_llm: FakeOpenAI
 ) -> None:
     path = write_config(daemon_toml(fake_llm))
-    late = Inbound(channel="term", chat="terminal", sender="alice", text="arrived while stopping", event_id="late")
+    late = Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="arrived while stopping", event_id="late")
     async with running(path) as (runtime, _):
         runtime.stop_accepting()
         assert await process_message(runtime, late) is Disposition.NOT_ACCEPTING
@@ -236,7 +236,7 @@ async def test_a_burst_beyond_the_session_queue_is_answered_busy_and_never_run(
     path = write_config(daemon_toml(fake_llm).replace("[agents.helper]", "[daemon]\nmax_queued_per_session = 2\n\n[agents.helper]"))
     fake_llm.latency_s = 0.2  # the first turn is still running while the burst arrives
     fake_llm.script(*(text(f"answer {i}") for i in range(3)))
-    burst = [Inbound(channel="term", chat="terminal", sender="alice", text=f"q{i}", event_id=f"b{i}") for i in range(5)]
+    burst = [Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text=f"q{i}", event_id=f"b{i}") for i in range(5)]
     async with running(path) as (runtime, terms):
         for inbound in burst:  # as an adapter delivers: each admitted before any turn starts
             await deliver(runtime, inbound)

@@ -56,6 +56,7 @@ stream_edit_interval_s = {INTERVAL_S}
 channel = "bot"
 agent = "a"
 senders = ["*"]
+reply_in_groups = "all"  # the group messages here are not addressed to the bot: streaming is tested, not the gate
 """
 
 

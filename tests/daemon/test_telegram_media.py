@@ -290,7 +290,7 @@ async def test_a_replayed_message_keeps_its_attachments(
         update = tg.push_photo(ALICE, ALICE, JPEG, token=BLIND)  # fetched only by this test
         photo = update["message"]["photo"][-1]
         inbound = Inbound(
-            channel="seer", chat=str(ALICE), sender=str(ALICE), text="", event_id="replayed-1",
+            channel="seer", chat=str(ALICE), sender=str(ALICE), text="", event_id="replayed-1", is_direct=True,
             attachments=(Attachment(kind="image", mime="image/jpeg", handle=photo["file_id"], size=len(JPEG)),),
         )
         runtime.store.accept("seer", "replayed-1", dataclasses.asdict(inbound))

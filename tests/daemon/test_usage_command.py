@@ -25,10 +25,10 @@ async def test_usage_shows_only_the_senders_own_figures_and_budget(write_config:
         screen = terminals["term"].screen
         for n, (sender, prompt) in enumerate((("alice", 300), ("alice", 400), ("bob", 900))):
             fake_llm.script(with_usage(text(f"answer {n}"), prompt=prompt, completion=50))
-            await process_message(runtime, Inbound(channel="term", chat="terminal", sender=sender, text="hi", event_id=f"e{n}"))
+            await process_message(runtime, Inbound(is_direct=True, channel="term", chat="terminal", sender=sender, text="hi", event_id=f"e{n}"))
         asked = len(fake_llm.requests)
         mark = len(screen.lines)
-        await process_message(runtime, Inbound(channel="term", chat="terminal", sender="alice", text="/usage", event_id="u1"))
+        await process_message(runtime, Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="/usage", event_id="u1"))
         lines = await screen.wait_for(lambda lines: any("daily budget" in line for line in lines[mark:]))
     shown = [line for line in lines[mark:] if line.strip()]
     cost = (700 * 1000.0 + 100 * 2000.0) / 1e6
@@ -57,9 +57,9 @@ async def test_usage_counts_what_the_agents_delegates_spent_for_the_sender(
     )
     async with running(path) as (runtime, terminals):
         screen = terminals["term"].screen
-        await process_message(runtime, Inbound(channel="term", chat="terminal", sender="alice", text="go", event_id="g"))
+        await process_message(runtime, Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="go", event_id="g"))
         mark = len(screen.lines)
-        await process_message(runtime, Inbound(channel="term", chat="terminal", sender="alice", text="/usage", event_id="u"))
+        await process_message(runtime, Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="/usage", event_id="u"))
         lines = await screen.wait_for(lambda lines: any("daily budget" in line for line in lines[mark:]))
     shown = [line for line in lines[mark:] if line.strip()]
     assert any("last 24 hours: 780 tokens in 2 model calls" in line for line in shown), shown

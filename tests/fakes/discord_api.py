@@ -255,8 +255,12 @@ class FakeDiscord:
         message_id: int | str | None = None,
         username: str | None = None,
         attachments: Iterable[dict[str, Any]] = (),
+        reply_to: str | None = None,
     ) -> str:
         """Dispatch MESSAGE_CREATE; return the message id (pass `message_id` to redeliver one).
+
+        `reply_to` names a message the bot posted: the message replies to it (type 19, with
+        `message_reference` and the `referenced_message` Discord includes).
 
         `attachments` are objects from `fake.cdn.attachment(...)`; a voice one flags the
         message IS_VOICE_MESSAGE, as Discord does.
@@ -270,6 +274,13 @@ class FakeDiscord:
             guild_id=None if guild_id is None else str(guild_id),
             mentions=[payloads.user(str(u), bot=str(u) == self.bot_id) for u in mentions],
         )
+        if reply_to is not None:
+            (replied,) = [m for m in self._bot_messages if m["id"] == str(reply_to)]
+            payload |= {
+                "type": 19, "referenced_message": replied,
+                "message_reference": {"message_id": replied["id"], "channel_id": replied["channel_id"]}
+                | ({"guild_id": str(guild_id)} if guild_id is not None else {}),
+            }
         files = list(attachments)
         if files:
             voice = any("waveform" in item for item in files)

@@ -102,8 +102,10 @@ def message_event(
     bot_id: str | None = None,
     event_id: str | None = None,
     files: list[dict[str, Any]] | None = None,
+    parent_user_id: str | None = None,
 ) -> dict[str, Any]:
-    """Return an Events API `event_callback` body carrying a `message` event (`files`: see FakeSlackFiles.add)."""
+    """Return an Events API `event_callback` body carrying a `message` event (`files`: see FakeSlackFiles.add;
+    `parent_user_id`: who posted the thread's parent, as Slack adds to a reply in a thread)."""
     event: dict[str, Any] = {
         "type": "message",
         "user": user,
@@ -113,7 +115,9 @@ def message_event(
         "channel_type": channel_type,
         "event_ts": _ts(),
     }
-    optional = {"thread_ts": thread_ts, "subtype": subtype, "bot_id": bot_id, "files": files}
+    optional = {
+        "thread_ts": thread_ts, "subtype": subtype, "bot_id": bot_id, "files": files, "parent_user_id": parent_user_id,
+    }
     event.update({k: v for k, v in optional.items() if v is not None})
     return _callback(event, event_id)
 
@@ -347,6 +351,20 @@ class FakeSlack:
     async def push_mention(self, text: str, **fields: Any) -> str:
         """Push an `app_mention` event (`<@UBOT> text` in a channel); see `mention_event`."""
         return await self.push_event(mention_event(text, **fields))
+
+    async def push_channel_message(
+        self, text: str, *, user: str, channel: str, thread_ts: str | None = None, parent_user_id: str | None = None,
+    ) -> str:
+        """Push what Slack sends an app subscribed to `message.channels` and `app_mention` when a person
+        posts `text` (its mentions raw, `<@UBOT>`) in a channel: the `message` event, and first, when it
+        mentions the bot, an `app_mention` for the same message; return the `message` envelope's id."""
+        body = message_event(
+            text, user=user, channel=channel, channel_type="channel", thread_ts=thread_ts, parent_user_id=parent_user_id
+        )
+        if f"<@{BOT_USER_ID}>" in text:
+            event = {k: v for k, v in body["event"].items() if k not in ("channel_type", "parent_user_id")}
+            await self.push_event(_callback(event | {"type": "app_mention"}, None))
+        return await self.push_event(body)
 
     def find_prompt(self, request_id: str) -> dict[str, Any]:
         """Return the last posted message with an Approve button for `request_id` (the codec's payload)."""

@@ -55,7 +55,7 @@ import json
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final
@@ -64,6 +64,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.loopback import start_app
+from tests.fakes.telegram_groups import entities_of, privacy_lets_through
 
 __all__ = ["Call", "FakeTelegram", "DEFAULT_TOKEN", "Visible"]
 
@@ -139,6 +140,8 @@ class _Bot:
     pending: deque[dict[str, Any]] = field(default_factory=deque)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     webhook: dict[str, Any] | None = None
+    privacy: bool = False  # BotFather's privacy mode (off here unless a test turns it on)
+    admin_in: set[int] = field(default_factory=set)  # group chats where the bot is an admin
 
     def user(self) -> dict[str, Any]:
         return {"id": self.id, "is_bot": True, "first_name": "Fake Bot", "username": self.username}
@@ -283,8 +286,19 @@ class FakeTelegram:
         first_name: str | None = None,
         username: str | None = None,
         token: str | None = None,
+        reply_to: int | None = None,
+        text_mentions: Iterable[tuple[str, dict[str, Any]]] = (),
+        via_bot: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Queue a user's text message to the bot and return the update (with `update_id`)."""
+        """Queue a user's text message to the bot and return the update (with `update_id`).
+
+        In a group (`chat_type` "group" or "supergroup") the message carries the entities
+        Telegram marks (`telegram_groups.entities_of`; `text_mentions` adds text_mention ones),
+        `reply_to` names an earlier message (the bot's or a user's) it replies to, `via_bot` the
+        bot whose inline mode posted it; a bot in privacy mode that is not an admin of the chat
+        gets only what privacy mode lets through: otherwise nothing is queued and the answer is
+        `{"withheld": True, "message": ...}` (no `update_id`).
+        """
         bot = self._bot(token)
         sender: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name or f"User{user_id}"}
         if username is not None:
@@ -299,7 +313,31 @@ class FakeTelegram:
         }
         if thread_id is not None:
             message |= {"message_thread_id": thread_id, "is_topic_message": True}
+        entities = entities_of(text, text_mentions)
+        if entities:
+            message["entities"] = entities
+        if reply_to is not None:
+            message["reply_to_message"] = self._messages[reply_to][1]
+        if via_bot is not None:
+            message["via_bot"] = via_bot
+        if chat_type != "private" and bot.privacy and chat_id not in bot.admin_in:
+            if not privacy_lets_through(message, bot_id=bot.id, username=bot.username):
+                return {"withheld": True, "message": message}
+        self._messages[message["message_id"]] = (bot.token, message)  # so a later message can reply to it
         return self._push(bot, {"message": message})
+
+    def sent_messages(self, chat_id: int) -> list[dict[str, Any]]:
+        """Return the messages of `chat_id` the fake holds (the bot's and those pushed), oldest first."""
+        return [m for _, (_, m) in sorted(self._messages.items()) if m["chat"]["id"] == chat_id]
+
+    def bot_user(self, *, token: str | None = None) -> dict[str, Any]:
+        """Return the bot's own user object (for `text_mentions` and `via_bot`)."""
+        return self._bot(token).user()
+
+    def set_privacy(self, on: bool, *, admin_in: Iterable[int] = (), token: str | None = None) -> None:
+        """Turn the bot's privacy mode on or off, and make it an admin of the chats `admin_in`."""
+        bot = self._bot(token)
+        bot.privacy, bot.admin_in = on, set(admin_in)
 
     # -- files ----------------------------------------------------------------------------
 

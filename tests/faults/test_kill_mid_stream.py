@@ -52,7 +52,7 @@ SUFFIXES = {"telegram": "tg", "slack": "slack", "discord": "discord"}  # what ea
 
 def _config(fake_llm: FakeOpenAI, tg: FakeTelegram, slack: FakeSlack, discord: FakeDiscord) -> str:
     routes = "".join(
-        f'\n[[routes]]\nchannel = "{name}"\nagent = "a"\nsenders = ["*"]\n' for name in CHANNELS
+        f'\n[[routes]]\nchannel = "{name}"\nagent = "a"\nsenders = ["*"]\nreply_in_groups = "all"\n' for name in CHANNELS
     )
     return provider_toml(fake_llm.base_url) + f"""
 [daemon]

@@ -45,6 +45,7 @@ typing_after_s = {typing_after_s}
 channel = "tg"
 agent = "ops"
 senders = ["*"]
+reply_in_groups = "all"  # the group message here is not addressed to the bot: the handover is tested, not the gate
 """
 
 

@@ -99,7 +99,7 @@ async def test_state_gauges_are_read_at_scrape_time(tmp_path: Path, fake_llm: Fa
         fake_llm.latency_s = 1.0
         fake_llm.script(text("one"), text("two"))
         both = asyncio.gather(*(
-            process_message(runtime, Inbound(channel="term", chat="terminal", sender="alice", text=t, event_id=t))
+            process_message(runtime, Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text=t, event_id=t))
             for t in ("first", "second")
         ))
         while value(body := (await scrape(address))[2], "orchestrator_session_queue_length_max") != 1:

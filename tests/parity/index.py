@@ -40,6 +40,8 @@ _B: Final = "#32 Budgets on every path"
 _I32: Final = "issue #32 items 1 and 2"
 _R: Final = "#28 Bots among people"
 _I28: Final = "issue #28 items 5 and 6"
+_G: Final = "#28 Bots among people"
+_I28G: Final = "issue #28 build item 1"
 
 INDEX: Final[tuple[ParityRow, ...]] = (
     # Issue 15: media as a resolved surface (the matrix row `media`), on every path that takes uploads.
@@ -340,6 +342,21 @@ INDEX: Final[tuple[ParityRow, ...]] = (
     ParityRow(surface="seal", setting="production enters resolve() only through the path builders", owner=_H,
               tracking="issue #7 items 3-4",
               evidence="tests/seam/test_architecture.py::test_production_enters_resolve_only_through_the_path_builders"),
+    # Issue 28 item 1: group gates are route policy, resolved in the seam (`resolve_group_gate`).
+    ParityRow(surface="group gate", setting="reply_in_groups omitted = \"mention\"; Discord's deprecated "
+              "mention_only applies only where the route does not set it", owner=_G, tracking=_I28G,
+              evidence="tests/seam/test_group_gate.py::"
+              "test_omission_is_mention_and_the_legacy_discord_key_still_applies_unless_the_route_says"),
+    ParityRow(surface="group gate", setting="reply_in_groups, wake_words, mention_only read only in the seam",
+              owner=_G, tracking=_I28G,
+              evidence="tests/seam/test_group_gate.py::test_group_gate_keys_are_read_only_in_the_seam"),
+    ParityRow(surface="group gate", setting="the same gate on every platform: chatter and mentions of others make "
+              "no model call, a mention one (stripped), a reply to the bot one", owner=_G, tracking=_I28G,
+              evidence="tests/daemon/test_group_gates.py::"
+              "test_people_talking_among_themselves_make_no_model_call_and_a_mention_makes_one"),
+    ParityRow(surface="group gate", setting="/cmd@thisbot taken, /cmd@otherbot never (also under \"all\")",
+              owner=_G, tracking=_I28G,
+              evidence="tests/daemon/test_group_gates.py::test_a_command_to_the_bot_is_taken_and_one_to_another_bot_is_not"),
     # Issue 11 item 1: chat commands are authorised by the route that admitted the message.
     ParityRow(surface="chat commands", setting="SOP reach on the channel path: `/sop` starts exactly the admitting "
               "route's `sops`; policy matrix `sop_reach` row", owner=_C, tracking=_I11,

@@ -66,7 +66,7 @@ async def test_channel_senders_each_get_their_own_budget(write_config: WriteConf
         results: dict[str, list[str]] = {}
         for n, sender in enumerate(("alice", "alice", "bob")):
             fake_llm.script(three_calls(), text(f"done {n}"))
-            inbound = Inbound(channel="term", chat="terminal", sender=sender, text="list", event_id=f"e{n}")
+            inbound = Inbound(is_direct=True, channel="term", chat="terminal", sender=sender, text="list", event_id=f"e{n}")
             assert await process_message(runtime, inbound) is Disposition.ANSWERED
             results[f"{sender}{n}"] = tool_results(fake_llm.requests[-1])[-3:]
     assert results == {

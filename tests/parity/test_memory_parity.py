@@ -63,7 +63,7 @@ def tool_results(request: dict[str, Any]) -> list[str]:
 
 
 async def channel_turn(runtime: Any, agent: str, n: int) -> None:
-    inbound = Inbound(channel="term", chat="terminal", sender=f"u-{agent}", text="hi", event_id=f"{agent}{n}")
+    inbound = Inbound(is_direct=True, channel="term", chat="terminal", sender=f"u-{agent}", text="hi", event_id=f"{agent}{n}")
     assert await process_message(runtime, inbound) is Disposition.ANSWERED
 
 

@@ -87,7 +87,7 @@ async def test_sop_reach_on_the_channel_path_is_the_routes_sops(
         for chat, sender in (("ops-room", "42"), ("ops-room", "99"), ("lobby", "99")):
             for sop in ("faq", "maint", "audit"):
                 before = len(fake_llm.requests)
-                inbound = Inbound(channel="term", chat=chat, sender=sender, text=f"/sop {sop}", event_id=f"{chat}-{sender}-{sop}")
+                inbound = Inbound(is_direct=True, channel="term", chat=chat, sender=sender, text=f"/sop {sop}", event_id=f"{chat}-{sender}-{sop}")
                 assert await process_message(runtime, inbound) is Disposition.COMMAND
                 if len(fake_llm.requests) > before:
                     started.setdefault((chat, sender), []).append(sop)

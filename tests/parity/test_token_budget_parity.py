@@ -124,7 +124,7 @@ async def test_the_channel_path_keeps_each_senders_day_and_records_the_sender(
         answered = []
         for n, sender in enumerate(("alice", "alice", "alice", "bob")):
             fake_llm.script(paid(f"done {n}"))
-            inbound = Inbound(channel="term", chat="terminal", sender=sender, text="hi", event_id=f"e{n}")
+            inbound = Inbound(is_direct=True, channel="term", chat="terminal", sender=sender, text="hi", event_id=f"e{n}")
             assert await process_message(runtime, inbound) is Disposition.ANSWERED
             answered.append(len(fake_llm.requests))
     assert answered == [1, 2, 2, 3]  # alice's third turn never reached the model; bob's did

@@ -229,8 +229,8 @@ async def test_a_redelivered_sop_command_runs_once_and_one_sent_while_stopping_r
         'senders = ["alice"]\nsops = ["report"]\n'
     )
     path = write_config(sop_toml(fake_llm, extra=route))
-    first = Inbound(channel="term", chat="terminal", sender="alice", text="/sop report q3", event_id="sop-1")
-    late = Inbound(channel="term", chat="terminal", sender="alice", text="/sop report q4", event_id="sop-2")
+    first = Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="/sop report q3", event_id="sop-1")
+    late = Inbound(is_direct=True, channel="term", chat="terminal", sender="alice", text="/sop report q4", event_id="sop-2")
     fake_llm.script(text("facts"), text("report q3"))
     async with running(path) as (runtime, terms):
         assert await process_message(runtime, first) is Disposition.COMMAND
