@@ -63,6 +63,9 @@ def main() -> None:
     """Print the gate's cost per message for each route and kind of message."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20_000)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds not minutes (tests/test_benches.py)")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(repeat=200)
     repeat = parser.parse_args().repeat
     config = Config.model_validate(tomllib.loads(_TOML))
     print(f"{'route':<22} {'message':<11} {'p50 us':>8} {'p99 us':>8}")
@@ -75,6 +78,7 @@ def main() -> None:
                 each.append((time.perf_counter() - start) * 1e6)
             cuts = statistics.quantiles(each, n=100)
             print(f"{label:<22} {kind:<11} {cuts[49]:>8.2f} {cuts[98]:>8.2f}")
+    print(f"gate decisions measured: {3 * len(_FACTS) * repeat:,}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ FIGURES: Final = MappingProxyType({
     "budget_overshoot": "turns past the budget",
     "channel_throughput": "replies matched to their message in every phase: yes",
     "daemon_start": "SIGTERM at READY -> exit 0:",
+    "group_gate": "gate decisions measured:",
     "gateway_uploads": "multipart   2 at once:",
     "inbox_intake": "write + sync, 4 at once",
     "long_session": "last bucket / second bucket:",
