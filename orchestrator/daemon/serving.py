@@ -113,14 +113,17 @@ async def serve(config: Config, config_path: Path, *, hangup_seen: Callable[[], 
     Raises `ConfigError` before opening anything when a channel secret does not resolve
     or the gateway token is unreadable, blank or shorter than 32 characters.
     """
-    problems = _start_secret_problems(config, config_path)
-    if problems:
-        raise ConfigError(problems)
+    # The handlers come first: reading a secret may block (a FIFO, a slow mount), and a stop
+    # meanwhile must reach `signals.stop`, not asyncio.run's own SIGINT handler (which only
+    # cancels this task once it awaits, and the start then called itself ready).
     loop = asyncio.get_running_loop()
     signals = _Signals()
     loop.add_signal_handler(signal.SIGTERM, signals.stop_now)
     loop.add_signal_handler(signal.SIGINT, signals.stop_now)
     loop.add_signal_handler(signal.SIGHUP, signals.reload.set)
+    problems = _start_secret_problems(config, config_path)
+    if problems:
+        raise ConfigError(problems)
     if hangup_seen():
         signals.reload.set()
     try:
@@ -130,7 +133,7 @@ async def serve(config: Config, config_path: Path, *, hangup_seen: Callable[[], 
             runtime.spawn(_stop_on_failure(runtime, signals), name="state-watch")
             await _open_status_socket(runtime)
             runtime.spawn(_stop_when_the_chat_ends(runtime, signals), name="chat-end-watch")
-            if await _until_stopped(_start_up(runtime, gateway), signals.stop):
+            if await _until_stopped(_start_up(runtime, gateway, signals.stop), signals.stop):
                 await _serve_until_stopped(runtime, config_path, signals)
             notify("STOPPING=1")
             grace = runtime.config.daemon.shutdown_grace_s
@@ -221,8 +224,12 @@ async def _until_stopped(work: Coroutine[Any, Any, _T], stop: asyncio.Event) -> 
     return None
 
 
-async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
-    """Open the gateway, start the channels, replay what a crash left, start schedules; log ready."""
+async def _start_up(runtime: Runtime, gateway: AsyncExitStack, stop: asyncio.Event) -> bool:
+    """Open the gateway, start the channels, replay what a crash left, start schedules; log ready.
+
+    False, with nothing called ready, when a stop came meanwhile (its task may run on for a
+    moment after `stop` is set, before `_until_stopped` cancels it).
+    """
     if runtime.config.gateway is not None:  # aiohttp's server side is imported only then
         from orchestrator.gateway import open_gateway
 
@@ -245,6 +252,8 @@ async def _start_up(runtime: Runtime, gateway: AsyncExitStack) -> bool:
         await _start_schedules(runtime)  # after channels: a run may deliver to one
     # only channels that are receiving: one still connecting was logged as such by the start
     up = [n for n, status in runtime.channels.status().items() if status.ready]
+    if stop.is_set():
+        return False
     logger.info("ready: channels {}", ", ".join(up) or "none")
     for notice in sandbox_notices(runtime.config):
         logger.log("WARNING" if notice.attention else "INFO", "{}", notice.text)
