@@ -38,7 +38,7 @@ def assemble(
 ) -> ScopedToolRegistry:
     """Build one agent's registry; every source passes the same policy, knobs only narrow.
 
-    Order (DESIGN.md section 4): peripherals (when connected) -> built-in allowed/excluded
+    Order (docs/architecture.md#construction-paths): peripherals (when connected) -> built-in allowed/excluded
     filter, with the memory tools bound to `memory` and `memory_scope` -> memory strip -> MCP bundles with per-tool gating (eager, or deferred behind
     `tool_search`) and pinned resources, from `mcp`'s current listings -> skills ->
     read-only autonomy -> `caller_allowed` -> final `excluded_tools` subtraction over

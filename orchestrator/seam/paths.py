@@ -13,7 +13,7 @@ __all__ = ["PATH_PROFILES", "ConstructionPath", "PathProfile", "ScopedAssembly"]
 
 
 class ConstructionPath(enum.Enum):
-    """The entry points of DESIGN.md section 4; each enters `resolve()`."""
+    """The construction paths (docs/architecture.md#construction-paths); each enters `resolve()`."""
 
     CHANNEL = "channel"
     CLI_RUN = "cli_run"

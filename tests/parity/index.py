@@ -20,12 +20,12 @@ class ParityRow:
     surface: str
     setting: str
     owner: str  # the issue that owns the surface, e.g. "#2 Foundation"
-    tracking: str  # where the guarantee is described (DESIGN.md section or issue)
+    tracking: str  # where the guarantee is described (docs/architecture.md or the issue)
     evidence: str  # "tests/parity/test_x.py::test_name"
 
 
 _F: Final = "#2 Foundation"
-_D4: Final = "DESIGN.md §4-5"
+_D4: Final = "docs/architecture.md"
 _H: Final = "#7 Parity harness"
 _I7: Final = "issue #7 item 1"
 _C: Final = "#11 Isolation at the edges"
@@ -88,20 +88,20 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               evidence="tests/parity/test_l1_engine.py::test_excluded_tool_never_executes_on_any_turn_path"),
     ParityRow(surface="tools", setting="caller_allowed knob (--allow)", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_cli_allow_only_narrows"),
-    ParityRow(surface="tools", setting="provider specs equal the registry", owner=_F, tracking="DESIGN.md §7",
+    ParityRow(surface="tools", setting="provider specs equal the registry", owner=_F, tracking="docs/architecture.md",
               evidence="tests/parity/test_l2_paths.py::test_provider_is_sent_exactly_the_registry"),
     ParityRow(surface="tools", setting="knobs only narrow (property)", owner=_F, tracking=_D4,
               evidence="tests/parity/test_property.py::test_knobs_never_widen_the_grant"),
-    ParityRow(surface="tools", setting="model calling an unknown tool (property)", owner=_F, tracking="DESIGN.md §6",
+    ParityRow(surface="tools", setting="model calling an unknown tool (property)", owner=_F, tracking="docs/architecture.md",
               evidence="tests/parity/test_property.py::test_no_tool_outside_the_registry_ever_runs"),
     ParityRow(surface="approval", setting="autonomy / auto_approve / always_ask", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_every_path_resolves_identical_policy_modulo_knobs"),
     ParityRow(surface="approval", setting="interactivity per path", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_interactivity_is_declared_per_path"),
-    ParityRow(surface="approval", setting="no operator = deny", owner=_F, tracking="DESIGN.md §5",
+    ParityRow(surface="approval", setting="no operator = deny", owner=_F, tracking="docs/architecture.md",
               evidence="tests/parity/test_l1_engine.py::test_no_operator_denies_on_every_non_interactive_path"),
     ParityRow(surface="budget", setting="max_tool_iterations, timeouts, result cap, history, actions/hour",
-              owner=_F, tracking="DESIGN.md §6",
+              owner=_F, tracking="docs/architecture.md",
               evidence="tests/parity/test_l2_paths.py::test_every_path_resolves_identical_policy_modulo_knobs"),
     ParityRow(surface="model", setting="provider binding and temperature", owner=_F, tracking=_D4,
               evidence="tests/parity/test_l2_paths.py::test_cli_run_and_listing_resolve_the_same_policy"),
@@ -135,10 +135,10 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               owner="#5 Security", tracking="issue #5 item 4",
               evidence="tests/parity/test_action_budget_parity.py::test_channel_senders_each_get_their_own_budget"),
     ParityRow(surface="mcp", setting="mcp scope (servers per mcp_bundles; cli run = listing = provider specs)",
-              owner="#3 MCP", tracking="DESIGN.md §4-5, issue #3",
+              owner="#3 MCP", tracking="docs/architecture.md, issue #3",
               evidence="tests/parity/test_mcp_parity.py::test_mcp_scope_is_the_same_on_cli_run_and_listing"),
     ParityRow(surface="mcp", setting="per-tool gating (names/globs, readOnlyHint, excluded_tools, connect_mcp)",
-              owner="#3 MCP", tracking="DESIGN.md §5, issue #3",
+              owner="#3 MCP", tracking="docs/architecture.md, issue #3",
               evidence="tests/parity/test_mcp_parity.py::test_mcp_per_tool_gating_is_identical_on_every_path"),
     ParityRow(surface="mcp", setting="deferred tool_search scope (finds and runs only the agent's gated tools)",
               owner="#3 MCP", tracking="issue #3 item 3",
@@ -170,7 +170,7 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               tracking="issue #5 items 2, 5",
               evidence="tests/parity/test_skills_parity.py::test_skill_scope_is_identical_on_every_path"),
     ParityRow(surface="skills", setting="excluded_tools / caller_allowed / read_only on skill tools",
-              owner="#5 Skills", tracking="DESIGN.md §5, issue #5 item 2",
+              owner="#5 Skills", tracking="docs/architecture.md, issue #5 item 2",
               evidence="tests/skills/test_gating.py::test_excluded_tools_subtract_skill_tools"),
     ParityRow(surface="skills", setting="approval, no-operator deny and tool timeout on skill tools",
               owner="#5 Skills", tracking="issue #5 item 2",
@@ -303,13 +303,13 @@ INDEX: Final[tuple[ParityRow, ...]] = (
               evidence="tests/parity/test_delegate_sop_parity.py::"
               "test_sop_step_path_resolves_the_step_agents_cli_run_policy_modulo_step_tools"),
     ParityRow(surface="matrix", setting="every setting x every path built through the production path builders: "
-              "enforced or narrowed by a declared knob, never a gap", owner=_H, tracking="DESIGN.md §7, issue #7 item 4",
+              "enforced or narrowed by a declared knob, never a gap", owner=_H, tracking="docs/architecture.md, issue #7 item 4",
               evidence="tests/parity/test_matrix.py::test_matrix_names_every_declared_knob_on_the_parity_config"),
     ParityRow(surface="matrix", setting="an undeclared difference is a gap; a knob only narrows", owner=_H,
               tracking="issue #7 item 4",
               evidence="tests/parity/test_matrix.py::test_classifier_separates_declared_narrowing_from_gaps"),
     ParityRow(surface="seal", setting="sealed objects refuse construction without the seam's token", owner=_H,
-              tracking="DESIGN.md §3, issue #7 item 3",
+              tracking="docs/architecture.md, issue #7 item 3",
               evidence="tests/seam/test_architecture.py::test_sealed_objects_refuse_construction_without_the_seam_token"),
     ParityRow(surface="seal", setting="sealed values refuse subclasses, copies, pickles and __new__; the engine runs "
               "only an execution a sealed constructor finished (not one forged around it)", owner=_H,
