@@ -155,6 +155,7 @@ stream = {"true" if stream else "false"}
 channel = "bot"
 agent = "a"
 senders = ["*"]
+reply_in_groups = "all"  # the bench's group chats are people talking to the bot
 
 [[routes]]
 channel = "term"
