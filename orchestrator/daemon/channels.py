@@ -9,7 +9,7 @@ from typing import Any
 
 from loguru import logger
 
-from channels import ChannelAdapter, ChannelEnded, ChannelError, Deliver, supervise
+from channels import ChannelAdapter, ChannelAuthError, ChannelEnded, ChannelError, ChannelUnusable, Deliver, supervise
 from orchestrator.config import ChannelConfig
 from orchestrator.lifecycle import Lifecycle, LifecycleRecord
 
@@ -89,14 +89,17 @@ class Channel:
             error=str(self._error) if self._error is not None else None,
         )
 
-    def _move(self, state: Lifecycle, error: str | None = None) -> None:
+    def _move(self, state: Lifecycle, error: str | None = None, *, said: bool = False) -> None:
+        # said: the supervisor already logged why (a refused token, a disabled channel), so the
+        # change is an INFO line: one warning per cause
         left = self._record.move(state, error)
         if left is None:
             return
         if state in (Lifecycle.DEGRADED, Lifecycle.RECONNECTING) or (state is Lifecycle.STOPPED and error):
             # Bound as a lifecycle line: the status document's `last_errors` keeps it.
-            logger.bind(lifecycle=f"channel {self.name}").warning(
-                "channel {} is {} (was {}): {}", self.name, state.value, left.value, error
+            logger.bind(lifecycle=f"channel {self.name}").log(
+                "INFO" if said else "WARNING",
+                "channel {} is {} (was {}): {}", self.name, state.value, left.value, error,
             )
         else:
             logger.info("channel {} is {} (was {})", self.name, state.value, left.value)
@@ -128,7 +131,7 @@ class Channel:
             self._on_ended(self.name)
             return
         self._error = exc
-        self._move(Lifecycle.STOPPED, str(exc))
+        self._move(Lifecycle.STOPPED, str(exc), said=isinstance(exc, ChannelAuthError | ChannelUnusable))
         self._settled.set()
 
     def _stopped(self) -> None:
