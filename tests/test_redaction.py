@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, unquote_to_bytes
+from typing import Final
 
 import pytest
 from hypothesis import given, settings
@@ -300,6 +301,11 @@ def _longest_common_run(a: bytes, b: bytes) -> int:
     return best
 
 
+# Between decoded runs: a byte no base85 secret holds (`|` is in its alphabet, and a run
+# joined to it by the separator looked like one more byte of the secret).
+_APART: Final = b"\n"
+
+
 def _decoded_base64(text: str, *, urlsafe: bool) -> bytes:
     """Every byte decodable from the base64 runs of `text`, at each of the four offsets."""
     alphabet = "A-Za-z0-9_-" if urlsafe else "A-Za-z0-9+/"
@@ -307,7 +313,7 @@ def _decoded_base64(text: str, *, urlsafe: bool) -> bytes:
     for run in re.findall(f"[{alphabet}]+", text):
         for start in range(4):
             body = run[start:][: (len(run) - start) // 4 * 4]
-            out += b"|" + (base64.urlsafe_b64decode(body) if urlsafe else base64.b64decode(body))
+            out += _APART + (base64.urlsafe_b64decode(body) if urlsafe else base64.b64decode(body))
     return out
 
 
@@ -316,5 +322,5 @@ def _decoded_hex(text: str) -> bytes:
     for run in re.findall("[0-9a-fA-F]+", text):
         for start in range(2):
             body = run[start:][: (len(run) - start) // 2 * 2]
-            out += b"|" + bytes.fromhex(body)
+            out += _APART + bytes.fromhex(body)
     return out
