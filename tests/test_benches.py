@@ -66,7 +66,7 @@ RUN_TIMEOUT_S: Final = 180.0
 SLOW_FIRST: Final = ("streaming", "daemon_start", "turn_overhead", "channel_throughput", "acp_start")
 
 # the module's first test waits for every selected bench (they run two at a time)
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def is_bench(path: Path) -> bool:

@@ -13,7 +13,11 @@ import ast
 from collections.abc import Mapping
 from typing import Final
 
+import pytest
+
 from tests.source_files import product_sources
+
+pytestmark = pytest.mark.slow
 
 ENGINE: Final = "run_tool_call_loop"
 

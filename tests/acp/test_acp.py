@@ -7,10 +7,14 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, cut_off, paced, status, text, tool_call
 from tests.mcp.kit import stdio_kit
+
+pytestmark = pytest.mark.slow
 
 MEMORY_TOOLS = {"memory_store", "memory_recall", "memory_forget"}
 

@@ -8,6 +8,8 @@ from tests.acp.test_acp_protocol_edges import initialized, wire
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI
 
+pytestmark = pytest.mark.slow
+
 CONFIG = """
 [providers.fake]
 base_url = "{base_url}"

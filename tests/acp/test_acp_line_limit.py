@@ -14,6 +14,8 @@ from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.media.samples import PNG
 
+pytestmark = pytest.mark.slow
+
 CONFIG = """
 [providers.fake]
 base_url = "{base_url}"

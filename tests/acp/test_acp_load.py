@@ -16,6 +16,8 @@ from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 
+pytestmark = pytest.mark.slow
+
 UNKNOWN_ID = "0123456789abcdef0123456789abcdef"
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import base64
 
+import pytest
+
 from tests.acp.test_acp_protocol_edges import initialized, wire
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.media.samples import JPEG, PNG, PDF, PDF_TEXT
+
+pytestmark = pytest.mark.slow
 
 CONFIG = """
 [providers.fake]

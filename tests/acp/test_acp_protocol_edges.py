@@ -15,9 +15,13 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION
 
+import pytest
+
 from tests.acp.harness import ROOT
 from tests.conftest import WriteConfig
 from tests.fakes.openai_server import FakeOpenAI, text
+
+pytestmark = pytest.mark.slow
 
 CONFIG = """
 [providers.fake]

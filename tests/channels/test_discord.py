@@ -27,6 +27,8 @@ from orchestrator.lifecycle import Lifecycle
 from orchestrator.policy import ApprovalArguments
 from tests.fakes.discord_api import FakeDiscord
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "good-token"
 USER = "424242424242424242"
 OTHER = "777777777777777777"

@@ -15,6 +15,8 @@ from orchestrator.config.channels import DiscordChannelConfig
 from tests.channels.test_discord import DM, THREAD, TOKEN, connected
 from tests.fakes.discord_api import FakeDiscord
 
+pytestmark = pytest.mark.slow
+
 INTERVAL = 0.1
 CHANNEL = "600000000000000001"
 GUILD = "700000000000000001"

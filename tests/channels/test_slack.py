@@ -25,6 +25,8 @@ from tests.fakes.slack_api import (
     post_interaction,
 )
 
+pytestmark = pytest.mark.slow
+
 SIGNING_SECRET = "fake-signing-secret"
 Item = Inbound | ApprovalAnswer
 

@@ -18,6 +18,8 @@ from channels import StreamStatus
 from tests.channels.test_slack import Inbox, make_adapter, running
 from tests.fakes.slack_api import FakeSlack
 
+pytestmark = pytest.mark.slow
+
 INTERVAL = 0.1
 THREAD = "1700000000.000100"
 

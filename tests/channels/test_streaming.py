@@ -12,6 +12,8 @@ import pytest
 from channels.base import ChannelError, ChannelRefused, ReplyProgress
 from channels.streaming import RECENT_CHATS, EditStream, PacerBook, StreamRateLimited, split_to_limit
 
+pytestmark = pytest.mark.slow
+
 INTERVAL = 0.05
 
 

@@ -19,6 +19,8 @@ from orchestrator.config.channels import TelegramChannelConfig
 from orchestrator.policy import ApprovalArguments
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.slow
+
 SECRET = "s3cret-Token_1"
 MakeAdapter = Callable[..., ChannelAdapter]
 

@@ -20,6 +20,8 @@ from orchestrator.config import SecretRef
 from orchestrator.config.channels import TelegramChannelConfig
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.slow
+
 GROUP, USER = -700, 70
 MakeAdapter = Callable[..., StreamingAdapter]
 

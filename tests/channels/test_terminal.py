@@ -15,6 +15,8 @@ from channels import ChannelUnusable
 from channels.terminal import TerminalAdapter
 from tests.conftest import WriteConfig
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

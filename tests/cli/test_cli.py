@@ -16,6 +16,8 @@ from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -20,6 +20,8 @@ import pytest
 from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_calls
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sentinel-telegram-token-51d2"
 

@@ -21,6 +21,8 @@ from tests.daemon.test_systemd_unit import UNIT, _fresh_machine, _stand_in_for_p
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

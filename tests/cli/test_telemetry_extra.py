@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WriteConfig
+
+pytestmark = pytest.mark.slow
 
 CONFIG = (
     '[providers.p]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'

@@ -14,6 +14,8 @@ from orchestrator import cli
 from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = provider_toml("http://127.0.0.1:9/v1") + """
 [agents.a]

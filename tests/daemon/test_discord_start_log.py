@@ -12,6 +12,8 @@ from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.faults.kit import start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(90)
 async def test_a_text_bot_logs_no_voice_library_warnings_at_start(

@@ -8,6 +8,8 @@ from typing import Any
 
 from loguru import logger
 
+import pytest
+
 from channels import ApprovalAnswer, Inbound
 from orchestrator.daemon import Disposition, answer_approval, deliver, process_message
 from orchestrator.policy import render_arguments
@@ -16,6 +18,8 @@ from orchestrator.tools import BUILTIN_TOOLS
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running
 from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call
+
+pytestmark = pytest.mark.slow
 
 
 def daemon_toml(fake: FakeOpenAI, *, agent_extra: str = "", routes: str | None = None) -> str:

@@ -11,9 +11,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

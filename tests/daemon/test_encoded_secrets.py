@@ -22,6 +22,8 @@ from tests.fakes.openai_server import FakeOpenAI, status, text, tool_calls
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.faults.kit import start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 KEY = "sk-enc/attack+5d1f9c3a=7b2e8046"  # characters a URL encodes
 URL_PY = "import urllib.parse; print(urllib.parse.quote(open('token.txt').read(), safe=''))"
 B64_PY = "import base64; print(base64.b64encode(b'x' + open('token.txt', 'rb').read()).decode())"

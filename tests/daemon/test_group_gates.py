@@ -16,6 +16,8 @@ from tests.daemon.chats import ALL_CHATS, TELEGRAM_GROUP, GroupChat, TelegramCha
 from tests.daemon.platforms import daemon
 from tests.fakes.openai_server import FakeOpenAI, text
 
+pytestmark = pytest.mark.slow
+
 all_chats = pytest.mark.parametrize("chat", ALL_CHATS, indirect=True)
 
 

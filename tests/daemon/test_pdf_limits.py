@@ -13,10 +13,14 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.media.samples import costly_pdf
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK, PATIENT = "444444:quick-bot", "555555:patient-bot"

@@ -21,6 +21,8 @@ from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.fakes.slack_api import FakeSlack
 from tests.media.samples import JPEG, PDF
 
+pytestmark = pytest.mark.slow
+
 
 def agents_toml(fake_llm: FakeOpenAI, channel: str, *, media: bool) -> str:
     """Return one agent `seer` answering `channel`: vision and media when `media`, neither otherwise."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orchestrator.daemon import Runtime, reload_config
 from tests.conftest import WriteConfig
 from tests.daemon.chats import (
@@ -27,6 +29,8 @@ from tests.daemon.platforms import daemon
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, paced, text
 from tests.fakes.slack_api import FakeSlack
+
+pytestmark = pytest.mark.slow
 
 ANSWER = " ".join(f"word{i}" for i in range(40)) + "."
 THREAD = "1700000000.000100"

@@ -18,6 +18,8 @@ from tests.daemon.platforms import echo_model
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.fakes.telegram_api import Call, FakeTelegram
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "333333:CCC-durable-bot"
 
 

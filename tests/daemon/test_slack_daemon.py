@@ -5,6 +5,8 @@ What Slack shares with the other platforms runs in test_chat_platforms.py; this 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import WriteConfig
 from tests.daemon.chats import (
     SLACK_ALICE as ALICE,
@@ -24,6 +26,8 @@ from tests.daemon.chats import (
 from tests.daemon.platforms import daemon, echo_model
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.fakes.slack_api import FakeSlack, message_event
+
+pytestmark = pytest.mark.slow
 
 
 async def test_dm_in_reply_out_with_agent_prompt_and_tools(

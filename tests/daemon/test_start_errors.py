@@ -13,6 +13,8 @@ from orchestrator.daemon import reload_config
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.harness import running
 
+pytestmark = pytest.mark.slow
+
 BASE = provider_toml("http://127.0.0.1:9/v1") + """
 [agents.a]
 provider = "fake"

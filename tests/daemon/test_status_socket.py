@@ -9,12 +9,16 @@ from pathlib import Path
 
 from loguru import logger
 
+import pytest
+
 from orchestrator.checks import load_config
 from orchestrator.daemon import Runtime, serve_status_socket
 from orchestrator.redaction import redact, register_secret
 from orchestrator.status_client import ask_status, status_socket_path
 from tests.conftest import WriteConfig, provider_toml
 from tests.mcp.kit import agent_toml, bundle, gated_kit, wait_for
+
+pytestmark = pytest.mark.slow
 
 
 async def test_a_state_dir_past_the_unix_address_limit_still_answers(write_config: WriteConfig, tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.openai_server import FakeOpenAI, cut_off, paced, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "444444:DDD-stream-bot"
 USER, OTHER, GROUP = 5, 6, -1005
 ANSWER = " ".join(f"word{i}" for i in range(40)) + "."

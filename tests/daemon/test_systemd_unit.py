@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 UNIT = Path(__file__).resolve().parents[2] / "systemd" / "orchestrator.service"
 INSTALLED = "/opt/orchestrator/.venv/bin/orchestrator"
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 
+import pytest
+
 from tests.conftest import WriteConfig, provider_toml
 from tests.daemon.test_terminal_screen import chat_toml, on_a_terminal, screen_lines
 from tests.fakes.openai_server import FakeOpenAI, paced, text, tool_call
 from tests.pty_screen import Pty
+
+pytestmark = pytest.mark.slow
 
 
 async def shows(pty: Pty, wanted: str) -> str:

@@ -14,9 +14,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WriteConfig, provider_toml
 from tests.fakes.openai_server import FakeOpenAI, paced, status, text
 from tests.pty_screen import Pty
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

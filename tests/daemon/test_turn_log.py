@@ -15,6 +15,8 @@ from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI, text, with_usage
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "555555:EEE-log-bot"
 
 

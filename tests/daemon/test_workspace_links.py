@@ -24,6 +24,8 @@ from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import start
 from tests.media.samples import PDF, PDF_TEXT
 
+pytestmark = pytest.mark.slow
+
 ALICE = 10
 
 

@@ -19,6 +19,8 @@ from tests.fakes.openai_server import FakeOpenAI, text
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 STATE_FILE = re.compile(r"`([a-z_]+\.(?:sqlite3|lock)|[a-z_]+(?=/`))/?`")
 

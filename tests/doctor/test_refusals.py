@@ -19,6 +19,8 @@ from orchestrator.store import hold_state_lock
 from tests.conftest import WriteConfig
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BASE = '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\n'
 TG = '[channels.tg]\nkind = "telegram"\ntoken = "env:ORCH_TEST_TG"\n'

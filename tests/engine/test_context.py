@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.config import Config
 from orchestrator.engine import StopReason, Transcript, run_tool_call_loop
 from orchestrator.engine.context import calibrate, estimate_message, estimate_specs
@@ -17,6 +19,8 @@ from orchestrator.sessions import Sessions, StoredTranscripts
 from orchestrator.store import SessionStore
 from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, Reply, status, text
+
+pytestmark = pytest.mark.slow
 
 LIMIT = 2_000
 FILLER = "the quick brown fox jumps over the lazy dog " * 3

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.config import Config
 from orchestrator.engine import StopReason, Summary, Transcript
 from orchestrator.seam import ConstructionPath, Services, resolve
@@ -16,6 +18,8 @@ from orchestrator.store import SessionStore
 from tests.conftest import provider_toml
 from tests.engine.test_context import FILLER, facts_in, is_summary_request, request_tokens
 from tests.fakes.openai_server import FakeOpenAI, Reply, status, text
+
+pytestmark = pytest.mark.slow
 
 LIMIT = 2_000
 

@@ -24,6 +24,8 @@ from tests.fakes import anthropic_api
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, with_usage
 
+pytestmark = pytest.mark.slow
+
 KEY = "sk-ant-bounds-key"
 KEY_ENV = "ORCHESTRATOR_BOUNDS_TEST_KEY"
 LONG = "word " * 40_000  # what the model would write if nothing stopped it: about 50,000 tokens

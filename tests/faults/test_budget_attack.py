@@ -21,6 +21,8 @@ from tests.fakes.openai_server import FakeOpenAI, text, tool_call, with_usage
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, start
 
+pytestmark = pytest.mark.slow
+
 LONG = "word " * 40_000
 
 

@@ -21,6 +21,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, outcome, outcomes, settled, start
 
+pytestmark = pytest.mark.slow
+
 KILLS = 8
 PER_ROUND = 6
 

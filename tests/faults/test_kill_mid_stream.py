@@ -42,6 +42,8 @@ from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 GROUP = -1007
 TG_USER = 71
 THREAD = "1700000000.000700"

@@ -8,8 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WriteConfig, provider_toml
 from tests.mcp.kit import agent_toml, bundle, stdio_kit
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

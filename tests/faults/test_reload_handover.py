@@ -21,6 +21,8 @@ from tests.fakes.openai_server import FakeOpenAI, paced, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 
 def _config(fake_llm: FakeOpenAI, tg: FakeTelegram, *, typing_after_s: float) -> str:
     return provider_toml(fake_llm.base_url) + f"""

@@ -15,6 +15,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import Tally, config_text, settled, start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 MESSAGES = 24
 
 

@@ -21,6 +21,8 @@ from tests.fakes.openai_server import FakeOpenAI, text
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, outcomes, start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 
 def closed_port() -> int:
     with socket.socket() as probe:  # bound, then released: connecting is refused

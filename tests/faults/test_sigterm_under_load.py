@@ -16,6 +16,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import Tally, config_text, settled, start
 
+pytestmark = pytest.mark.slow
+
 MESSAGES = 36
 CHATS = 6
 

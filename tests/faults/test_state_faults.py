@@ -24,6 +24,8 @@ from tests.fakes.openai_server import FakeOpenAI, text
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 
 def _error(work: str, path: Path) -> sqlite3.Error:
     """Return the real error SQLite raises for `work` on a small WAL database at `path`."""

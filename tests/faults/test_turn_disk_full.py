@@ -24,6 +24,8 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import Tally, config_text, fill, settled, small_tmpfs, start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 
 def _rows(path: Path, query: str) -> list[tuple[Any, ...]]:
     """Read `query` from a state file read-only (the daemon may hold it; the disk may be full)."""

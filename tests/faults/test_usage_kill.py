@@ -15,6 +15,8 @@ from tests.fakes.openai_server import FakeOpenAI, text, with_usage
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, start
 
+pytestmark = pytest.mark.slow
+
 DAY_BUDGET = 50_050  # the first turn reports 50,100 tokens: the day is spent after it
 
 

@@ -16,6 +16,8 @@ from orchestrator.gateway import GatewayAddress
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.gateway.kit import call, gateway_toml, write
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -15,6 +15,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 from tests.init.test_wizard_flags import ROOT, init, token_file
 
+pytestmark = pytest.mark.slow
+
 
 def git(tree: Path, *args: str) -> str:
     done = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True, check=True, timeout=30)

@@ -14,6 +14,8 @@ from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI
 from tests.mcp.kit import agent_toml, bundle, stdio_kit
 
+pytestmark = pytest.mark.slow
+
 BROKEN = '[mcp.servers.broken]\ntransport = "stdio"\ncommand = "/nonexistent/mcp-server"\n'
 
 

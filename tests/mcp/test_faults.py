@@ -29,6 +29,8 @@ from tests.mcp.kit import (
     wait_for,
 )
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def warnings_logged() -> Iterator[list[str]]:

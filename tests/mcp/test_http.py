@@ -30,6 +30,8 @@ from tests.mcp.kit import (
     wait_for,
 )
 
+pytestmark = pytest.mark.slow
+
 
 async def test_two_agents_over_http_see_and_run_only_their_own_tools(
     fake_llm: FakeOpenAI, load: Callable[..., Config], http_kit_server: HttpKit,

@@ -7,10 +7,14 @@ import asyncio
 import io
 from collections.abc import Callable
 
+import pytest
+
 from orchestrator.config import Config
 from orchestrator.logs import configure_logging
 from tests.conftest import provider_toml
 from tests.mcp.kit import agent_toml, bundle, execution, mcp_services, stdio_kit
+
+pytestmark = pytest.mark.slow
 
 
 async def test_a_noisy_server_is_logged_once_and_still_serves(load: Callable[..., Config]) -> None:

@@ -14,6 +14,8 @@ from tests.fakes.mcp_servers.kit import NOTES
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.mcp.kit import agent_toml, bundle, execution, mcp_services, server_counts, stdio_kit, turn
 
+pytestmark = pytest.mark.slow
+
 
 async def test_pinned_resources_are_read_each_turn_wrapped_and_gated(
     fake_llm: FakeOpenAI, load: Callable[..., Config]

@@ -27,6 +27,8 @@ from tests.mcp.kit import (
     wait_for,
 )
 
+pytestmark = pytest.mark.slow
+
 
 def alive(pid: int) -> bool:
     try:

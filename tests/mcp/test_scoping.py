@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
+
 from orchestrator.config import Config
 from orchestrator.engine import Transcript, run_tool_call_loop
 from orchestrator.mcp import DEFERRED_SECTION
@@ -23,6 +25,8 @@ from tests.mcp.kit import (
     tool_results,
     turn,
 )
+
+pytestmark = pytest.mark.slow
 
 
 def kit_config(fake: FakeOpenAI, load: Callable[..., Config]) -> Config:

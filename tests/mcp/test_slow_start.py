@@ -21,6 +21,8 @@ from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.fakes.telegram_api import FakeTelegram
 from tests.mcp.kit import agent_toml, bundle, stdio_kit, tool_results
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "555555:EEE-slow-mcp-bot"
 
 

@@ -19,6 +19,8 @@ from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.mcp.kit import ROOT, agent_toml, bundle, execution, mcp_services, tool_results, turn
 
+pytestmark = pytest.mark.slow
+
 ODD = (
     "[mcp.servers.odd]\ntransport = \"stdio\"\n"
     f"command = {json.dumps(sys.executable)}\nargs = [\"-m\", \"tests.fakes.mcp_servers.odd\"]\n"

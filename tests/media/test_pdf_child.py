@@ -25,6 +25,8 @@ from orchestrator.tools import bwrap_error, landlock_error
 from tests.conftest import WriteConfig
 from tests.media.samples import PDF, PDF_TEXT, costly_pdf, greedy_pdf
 
+pytestmark = pytest.mark.slow
+
 TOML = """
 [providers.fake]
 base_url = "http://127.0.0.1:9/v1"

@@ -13,6 +13,8 @@ from orchestrator.memory import MemoryStore
 from tests.conftest import WriteConfig, provider_toml
 from tests.observability.kit import closed_port
 
+pytestmark = pytest.mark.slow
+
 GARBAGE = b"this is not a database, it is what a bad disk left behind\n" * 200
 
 

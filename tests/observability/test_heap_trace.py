@@ -18,6 +18,8 @@ from tests.fakes.openai_server import FakeOpenAI, text
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.kit import config_text, start, stderr_of
 
+pytestmark = pytest.mark.slow
+
 
 def _signal_until(path: Path, fragment: str) -> str:
     """Send SIGUSR2 to this process, then wait until `path` holds `fragment`; return the text."""

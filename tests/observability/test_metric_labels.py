@@ -19,6 +19,8 @@ from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.faults.kit import ROOT, config_text
 from tests.observability.kit import SCRAPE, TOKEN, gateway_port, samples, scrape
 
+pytestmark = pytest.mark.slow
+
 GATEWAY = """
 [gateway]
 port = 0

@@ -9,6 +9,8 @@ from typing import Any
 
 import aiohttp
 
+import pytest
+
 from channels import Inbound
 from orchestrator.daemon import Disposition, process_message
 
@@ -16,6 +18,8 @@ from orchestrator.gateway import GatewayAddress
 from tests.daemon.harness import Terminal
 from tests.fakes.openai_server import FakeOpenAI, status, text, tool_call
 from tests.observability.kit import SCRAPE, TOKEN, daemon, daemon_toml, samples, scrape, value, write
+
+pytestmark = pytest.mark.slow
 
 GATEWAY_DOC = Path(__file__).resolve().parents[2] / "docs" / "gateway.md"
 

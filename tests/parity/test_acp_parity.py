@@ -20,6 +20,8 @@ from tests.acp.harness import RecordingClient, acp_agent, initialize, prompt
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.parity.test_l2_paths import _in_thread, comparable, declared, run_cli
 
+pytestmark = pytest.mark.slow
+
 MEMORY_TOOLS = ["memory_forget", "memory_recall", "memory_store"]
 
 

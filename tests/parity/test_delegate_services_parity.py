@@ -25,6 +25,8 @@ from tests.fakes.openai_server import FakeOpenAI, text, tool_call
 from tests.gateway.kit import call, serving, write
 from tests.mcp.kit import bundle, sent_tools, stdio_kit
 
+pytestmark = pytest.mark.slow
+
 # helper's own grant: a built-in, its memory tools, and its bundle's MCP tool.
 HELPER_TOOLS: Final = ["kit__echo", "list_dir", "memory_forget", "memory_recall", "memory_store"]
 PATHS: Final = ("channel", "cli_run", "gateway_chat", "library", "sop_step", "acp", "schedule", "delegate")

@@ -24,6 +24,8 @@ from tests.daemon.harness import running
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_call, with_usage
 from tests.gateway.kit import call, serving, write
 
+pytestmark = pytest.mark.slow
+
 PATHS: Final = ("channel", "cli_run", "gateway_chat", "library", "sop_step", "acp", "schedule", "delegate")
 SPENT: Final = "the daily token budget of 1000 tokens for 'lead' is spent (1010 used in the last 24 hours)"
 

@@ -21,6 +21,8 @@ from tests.gateway.kit import call, gateway_toml, serving, write
 from tests.parity.conftest import parity_toml
 from tests.parity.test_l2_paths import comparable, declared
 
+pytestmark = pytest.mark.slow
+
 
 async def _three_paths(
     path: Path, agent: str, fake: FakeOpenAI, seen: list[ResolvedAgentExecution]

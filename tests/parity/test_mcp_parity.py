@@ -32,6 +32,8 @@ from tests.conftest import provider_toml
 from tests.fakes.openai_server import FakeOpenAI, text, tool_call, tool_calls
 from tests.mcp.kit import FAST_BACKOFF, agent_toml, bundle, stdio_kit
 
+pytestmark = pytest.mark.slow
+
 # Paths that withhold MCP by their declared knobs; every other path must match cli run.
 WITHHELD: frozenset[ConstructionPath] = frozenset({ConstructionPath.ACP})
 

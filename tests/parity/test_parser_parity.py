@@ -26,6 +26,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.gateway.kit import call, gateway_toml, serving, write
 from tests.media.samples import costly_pdf
 
+pytestmark = pytest.mark.slow
+
 LIMITS = """
 [agents.ops.media]
 accept = ["document"]

@@ -17,6 +17,8 @@ from orchestrator.seam import Services, build_cli_run
 from tests.conftest import WriteConfig
 from tests.fakes.anthropic_api import FakeAnthropic, text
 
+pytestmark = pytest.mark.slow
+
 TWO_KINDS = """
 [providers.local]
 base_url = "http://127.0.0.1:9/v1"

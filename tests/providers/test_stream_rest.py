@@ -15,6 +15,8 @@ from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI, paced, text
 from tests.providers.kit import Pieces
 
+pytestmark = pytest.mark.slow
+
 ANSWER = "one two three four five six seven eight nine ten " * 4
 
 

@@ -15,6 +15,8 @@ from orchestrator.errors import ConfigError
 from orchestrator.seam import ConstructionPath, SandboxHost, Services, resolve, sandbox_notices, shell_sandbox
 from tests.conftest import WriteConfig
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BASE = '[providers.p]\nbase_url = "http://127.0.0.1:9/v1"\n[agents.a]\nprovider = "p"\nmodel = "m"\ntools = ["shell"]\n'
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orchestrator.store import SessionStore
+
+pytestmark = pytest.mark.slow
 
 DAY = 24 * 3600.0
 

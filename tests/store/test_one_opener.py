@@ -12,7 +12,11 @@ import ast
 from collections.abc import Mapping
 from typing import Final
 
+import pytest
+
 from tests.source_files import product_sources
+
+pytestmark = pytest.mark.slow
 
 OPENER: Final = "orchestrator/store/sqlite.py"
 _MODULES: Final = frozenset({"sqlite3", "sqlite3.dbapi2"})

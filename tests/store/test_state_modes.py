@@ -22,6 +22,8 @@ from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.faults.kit import ROOT, config_text
 from tests.observability.kit import TOKEN, gateway_port
 
+pytestmark = pytest.mark.slow
+
 EXTRA = """
 [agents.a.memory]
 scope = "agent"
