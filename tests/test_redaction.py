@@ -12,8 +12,8 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote, unquote_to_bytes
 from typing import Final
+from urllib.parse import quote, unquote_to_bytes
 
 import pytest
 from hypothesis import given, settings
